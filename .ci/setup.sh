@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs and starts everything WoTbench needs on a fresh Debian 12 machine
+# (run as root). Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(gcc make pkg-config libcoap3-dev libcoap3-bin clang libclang-rt-14-dev
+      docker.io collectl iptables debootstrap python3-venv python3-pip)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Docker: no init system starts the engine on these machines.
+if ! docker info >/dev/null 2>&1; then
+  echo "setup: starting dockerd"
+  (setsid dockerd >/var/log/dockerd.log 2>&1 &)
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || { echo "setup: dockerd did not start (see /var/log/dockerd.log)" >&2; exit 1; }
+fi
+
+make --no-print-directory venv

@@ -1,0 +1,60 @@
+# WoTbench: one Makefile for the C programs, the Python package and the
+# testbed. `make run` and `make test` work on a fresh Debian machine (root).
+
+SHELL      := /bin/bash
+BUILD      := build
+BIN        := $(BUILD)/bin
+VENV       := .venv
+PY         := $(VENV)/bin/python
+CC         ?= gcc
+CLANG      ?= clang
+
+COAP_INC   := /usr/include
+COAP_LIB   := -l:libcoap-3-notls.a
+CSTD       := -std=c11 -D_GNU_SOURCE
+CWARN      := -Wall -Wextra -Werror
+CFLAGS     ?= -O2 -g
+ALL_CFLAGS := $(CSTD) $(CWARN) $(CFLAGS)
+# Release binaries are fully static so that they run in FROM-scratch images.
+STATIC_LDFLAGS := -static -pthread
+# Sanitizer builds cannot be static (ASan needs the dynamic loader); they
+# still link libcoap's static archive.
+SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
+
+.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge clean-build venv
+
+all: build
+
+setup:
+	bash .ci/setup.sh
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+include gateway-emulator/build.mk
+include device/build.mk
+
+build: $(BIN)/wotbench-ge $(BIN)/wotbench-device
+build-asan: $(BUILD)/asan/wotbench-ge $(BUILD)/asan/wotbench-device
+fuzz-build: $(FUZZERS)
+
+# The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
+# and Docker end-to-end.
+test: setup build build-asan fuzz-build
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Each fuzzer for FUZZ_RUNS executions (the closing notes quote 1e6+).
+FUZZ_RUNS ?= 200000
+fuzz: fuzz-build
+	@for f in $(FUZZERS); do echo "== $$f"; mkdir -p $(BUILD)/corpus/$$(basename $$f); \
+	  $$f -runs=$(FUZZ_RUNS) -max_len=2048 $(BUILD)/corpus/$$(basename $$f) $$(dirname $$f)/../../$$(basename $$f).seeds 2>&1 | tail -n 2 || exit 1; done
+
+bench: bench-ge
+
+clean-build:
+	rm -rf $(BUILD)
