@@ -49,10 +49,12 @@ test: setup build build-asan fuzz-build
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Each fuzzer for FUZZ_RUNS executions (the closing notes quote 1e6+).
+# Fuzzers are named fuzz-<folder>-<what>; seeds live in <folder>/fuzz/seeds/<name>/.
 FUZZ_RUNS ?= 200000
 fuzz: fuzz-build
-	@for f in $(FUZZERS); do echo "== $$f"; mkdir -p $(BUILD)/corpus/$$(basename $$f); \
-	  $$f -runs=$(FUZZ_RUNS) -max_len=2048 $(BUILD)/corpus/$$(basename $$f) $$(dirname $$f)/../../$$(basename $$f).seeds 2>&1 | tail -n 2 || exit 1; done
+	@for f in $(FUZZERS); do n=$$(basename $$f); echo "== $$n"; mkdir -p $(BUILD)/corpus/$$n; \
+	  $$f -runs=$(FUZZ_RUNS) -max_len=2048 $(BUILD)/corpus/$$n $$(ls -d */fuzz/seeds/$$n 2>/dev/null) 2>&1 | tail -n 2; \
+	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 
 bench: bench-ge
 

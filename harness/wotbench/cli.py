@@ -1,0 +1,49 @@
+"""The `wotbench` command: argparse subcommands, one function each.
+
+Each subpackage contributes its subcommands through a ``register(subparsers)``
+function that adds a parser and sets ``func`` to its ``cmd_*`` function.
+A :class:`wotbench.UserError` becomes ``error: <where>: <what>`` and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from wotbench._errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wotbench", description="Containerized CoAP device-emulation testbed."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Subcommand modules register themselves here (imported lazily so that
+    # `wotbench --help` stays fast).
+    from wotbench.tracegen import cli as tracegen_cli
+
+    tracegen_cli.register(sub)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed a usage error
+        return 2 if exc.code not in (0, None) else 0
+    try:
+        return int(args.func(args) or 0)
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
