@@ -1,0 +1,141 @@
+"""The Docker engine as the harness uses it: one client, the run labels,
+the image names, the hardening every container gets, and label-based
+teardown (the only way the harness ever removes anything)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import docker
+import docker.errors
+
+from wotbench._errors import UserError
+
+LABEL_RUN = "org.wotbench.run"
+LABEL_ROLE = "org.wotbench.role"
+LABEL_DEVICE = "org.wotbench.device"
+
+IMAGE_TAG = os.environ.get("WOTBENCH_IMAGE_TAG", "latest")
+IMAGES = {
+    "device": f"wotbench/device:{IMAGE_TAG}",
+    "ge": f"wotbench/ge:{IMAGE_TAG}",
+    "nettools": f"wotbench/nettools:{IMAGE_TAG}",
+}
+#: Parallel Docker API calls when starting or removing many containers.
+WORKERS = 8
+
+# Docker's default bridge pools and anything a user may have configured are
+# avoided by inspecting them; these are only the candidates.
+_CANDIDATE_POOLS = ("10.210.0.0/15", "172.30.0.0/15", "10.50.0.0/16", "192.168.200.0/21")
+#: Containers per bridge network; a Linux bridge takes at most 1023 ports.
+NET_CAPACITY = 1000
+_PREFIX = 22                       # 1022 addresses per network
+
+
+def client() -> docker.DockerClient:
+    """A client for the local engine; a clear error when none answers."""
+    try:
+        c = docker.from_env(max_pool_size=WORKERS * 2, timeout=120)
+        c.ping()
+    except docker.errors.DockerException as exc:
+        raise UserError(f"the Docker engine does not answer ({exc}); start it with "
+                        "`make setup` or `dockerd &`") from None
+    return c
+
+
+def hardening(*, memory_bytes: int, pids: int) -> dict[str, Any]:
+    """Unprivileged containers: no capabilities, no privilege gain, a
+    read-only root filesystem, memory and process limits."""
+    return {
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "read_only": True,
+        "mem_limit": memory_bytes,
+        "memswap_limit": memory_bytes,
+        "pids_limit": pids,
+        "log_config": {"type": "json-file", "config": {"max-size": "1m"}},
+    }
+
+
+def check_images(c: docker.DockerClient, roles: Iterable[str]) -> dict[str, str]:
+    """Image id of every role needed; a missing image is a user error."""
+    ids = {}
+    for role in roles:
+        try:
+            ids[role] = c.images.get(IMAGES[role]).id
+        except docker.errors.ImageNotFound:
+            raise UserError(f"image {IMAGES[role]} is missing (run: make images)") from None
+    return ids
+
+
+def used_subnets(c: docker.DockerClient) -> list[ipaddress.IPv4Network]:
+    """Subnets already taken: Docker networks, host routes and addresses."""
+    nets: list[ipaddress.IPv4Network] = []
+    for n in c.networks.list():
+        for cfg in (n.attrs.get("IPAM") or {}).get("Config") or []:
+            try:
+                net = ipaddress.ip_network(cfg.get("Subnet", ""), strict=False)
+            except ValueError:
+                continue
+            if isinstance(net, ipaddress.IPv4Network):
+                nets.append(net)
+    out = subprocess.run(["ip", "-4", "-o", "route", "show", "table", "all"],
+                         capture_output=True, text=True, check=False).stdout
+    out += subprocess.run(["ip", "-4", "-o", "addr", "show"],
+                          capture_output=True, text=True, check=False).stdout
+    for word in out.split():
+        if "/" in word or word[:1].isdigit():
+            try:
+                net = ipaddress.ip_network(word, strict=False)
+            except ValueError:
+                continue
+            if isinstance(net, ipaddress.IPv4Network) and net.prefixlen > 0:
+                nets.append(net)
+    return nets
+
+
+def free_subnets(used: list[ipaddress.IPv4Network], count: int) -> list[ipaddress.IPv4Network]:
+    """``count`` /22 subnets overlapping nothing in ``used``."""
+    found: list[ipaddress.IPv4Network] = []
+    for pool in _CANDIDATE_POOLS:
+        for cand in ipaddress.ip_network(pool).subnets(new_prefix=_PREFIX):
+            if any(cand.overlaps(u) for u in used + found):
+                continue
+            found.append(cand)
+            if len(found) == count:
+                return found
+    raise UserError(f"no free private /{_PREFIX} subnet for {count} network(s)")
+
+
+def remove_labelled(c: docker.DockerClient, run_id: str | None = None) -> tuple[int, int]:
+    """Removes every container, then every network, carrying the run label
+    (of one run, or of any run when ``run_id`` is None). Returns the counts."""
+    flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
+    containers = c.containers.list(all=True, filters=flt, ignore_removed=True)
+
+    def rm(ct: Any) -> int:
+        try:
+            ct.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            return 0
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:         # removal already in progress
+                return 0
+            raise
+        return 1
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        n_ct = sum(pool.map(rm, containers))
+    n_net = 0
+    for net in c.networks.list(filters=flt):
+        try:
+            net.remove()
+            n_net += 1
+        except docker.errors.NotFound:
+            pass
+    return n_ct, n_net

@@ -1,0 +1,175 @@
+"""Resource monitor: collectl (per-CPU utilisation, memory, network, every
+second) pinned to the reserved cores, plus a sampler of every run
+container's CPU time and memory read straight from its cgroup (v1:
+cpuacct/memory controllers; v2: the unified hierarchy).
+
+Both end up as CSV on the run's clock: ``t_us`` relative to t0 (the common
+start instant of the GEs), so they line up with the GE outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+CGROOT = Path(os.environ.get("WOTBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
+
+
+# --- per-container cgroup figures -----------------------------------------
+
+def cgroup_files(container_id: str, root: Path = CGROOT) -> tuple[Path, Path, str] | None:
+    """(cpu file, memory file, kind) of a container under Docker's
+    cgroupfs or systemd driver; None when neither layout has it."""
+    v1_cpu = root / "cpuacct" / "docker" / container_id / "cpuacct.usage"
+    if v1_cpu.exists():
+        return v1_cpu, root / "memory" / "docker" / container_id / "memory.usage_in_bytes", "v1"
+    for d in (root / "docker" / container_id, root / "system.slice" / f"docker-{container_id}.scope"):
+        if (d / "cpu.stat").exists():
+            return d / "cpu.stat", d / "memory.current", "v2"
+    return None
+
+
+def read_cgroup(files: tuple[Path, Path, str]) -> tuple[int, int]:
+    """(cpu_usage_us, mem_bytes) now."""
+    cpu_file, mem_file, kind = files
+    if kind == "v1":
+        cpu_us = int(cpu_file.read_text()) // 1000
+    else:
+        stat = dict(line.split() for line in cpu_file.read_text().splitlines())
+        cpu_us = int(stat["usage_usec"])
+    return cpu_us, int(mem_file.read_text())
+
+
+@dataclass
+class ContainerSampler:
+    """Samples every registered container once a second in a thread."""
+
+    interval_s: float = 1.0
+    rows: list[tuple[int, str, str, int, int]] = field(default_factory=list)
+    _targets: dict[str, tuple[str, str, tuple[Path, Path, str] | None]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, container_id: str, name: str, role: str) -> None:
+        with self._lock:
+            self._targets[container_id] = (name, role, cgroup_files(container_id))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="cgroup-sampler", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self.sample_once()
+            next_t += self.interval_s
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def sample_once(self) -> None:
+        now_us = time.time_ns() // 1000
+        with self._lock:
+            targets = list(self._targets.items())
+        for cid, (name, role, files) in targets:
+            if files is None:
+                files = cgroup_files(cid)
+                if files is None:
+                    continue
+                with self._lock:
+                    self._targets[cid] = (name, role, files)
+            try:
+                cpu_us, mem = read_cgroup(files)
+            except (OSError, ValueError, KeyError):
+                continue              # the container is gone (killed or removed)
+            self.rows.append((now_us, name, role, cpu_us, mem))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def frame(self, t0_epoch_us: int) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows, columns=["epoch_us", "container", "role", "cpu_usage_us", "mem_bytes"])
+        df.insert(0, "t_us", df.pop("epoch_us") - t0_epoch_us)
+        return df
+
+
+# --- collectl ---------------------------------------------------------------
+
+@dataclass
+class Collectl:
+    """collectl writing plot files into ``workdir`` until stopped."""
+
+    workdir: Path
+    cores: Sequence[int]
+    proc: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def available() -> bool:
+        return shutil.which("collectl") is not None
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        cores = set(self.cores)
+        pin: Callable[[], None] = lambda: os.sched_setaffinity(0, cores)  # noqa: E731
+        # -oUmz: epoch-seconds time stamps with ms, uncompressed plot files.
+        self.proc = subprocess.Popen(
+            ["collectl", "-scmnC", "-i1", "-P", "-oUmz", "-F1", "-f", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=open(self.workdir / "collectl.err", "wb"),
+            preexec_fn=pin, start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def frame(self, t0_epoch_us: int) -> pd.DataFrame:
+        """One row per second: t_us, per-CPU user/sys/idle %, memory, network."""
+        cpu = _read_plot(self.workdir, ".cpu")
+        tab = _read_plot(self.workdir, ".tab")
+        if cpu is None or tab is None:
+            return pd.DataFrame(columns=["t_us"])
+        keep_cpu = {c: c.replace("[CPU:", "cpu").replace("]", "_").replace("%", "").lower()
+                    for c in cpu.columns
+                    if c.startswith("[CPU:") and c.split("]")[1] in ("User%", "Sys%", "Idle%")}
+        keep_tab = {"[MEM]Tot": "mem_total_kb", "[MEM]Used": "mem_used_kb",
+                    "[MEM]Free": "mem_free_kb", "[MEM]Cached": "mem_cached_kb",
+                    "[NET]RxKBTot": "net_rx_kb_s", "[NET]TxKBTot": "net_tx_kb_s",
+                    "[NET]RxPktTot": "net_rx_pkt_s", "[NET]TxPktTot": "net_tx_pkt_s"}
+        df = cpu[["#UTC", *keep_cpu]].rename(columns=keep_cpu).merge(
+            tab[["#UTC", *[k for k in keep_tab if k in tab.columns]]].rename(columns=keep_tab),
+            on="#UTC", how="outer").sort_values("#UTC")
+        df.insert(0, "t_us", (df.pop("#UTC") * 1e6).round().astype("int64") - t0_epoch_us)
+        return df
+
+
+def _read_plot(workdir: Path, suffix: str) -> pd.DataFrame | None:
+    files = sorted(workdir.glob(f"*{suffix}"))
+    if not files:
+        return None
+    frames = []
+    for f in files:
+        header = None
+        with f.open() as fh:
+            for line in fh:
+                if line.startswith("#UTC"):
+                    header = line.split()
+                    break
+        if header is None:
+            continue
+        frames.append(pd.read_csv(f, sep=" ", comment="#", header=None, names=header))
+    return pd.concat(frames, ignore_index=True) if frames else None
