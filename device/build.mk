@@ -1,0 +1,37 @@
+# wotbench-device: included by the top-level Makefile (variables live there).
+
+DEV_SRCS := device/main.c device/cli.c device/resources.c device/registry.c device/wire.c \
+            device/tx.c device/dedup.c device/sepresp.c device/service.c device/workers.c \
+            device/loop.c device/counters.c
+DEV_HDRS := $(wildcard device/*.h)
+DEV_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(DEV_SRCS))
+DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))
+
+$(BUILD)/obj/device/%.o: device/%.c $(DEV_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -I$(COAP_INC) -c $< -o $@
+
+$(BUILD)/obj/device/asan/%.o: device/%.c $(DEV_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(COAP_INC) -c $< -o $@
+
+$(BIN)/wotbench-device: $(DEV_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB)
+
+$(BUILD)/asan/wotbench-device: $(DEV_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB)
+
+# libFuzzer harnesses: the resource CSV parser and the request path
+# (parse + response build) are the two parsers of outside input.
+FUZZERS += $(BUILD)/fuzz/fuzz-device-resources $(BUILD)/fuzz/fuzz-device-request
+
+$(BUILD)/fuzz/fuzz-device-resources: device/fuzz/fuzz_resources.c device/resources.c $(DEV_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_resources.c device/resources.c
+
+$(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c device/tx.c device/registry.c device/resources.c $(DEV_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
+	  device/wire.c device/tx.c device/registry.c device/resources.c -pthread $(COAP_LIB)

@@ -1,0 +1,72 @@
+/* The counter set as a table so that the stderr line and the JSON file
+ * cannot disagree. */
+#include "counters.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct {
+	const char *name;
+	size_t off;
+} fields[] = {
+#define F(x) { #x, offsetof(struct dev_counters, x) }
+	F(datagrams), F(requests), F(served), F(ok), F(inline_zero), F(not_found),
+	F(bad_method), F(bad_option), F(overflow), F(wkc), F(duplicates), F(dup_replies),
+	F(garbage), F(ignored), F(pings), F(dropped), F(send_errors), F(dedup_evictions),
+	F(separate), F(retransmits), F(sep_acked), F(sep_reset), F(sep_gave_up),
+	F(sep_untracked),
+#undef F
+};
+
+static uint64_t get(const struct dev_counters *c, size_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)c + fields[i].off, sizeof(v));
+	return v;
+}
+
+void counters_print(FILE *f, const struct dev_counters *c)
+{
+	fputs("wotbench-device:", f);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		fprintf(f, " %s=%llu", fields[i].name, (unsigned long long)get(c, i));
+	fputc('\n', f);
+}
+
+int counters_write_json(const char *file, const struct dev_counters *c)
+{
+	size_t n = strlen(file);
+	char *tmp = malloc(n + 16);
+	FILE *f;
+	int ok;
+
+	if (tmp == NULL)
+		return -1;
+	snprintf(tmp, n + 16, "%s.tmp%ld", file, (long)getpid());
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		goto err;
+	fputs("{\"format\": 1", f);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
+	fputs("}\n", f);
+	ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+	if (fclose(f) != 0 || !ok) {
+		unlink(tmp);
+		goto err;
+	}
+	if (rename(tmp, file) != 0) {
+		unlink(tmp);
+		goto err;
+	}
+	free(tmp);
+	return 0;
+err:
+	fprintf(stderr, "error: %s: %s\n", file, strerror(errno));
+	free(tmp);
+	return -1;
+}
