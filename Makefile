@@ -22,7 +22,7 @@ STATIC_LDFLAGS := -static -pthread
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 
-.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge clean-build venv
+.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge clean-build venv images bench-harness
 
 all: build
 
@@ -45,7 +45,7 @@ fuzz-build: $(FUZZERS)
 
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
 # and Docker end-to-end.
-test: setup build build-asan fuzz-build
+test: setup build build-asan fuzz-build images
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Each fuzzer for FUZZ_RUNS executions (the closing notes quote 1e6+).
@@ -57,6 +57,19 @@ fuzz: fuzz-build
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 
 bench: bench-ge
+
+# Docker images with no registry: static binaries FROM scratch, and a
+# debootstrap base (docker import) for the network-tools sidecar.
+images: build
+	bash docker/build-images.sh $(BIN)
+
+# The quickstart experiment on this machine (about two minutes).
+run: setup build images
+	$(PY) -m wotbench.cli run experiments/quickstart.yaml
+
+# Bring-up/teardown rate and memory per device for 100 and 400 devices.
+bench-harness: setup build images
+	$(PY) -m wotbench.harness.bench --devices 100 400 --out $(BUILD)/bench/harness.json
 
 clean-build:
 	rm -rf $(BUILD)

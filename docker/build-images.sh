@@ -36,7 +36,10 @@ trap 'rm -rf "$ctx"' EXIT
 build() {  # build NAME DOCKERFILE [BINARY]
   rm -rf "${ctx:?}"/*
   [[ -n ${3:-} ]] && strip -o "$ctx/$(basename "$3")" "$3"
-  docker build -q -f "docker/$2" -t "wotbench/$1:$tag" "$ctx" >/dev/null
+  # The legacy builder warns on stderr about itself: show output only on failure.
+  if ! out=$(docker build -q -f "docker/$2" -t "wotbench/$1:$tag" "$ctx" 2>&1); then
+    echo "$out" >&2; exit 1
+  fi
   printf 'images: wotbench/%-9s %s\n' "$1:$tag" "$(docker image inspect -f '{{.Size}}' "wotbench/$1:$tag" | numfmt --to=iec)"
 }
 build device device.Dockerfile "$bin/wotbench-device"

@@ -121,7 +121,7 @@ class DeviceGroup:
     name: str
     count: int
     mode: str = "sleep"
-    threads: int = 1
+    threads: int = 4
     queue: int | None = None
     nano_cpus: int | None = None
     memory_bytes: int = 32 << 20
@@ -150,7 +150,7 @@ class DeviceGroup:
             name=name,
             count=_int(m["count"], src, at + ("count",), 1, 100_000),
             mode=_choice(m.get("mode", "sleep"), src, at + ("mode",), MODES),
-            threads=_int(m.get("threads", 1), src, at + ("threads",), 1, 256),
+            threads=_int(m.get("threads", 4), src, at + ("threads",), 1, 256),
             queue=_int(m["queue"], src, at + ("queue",), 1, 1 << 20) if "queue" in m else None,
             nano_cpus=nano,
             memory_bytes=mem,

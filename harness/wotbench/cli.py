@@ -24,6 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wotbench.tracegen import cli as tracegen_cli
 
     tracegen_cli.register(sub)
+    from wotbench.harness import cli as harness_cli
+
+    harness_cli.register(sub)
     return parser
 
 

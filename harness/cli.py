@@ -1,0 +1,76 @@
+"""`wotbench run`, `wotbench plan` and `wotbench clean`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="run an experiment spec on a Docker testbed")
+    p.add_argument("spec", type=Path, help="experiment spec (YAML)")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="folder that receives results/<run-id>/ (default: results)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plan", help="validate a spec and print its placement plan")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--cores", help="plan for these cores instead of this host's, e.g. 0-7")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("clean", help="remove containers and networks left by crashed runs")
+    p.add_argument("--run", help="only this run id")
+    p.set_defaults(func=cmd_clean)
+
+
+def _cores(text: str) -> list[int]:
+    from wotbench._errors import UserError
+
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            a, _, b = part.partition("-")
+            out += list(range(int(a), int(b or a) + 1))
+    except ValueError:
+        raise UserError(f"expected a core list such as 0-7 or 0,2,4, got {text!r}",
+                        field="--cores") from None
+    return out
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from wotbench.harness.runner import plan_for
+    from wotbench.harness.spec import load
+
+    runs = load(args.spec)
+    cores = _cores(args.cores) if args.cores else None
+    for rs in runs:
+        if rs.repetition > 1:
+            continue
+        if len(runs) > 1:
+            print(f"== {rs.label}")
+        print(plan_for(rs.harness, cores).render())
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from wotbench.harness.runner import RunOptions, run_spec
+    from wotbench.harness.spec import load
+
+    runs = load(args.spec)            # every variant validated before anything starts
+    progress = not args.no_progress and sys.stderr.isatty()
+    dirs = run_spec(runs, RunOptions(results_root=args.results, progress=progress))
+    for d in dirs:
+        print(os.fspath(d))
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from wotbench.harness import dockerenv
+
+    n_ct, n_net = dockerenv.remove_labelled(dockerenv.client(), args.run)
+    print(f"removed {n_ct} container(s) and {n_net} network(s)")
+    return 0
