@@ -1,0 +1,42 @@
+# wotbench-ge: the gateway emulator (included by the top-level Makefile).
+GE_DIR  := gateway-emulator
+GE_SRCS := cli.c hosts.c trace.c plan.c wire.c timers.c loop.c recv.c stats.c output.c
+GE_HDRS := $(GE_DIR)/ge.h $(GE_DIR)/ge_format.h
+GE_OBJ  := $(BUILD)/obj/gateway-emulator
+GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_SRCS:.c=.o))
+GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_SRCS:.c=.o))
+GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_SRCS:.c=.o))
+
+$(GE_OBJ)/%.o: $(GE_DIR)/%.c $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -I$(COAP_INC) -c $< -o $@
+
+$(GE_OBJ)/asan/%.o: $(GE_DIR)/%.c $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(COAP_INC) -c $< -o $@
+
+$(GE_OBJ)/fuzz/%.o: $(GE_DIR)/%.c $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
+
+$(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB)
+
+$(BUILD)/asan/wotbench-ge: $(GE_ASAN_OBJS) $(GE_OBJ)/asan/main.o
+	@mkdir -p $(@D)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB)
+
+$(BUILD)/fuzz/fuzz-gateway-emulator-%: $(GE_OBJ)/fuzz/fuzz_%.o $(GE_FUZZ_OBJS)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
+
+$(GE_OBJ)/fuzz/fuzz_%.o: $(GE_DIR)/fuzz/fuzz_%.c $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
+
+FUZZERS += $(BUILD)/fuzz/fuzz-gateway-emulator-trace $(BUILD)/fuzz/fuzz-gateway-emulator-datagram
+
+# Submitted-versus-expected inter-arrival times at rising rates (README).
+bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
+	$(PY) $(GE_DIR)/bench/bench_ge.py $(BENCH_GE_ARGS)

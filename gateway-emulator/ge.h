@@ -1,0 +1,257 @@
+/* wotbench-ge internals: the three tiers of state (immutable config, the
+ * loaded plan, the loop's own struct with per-request slots) and the
+ * functions of each file. */
+#ifndef GE_H
+#define GE_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ge_format.h"
+
+/* RFC 7252 section 4.8.2 with default parameters. */
+#define GE_EXCHANGE_LIFETIME_NS 247000000000LL
+#define GE_MID_SPACE 65536u
+#define GE_TOKEN_LEN 8
+#define GE_HDR_LEN (4 + GE_TOKEN_LEN)
+#define GE_RECV_BATCH 32
+#define GE_DGRAM_MAX 2048
+
+/* ---- errors (every file) ------------------------------------------- */
+
+/* One formatted line "FILE:LINE: FIELD: what" (without "error: "). */
+struct ge_err {
+  char msg[600];
+};
+void ge_err_set(struct ge_err *e, const char *file, size_t line,
+                const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ---- cli.c ---------------------------------------------------------- */
+
+struct ge_config {
+  const char *trace, *out, *summary, *hosts, *dump_plan;
+  uint8_t coap_type; /* 0 = CON, 1 = NON (RFC 7252 type numbers) */
+  int64_t timeout_ns, ack_timeout_ns, late_ns;
+  unsigned max_retransmit;
+  int cpu;             /* -1: not pinned */
+  int64_t start_at_us; /* -1: start as soon as loaded */
+  bool quiet;
+};
+/* 0 ok, 1 help printed, -1 bad usage (message in e). */
+int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
+                 struct ge_err *e);
+
+/* ---- hosts.c -------------------------------------------------------- */
+
+struct ge_host {
+  char name[64];
+  struct sockaddr_in6 addr; /* v4 addresses are v4-mapped */
+  bool has_port;
+};
+struct ge_hosts {
+  struct ge_host *v;
+  size_t n;
+};
+/* Parses "IPv4", "IPv4:port", "[IPv6]", "[IPv6]:port". Returns 0 or -1
+ * with a reason in *why. */
+int ge_parse_address(const char *s, size_t len, struct sockaddr_in6 *out,
+                     bool *has_port, const char **why);
+int ge_hosts_load(struct ge_hosts *h, const char *path, struct ge_err *e);
+int ge_hosts_parse_buf(struct ge_hosts *h, const char *name, const char *buf,
+                       size_t len, struct ge_err *e);
+const struct ge_host *ge_hosts_find(const struct ge_hosts *h, const char *name,
+                                    size_t len);
+void ge_hosts_free(struct ge_hosts *h);
+
+/* ---- plan.c: what the trace asks for, resolved and numbered ---------- */
+
+struct ge_template {
+  uint64_t hash;
+  uint32_t off, len;         /* encoded options + payload in tbytes */
+  uint32_t key_off, key_len; /* method byte + path?query + \n + payload */
+  uint8_t code;              /* CoAP method code */
+};
+struct ge_device {
+  uint32_t id, peer;
+  uint64_t auth_off; /* first authority text seen, in the trace buffer */
+  uint32_t auth_len;
+};
+/* A peer is one destination endpoint; message IDs are planned per peer
+ * because a server deduplicates by (source endpoint, MID). */
+struct ge_peer {
+  struct sockaddr_in6 addr;
+  uint32_t first, count; /* this peer's requests: reqs[first .. +count) */
+  uint32_t window_max;   /* most requests in any EXCHANGE_LIFETIME */
+  uint32_t k;            /* local sockets this peer rotates through */
+  uint16_t mid0;
+};
+struct ge_plan {
+  const char *text; /* the trace buffer (URIs are printed from it) */
+  size_t n;
+  uint64_t *ts_us, *uri_off;
+  uint16_t *uri_len, *mid, *sock;
+  uint32_t *dev, *tmpl;
+  uint32_t *peer_reqs; /* request indices grouped by peer, trace order */
+
+  struct ge_device *devs;
+  size_t ndev, devcap;
+  uint32_t *dev_hash;
+  size_t dev_hash_cap;
+
+  struct ge_peer *peers;
+  size_t npeer, peercap;
+  uint32_t *peer_hash;
+  size_t peer_hash_cap;
+
+  struct ge_template *tmpls;
+  size_t ntmpl, tmplcap;
+  uint32_t *tmpl_hash;
+  size_t tmpl_hash_cap;
+  uint8_t *tbytes;
+  size_t tbytes_len, tbytes_cap;
+
+  unsigned nsock;
+};
+int ge_plan_reserve(struct ge_plan *p, size_t n);
+int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id);
+/* New device bound to addr (auth: its authority text in the trace). */
+int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, uint64_t auth_off,
+                           uint32_t auth_len, const struct sockaddr_in6 *addr);
+/* Template index for (method, path, query, payload); -1 with why. */
+int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
+                         size_t plen, const char *query, size_t qlen,
+                         const char *payload, size_t paylen, const char **why);
+/* Groups requests by peer and assigns sockets and message IDs. */
+int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed);
+int64_t ge_plan_peer_of_addr(const struct ge_plan *p,
+                             const struct sockaddr_in6 *a);
+/* Request sent on socket s to peer with this MID, given that the peer's
+ * first `sent` requests went out; -1 when none. */
+int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
+                           uint16_t mid, uint32_t sent);
+int ge_plan_dump(const struct ge_plan *p, const char *path, struct ge_err *e);
+void ge_plan_free(struct ge_plan *p);
+
+/* ---- trace.c -------------------------------------------------------- */
+
+struct ge_trace_src {
+  void *map;
+  size_t len;
+};
+int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src,
+                  const char *path, const struct ge_hosts *h,
+                  struct ge_err *e);
+int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
+                       size_t len, const struct ge_hosts *h,
+                       struct ge_err *e);
+void ge_trace_unmap(struct ge_trace_src *src);
+
+/* ---- wire.c --------------------------------------------------------- */
+
+enum { GE_CON = 0, GE_NON = 1, GE_ACK = 2, GE_RST = 3 };
+void ge_wire_header(uint8_t out[GE_HDR_LEN], uint8_t type, uint8_t code,
+                    uint16_t mid, uint32_t salt, uint32_t idx);
+void ge_wire_empty(uint8_t out[4], uint8_t type, uint16_t mid);
+/* Encodes Uri-Path, Content-Format, Uri-Query and payload; returns the
+ * length or 0 when it does not fit. */
+size_t ge_wire_template(uint8_t *out, size_t cap, const char *path,
+                        size_t plen, const char *query, size_t qlen,
+                        const char *payload, size_t paylen);
+int ge_wire_method(const char *s, size_t len); /* code or -1 */
+const char *ge_wire_method_name(uint8_t code);
+
+/* ---- timers.c: binary min-heap, lazy deletion ----------------------- */
+
+struct ge_timer {
+  int64_t deadline, interval; /* ns, monotonic */
+  uint32_t idx;
+  uint8_t gen;
+};
+struct ge_heap {
+  struct ge_timer *v;
+  size_t n, cap;
+};
+int ge_heap_push(struct ge_heap *h, struct ge_timer t);
+void ge_heap_pop(struct ge_heap *h, struct ge_timer *out);
+void ge_heap_free(struct ge_heap *h);
+
+/* ---- the loop's state (loop.c, recv.c) ------------------------------ */
+
+enum ge_state {
+  GE_PENDING = 0, /* not sent yet */
+  GE_WAIT,        /* sent, waiting for a response (or an empty ACK) */
+  GE_SEPARATE,    /* empty ACK seen, waiting for the separate response */
+  GE_OK,
+  GE_ERROR,
+  GE_TIMEOUT,
+};
+struct ge_slot {
+  int64_t sent_ns, recv_ns; /* relative to t0; recv < 0: none */
+  uint32_t service_us;      /* UINT32_MAX: none */
+  uint8_t state, code, retrans, gen;
+};
+struct ge_counters {
+  uint64_t ok, timeouts, errors, retransmissions, late_sends, send_errors;
+  uint64_t empty_acks, rsts, acks_sent, ack_send_errors;
+  /* datagrams counted and ignored, by kind */
+  uint64_t truncated, unparseable, unknown_source, unknown_token,
+      wrong_source, unmatched_empty_ack, unmatched_rst, unexpected_message,
+      late_response, duplicate_response;
+};
+struct ge_ackq {
+  struct {
+    struct sockaddr_in6 to;
+    uint16_t sock, mid;
+  } v[GE_RECV_BATCH];
+  unsigned n;
+};
+struct ge_loop {
+  const struct ge_config *cfg;
+  const struct ge_plan *plan;
+  struct ge_slot *slots;
+  uint32_t *peer_sent; /* per peer: requests sent so far */
+  struct ge_heap heap;
+  struct ge_counters c;
+  struct ge_ackq ackq;
+  struct coap_pdu_t *pdu; /* one reusable parse target */
+  uint32_t salt;
+  uint64_t rng;
+  int *socks;
+  unsigned nsock;
+  int epfd;
+  int64_t t0, t_end; /* monotonic ns */
+  int64_t start_epoch_us;
+  size_t next, outstanding;
+};
+/* State without sockets (the fuzz harness uses this alone). */
+int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
+                 const struct ge_plan *p, uint32_t salt, uint64_t seed);
+int ge_loop_open(struct ge_loop *L, struct ge_err *e);
+int ge_loop_run(struct ge_loop *L, struct ge_err *e);
+void ge_loop_free(struct ge_loop *L);
+void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state,
+                    int64_t now);
+
+/* recv.c: one received datagram -> state update (no syscalls). */
+void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
+                      bool truncated, const struct sockaddr_in6 *src,
+                      unsigned sock, int64_t now);
+
+/* ---- stats.c, output.c ---------------------------------------------- */
+
+int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e);
+int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e);
+
+/* ---- clock ---------------------------------------------------------- */
+
+#include <time.h>
+static inline int64_t ge_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif

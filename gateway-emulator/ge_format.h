@@ -1,0 +1,24 @@
+/* The formats wotbench-ge shares with Python, one definition each
+ * (docs/formats.md; mirrored by harness/wotbench/formats.py). */
+#ifndef GE_FORMAT_H
+#define GE_FORMAT_H
+
+#define GE_TRACE_COLUMNS "device_id,send_ts_us,method,uri"
+#define GE_TRACE_OPTIONAL_COLUMNS "payload"
+#define GE_HOSTS_COLUMNS "host,address"
+#define GE_OUTPUT_COLUMNS                                                      \
+  "device_id,method,uri,intended_us,sent_us,recv_us,response_us,"              \
+  "latency_intended_us,send_lag_us,status,code,retransmissions,service_us"
+#define GE_STATUSES "ok,timeout,error"
+#define GE_METHODS "GET,PUT,POST,DELETE"
+
+/* Elective, experimental-range option carrying the service time in us. */
+#define GE_SERVICE_TIME_OPTION 65000
+#define GE_DEFAULT_COAP_PORT 5683
+#define GE_MAX_PAYLOAD_BYTES 1024
+#define GE_MAX_PATH_BYTES 255
+#define GE_MAX_DEVICE_ID 2147483647ULL
+#define GE_MAX_SEND_TS_US 9007199254740992ULL /* 2^53 */
+#define GE_SUMMARY_FORMAT 1
+
+#endif

@@ -1,0 +1,320 @@
+/* The single busy loop: send each request when its trace time is due,
+ * otherwise poll replies without blocking, then fire due timers. It
+ * never sleeps while a send is still to come. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <coap3/coap.h>
+
+#include "ge.h"
+
+/* Bound on consecutive sends before replies are drained once, so that a
+ * GE that falls behind still timestamps replies. */
+#define GE_SEND_BURST 64
+
+static uint64_t xorshift(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
+                 const struct ge_plan *p, uint32_t salt, uint64_t seed) {
+  memset(L, 0, sizeof *L);
+  L->cfg = cfg;
+  L->plan = p;
+  L->salt = salt;
+  L->rng = seed | 1;
+  L->epfd = -1;
+  L->nsock = p->nsock;
+  L->slots = calloc(p->n ? p->n : 1, sizeof *L->slots);
+  L->peer_sent = calloc(p->npeer ? p->npeer : 1, sizeof *L->peer_sent);
+  L->pdu = coap_pdu_init(0, 0, 0, GE_DGRAM_MAX);
+  if (!L->slots || !L->peer_sent || !L->pdu)
+    return -1;
+  for (size_t i = 0; i < p->n; i++) {
+    L->slots[i].recv_ns = -1;
+    L->slots[i].service_us = UINT32_MAX;
+  }
+  return 0;
+}
+
+int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
+  L->socks = malloc(L->nsock * sizeof *L->socks);
+  if (!L->socks) {
+    ge_err_set(e, NULL, 0, "sockets", "out of memory");
+    return -1;
+  }
+  for (unsigned i = 0; i < L->nsock; i++)
+    L->socks[i] = -1;
+  L->epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (L->epfd < 0) {
+    ge_err_set(e, NULL, 0, "epoll_create1", "%s", strerror(errno));
+    return -1;
+  }
+  for (unsigned i = 0; i < L->nsock; i++) {
+    int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      ge_err_set(e, NULL, 0, "socket", "%s", strerror(errno));
+      return -1;
+    }
+    L->socks[i] = fd;
+    int off = 0, big = 16 << 20;
+    struct sockaddr_in6 any = {.sin6_family = AF_INET6};
+    if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off)) {
+      ge_err_set(e, NULL, 0, "IPV6_V6ONLY", "%s", strerror(errno));
+      return -1;
+    }
+    /* Large buffers absorb bursts; the kernel caps them at rmem_max /
+     * wmem_max, which is not an error. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big) ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big)) {
+      ge_err_set(e, NULL, 0, "SO_RCVBUF", "%s", strerror(errno));
+      return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&any, sizeof any)) {
+      ge_err_set(e, NULL, 0, "bind", "%s", strerror(errno));
+      return -1;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
+    if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+      ge_err_set(e, NULL, 0, "epoll_ctl", "%s", strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state,
+                    int64_t now) {
+  (void)now;
+  struct ge_slot *s = &L->slots[idx];
+  s->state = state;
+  s->gen++;
+  L->outstanding--;
+  if (state == GE_OK)
+    L->c.ok++;
+  else if (state == GE_TIMEOUT)
+    L->c.timeouts++;
+  else
+    L->c.errors++;
+}
+
+static int transmit(struct ge_loop *L, uint32_t idx) {
+  const struct ge_plan *p = L->plan;
+  const struct ge_template *t = &p->tmpls[p->tmpl[idx]];
+  uint8_t hdr[GE_HDR_LEN];
+  ge_wire_header(hdr, L->cfg->coap_type, t->code, p->mid[idx], L->salt, idx);
+  struct iovec iov[2] = {{hdr, sizeof hdr}, {p->tbytes + t->off, t->len}};
+  struct msghdr mh = {
+      .msg_name = (void *)&p->peers[p->devs[p->dev[idx]].peer].addr,
+      .msg_namelen = sizeof(struct sockaddr_in6),
+      .msg_iov = iov,
+      .msg_iovlen = t->len ? 2 : 1,
+  };
+  ssize_t r;
+  do
+    r = sendmsg(L->socks[p->sock[idx]], &mh, 0);
+  while (r < 0 && errno == EINTR);
+  return r < 0 ? -1 : 0;
+}
+
+/* First timeout of a CON: ACK_TIMEOUT times a random factor in [1, 1.5). */
+static int64_t first_interval(struct ge_loop *L) {
+  uint64_t r = xorshift(&L->rng) >> 11; /* 53 random bits */
+  double f = 1.0 + 0.5 * ((double)r / 9007199254740992.0);
+  return (int64_t)((double)L->cfg->ack_timeout_ns * f);
+}
+
+static int send_one(struct ge_loop *L, int64_t now) {
+  uint32_t idx = (uint32_t)L->next++;
+  struct ge_slot *s = &L->slots[idx];
+  uint32_t peer = L->plan->devs[L->plan->dev[idx]].peer;
+  L->peer_sent[peer]++;
+  s->sent_ns = now - L->t0;
+  if (s->sent_ns - (int64_t)L->plan->ts_us[idx] * 1000 > L->cfg->late_ns)
+    L->c.late_sends++;
+  L->outstanding++;
+  s->state = GE_WAIT;
+  if (transmit(L, idx)) {
+    L->c.send_errors++;
+    ge_loop_finish(L, idx, GE_ERROR, now);
+    return 0;
+  }
+  struct ge_timer t = {.idx = idx, .gen = s->gen};
+  if (L->cfg->coap_type == GE_CON) {
+    t.interval = first_interval(L);
+    t.deadline = now + t.interval;
+  } else {
+    t.deadline = now + L->cfg->timeout_ns;
+  }
+  return ge_heap_push(&L->heap, t);
+}
+
+static int fire_timers(struct ge_loop *L, int64_t now) {
+  while (L->heap.n && L->heap.v[0].deadline <= now) {
+    struct ge_timer t;
+    ge_heap_pop(&L->heap, &t);
+    struct ge_slot *s = &L->slots[t.idx];
+    if (t.gen != s->gen || (s->state != GE_WAIT && s->state != GE_SEPARATE))
+      continue; /* stale entry */
+    if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON &&
+        s->retrans < L->cfg->max_retransmit) {
+      s->retrans++;
+      L->c.retransmissions++;
+      if (transmit(L, t.idx))
+        L->c.send_errors++; /* counts as lost; the next timer retries */
+      t.interval *= 2;
+      t.deadline = now + t.interval;
+      if (ge_heap_push(&L->heap, t))
+        return -1;
+      continue;
+    }
+    ge_loop_finish(L, t.idx, GE_TIMEOUT, now);
+  }
+  return 0;
+}
+
+static void flush_acks(struct ge_loop *L) {
+  for (unsigned i = 0; i < L->ackq.n; i++) {
+    uint8_t m[4];
+    ge_wire_empty(m, GE_ACK, L->ackq.v[i].mid);
+    ssize_t r;
+    do
+      r = sendto(L->socks[L->ackq.v[i].sock], m, sizeof m, 0,
+                 (struct sockaddr *)&L->ackq.v[i].to, sizeof L->ackq.v[i].to);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+      L->c.ack_send_errors++;
+    else
+      L->c.acks_sent++;
+  }
+  L->ackq.n = 0;
+}
+
+struct rxbuf {
+  struct mmsghdr msgs[GE_RECV_BATCH];
+  struct iovec iov[GE_RECV_BATCH];
+  struct sockaddr_in6 from[GE_RECV_BATCH];
+  uint8_t data[GE_RECV_BATCH][GE_DGRAM_MAX];
+};
+
+/* One batch from every ready socket. timeout_ms 0 never blocks. */
+static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
+                        struct ge_err *e) {
+  struct epoll_event ev[16];
+  int nev = epoll_wait(L->epfd, ev, 16, timeout_ms);
+  if (nev < 0) {
+    if (errno == EINTR)
+      return 0;
+    ge_err_set(e, NULL, 0, "epoll_wait", "%s", strerror(errno));
+    return -1;
+  }
+  for (int k = 0; k < nev; k++) {
+    unsigned si = ev[k].data.u32;
+    for (unsigned i = 0; i < GE_RECV_BATCH; i++) {
+      rx->iov[i] = (struct iovec){rx->data[i], GE_DGRAM_MAX};
+      rx->msgs[i].msg_hdr = (struct msghdr){
+          .msg_name = &rx->from[i],
+          .msg_namelen = sizeof rx->from[i],
+          .msg_iov = &rx->iov[i],
+          .msg_iovlen = 1,
+      };
+    }
+    int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
+    int64_t now = ge_now_ns();
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+          errno == ECONNREFUSED)
+        continue;
+      ge_err_set(e, NULL, 0, "recvmmsg", "%s", strerror(errno));
+      return -1;
+    }
+    for (int i = 0; i < r; i++) {
+      const struct msghdr *h = &rx->msgs[i].msg_hdr;
+      if (h->msg_namelen != sizeof(struct sockaddr_in6) ||
+          rx->from[i].sin6_family != AF_INET6) {
+        L->c.unknown_source++;
+        continue;
+      }
+      ge_recv_datagram(L, rx->data[i], rx->msgs[i].msg_len,
+                       (h->msg_flags & MSG_TRUNC) != 0, &rx->from[i], si, now);
+    }
+    flush_acks(L);
+  }
+  return 0;
+}
+
+int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
+  struct rxbuf *rx = malloc(sizeof *rx);
+  if (!rx) {
+    ge_err_set(e, NULL, 0, "loop", "out of memory");
+    return -1;
+  }
+  const struct ge_plan *p = L->plan;
+  const uint64_t *ts = p->ts_us;
+  const int64_t t0 = L->t0;
+  int rc = -1;
+  while (L->next < p->n || L->outstanding > 0) {
+    int64_t now = ge_now_ns();
+    if (L->next < p->n) {
+      for (unsigned burst = 0; burst < GE_SEND_BURST && L->next < p->n &&
+                               t0 + (int64_t)ts[L->next] * 1000 <= now;
+           burst++) {
+        if (send_one(L, now)) {
+          ge_err_set(e, NULL, 0, "timers", "out of memory");
+          goto out;
+        }
+        now = ge_now_ns();
+      }
+      if (poll_replies(L, rx, 0, e))
+        goto out;
+    } else {
+      /* All sent: nothing is due until the next timer or reply, so block
+       * instead of spinning on a shared machine. */
+      int wait_ms = 1000;
+      if (L->heap.n) {
+        int64_t d = L->heap.v[0].deadline - now;
+        wait_ms = d <= 0 ? 0 : (int)((d + 999999) / 1000000);
+        if (wait_ms > 1000)
+          wait_ms = 1000;
+      }
+      if (poll_replies(L, rx, wait_ms, e))
+        goto out;
+    }
+    if (fire_timers(L, ge_now_ns())) {
+      ge_err_set(e, NULL, 0, "timers", "out of memory");
+      goto out;
+    }
+  }
+  L->t_end = ge_now_ns();
+  rc = 0;
+out:
+  free(rx);
+  return rc;
+}
+
+void ge_loop_free(struct ge_loop *L) {
+  if (L->socks)
+    for (unsigned i = 0; i < L->nsock; i++)
+      if (L->socks[i] >= 0)
+        close(L->socks[i]);
+  if (L->epfd >= 0)
+    close(L->epfd);
+  free(L->socks);
+  free(L->slots);
+  free(L->peer_sent);
+  ge_heap_free(&L->heap);
+  if (L->pdu)
+    coap_delete_pdu(L->pdu);
+  L->socks = NULL;
+  L->slots = NULL;
+  L->peer_sent = NULL;
+  L->pdu = NULL;
+}

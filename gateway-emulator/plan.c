@@ -1,0 +1,328 @@
+/* The loaded plan: device and peer tables, request templates, and the
+ * socket / message-ID plan that lets any number of requests be
+ * outstanding per device without reusing a MID within EXCHANGE_LIFETIME. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ge.h"
+
+static uint64_t hash_bytes(const void *data, size_t len, uint64_t h) {
+  const uint8_t *s = data;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ s[i]) * 0x100000001b3ULL; /* FNV-1a */
+  return h ^ (h >> 29);
+}
+static uint64_t hash_u32(uint32_t v) {
+  uint64_t h = v * 0x9E3779B97F4A7C15ULL;
+  return h ^ (h >> 31);
+}
+static uint64_t hash_addr(const struct sockaddr_in6 *a) {
+  return hash_bytes(&a->sin6_port, 2,
+                    hash_bytes(&a->sin6_addr, 16, 0xcbf29ce484222325ULL));
+}
+static bool addr_eq(const struct sockaddr_in6 *a, const struct sockaddr_in6 *b) {
+  return a->sin6_port == b->sin6_port &&
+         !memcmp(&a->sin6_addr, &b->sin6_addr, 16);
+}
+
+/* Open-addressing tables hold index+1 (0 = empty) and stay <= 50% full. */
+static int table_grow(uint32_t **tab, size_t *cap, size_t used) {
+  if (2 * (used + 1) <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap * 2 : 64;
+  uint32_t *nt = calloc(ncap, sizeof *nt);
+  if (!nt)
+    return -1;
+  free(*tab);
+  *tab = nt;
+  *cap = ncap;
+  return 1; /* caller re-inserts everything */
+}
+
+static void *grow_array(void *v, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return v;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need)
+    ncap *= 2;
+  void *nv = realloc(v, ncap * elem);
+  if (nv)
+    *cap = ncap;
+  return nv;
+}
+
+int ge_plan_reserve(struct ge_plan *p, size_t n) {
+  if (!n)
+    n = 1;
+  p->ts_us = calloc(n, sizeof *p->ts_us);
+  p->uri_off = calloc(n, sizeof *p->uri_off);
+  p->uri_len = calloc(n, sizeof *p->uri_len);
+  p->mid = calloc(n, sizeof *p->mid);
+  p->sock = calloc(n, sizeof *p->sock);
+  p->dev = calloc(n, sizeof *p->dev);
+  p->tmpl = calloc(n, sizeof *p->tmpl);
+  p->peer_reqs = calloc(n, sizeof *p->peer_reqs);
+  if (!p->ts_us || !p->uri_off || !p->uri_len || !p->mid || !p->sock ||
+      !p->dev || !p->tmpl || !p->peer_reqs)
+    return -1;
+  return 0;
+}
+
+int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id) {
+  if (!p->dev_hash_cap)
+    return -1;
+  size_t mask = p->dev_hash_cap - 1;
+  for (size_t i = hash_u32(id) & mask;; i = (i + 1) & mask) {
+    uint32_t v = p->dev_hash[i];
+    if (!v)
+      return -1;
+    if (p->devs[v - 1].id == id)
+      return v - 1;
+  }
+}
+
+int64_t ge_plan_peer_of_addr(const struct ge_plan *p,
+                             const struct sockaddr_in6 *a) {
+  if (!p->peer_hash_cap)
+    return -1;
+  size_t mask = p->peer_hash_cap - 1;
+  for (size_t i = hash_addr(a) & mask;; i = (i + 1) & mask) {
+    uint32_t v = p->peer_hash[i];
+    if (!v)
+      return -1;
+    if (addr_eq(&p->peers[v - 1].addr, a))
+      return v - 1;
+  }
+}
+
+static void put(uint32_t *tab, size_t cap, uint64_t h, uint32_t idx) {
+  size_t mask = cap - 1;
+  size_t i = h & mask;
+  while (tab[i])
+    i = (i + 1) & mask;
+  tab[i] = idx + 1;
+}
+
+static int64_t add_peer(struct ge_plan *p, const struct sockaddr_in6 *a) {
+  int64_t have = ge_plan_peer_of_addr(p, a);
+  if (have >= 0)
+    return have;
+  int g = table_grow(&p->peer_hash, &p->peer_hash_cap, p->npeer);
+  if (g < 0)
+    return -1;
+  if (g)
+    for (size_t i = 0; i < p->npeer; i++)
+      put(p->peer_hash, p->peer_hash_cap, hash_addr(&p->peers[i].addr),
+          (uint32_t)i);
+  struct ge_peer *nv =
+      grow_array(p->peers, &p->peercap, p->npeer + 1, sizeof *nv);
+  if (!nv)
+    return -1;
+  p->peers = nv;
+  p->peers[p->npeer] = (struct ge_peer){.addr = *a};
+  put(p->peer_hash, p->peer_hash_cap, hash_addr(a), (uint32_t)p->npeer);
+  return (int64_t)p->npeer++;
+}
+
+int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, uint64_t auth_off,
+                           uint32_t auth_len, const struct sockaddr_in6 *addr) {
+  int64_t peer = add_peer(p, addr);
+  if (peer < 0)
+    return -1;
+  int g = table_grow(&p->dev_hash, &p->dev_hash_cap, p->ndev);
+  if (g < 0)
+    return -1;
+  if (g)
+    for (size_t i = 0; i < p->ndev; i++)
+      put(p->dev_hash, p->dev_hash_cap, hash_u32(p->devs[i].id), (uint32_t)i);
+  struct ge_device *nv = grow_array(p->devs, &p->devcap, p->ndev + 1, sizeof *nv);
+  if (!nv)
+    return -1;
+  p->devs = nv;
+  p->devs[p->ndev] = (struct ge_device){
+      .id = id, .peer = (uint32_t)peer, .auth_off = auth_off, .auth_len = auth_len};
+  put(p->dev_hash, p->dev_hash_cap, hash_u32(id), (uint32_t)p->ndev);
+  return (int64_t)p->ndev++;
+}
+
+static int tbytes_append(struct ge_plan *p, const void *d, size_t len) {
+  uint8_t *nv = grow_array(p->tbytes, &p->tbytes_cap, p->tbytes_len + len, 1);
+  if (!nv)
+    return -1;
+  p->tbytes = nv;
+  memcpy(p->tbytes + p->tbytes_len, d, len);
+  p->tbytes_len += len;
+  return 0;
+}
+
+int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
+                         size_t plen, const char *query, size_t qlen,
+                         const char *payload, size_t paylen, const char **why) {
+  uint64_t h = hash_bytes(&code, 1, 0xcbf29ce484222325ULL);
+  h = hash_bytes(path, plen, h);
+  h = hash_bytes("?", 1, h);
+  h = hash_bytes(query, qlen, h);
+  h = hash_bytes("\n", 1, h);
+  h = hash_bytes(payload, paylen, h);
+  size_t klen = 1 + plen + 1 + qlen + 1 + paylen;
+  if (p->tmpl_hash_cap) {
+    size_t mask = p->tmpl_hash_cap - 1;
+    for (size_t i = h & mask; p->tmpl_hash[i]; i = (i + 1) & mask) {
+      const struct ge_template *t = &p->tmpls[p->tmpl_hash[i] - 1];
+      const uint8_t *k = p->tbytes + t->key_off;
+      if (t->key_len == klen && k[0] == code && !memcmp(k + 1, path, plen) &&
+          k[1 + plen] == '?' && !memcmp(k + 2 + plen, query, qlen) &&
+          k[2 + plen + qlen] == '\n' &&
+          !memcmp(k + 3 + plen + qlen, payload, paylen))
+        return p->tmpl_hash[i] - 1;
+    }
+  }
+  uint8_t enc[GE_DGRAM_MAX];
+  size_t elen =
+      ge_wire_template(enc, sizeof enc, path, plen, query, qlen, payload, paylen);
+  if (!elen && (plen > 1 || qlen || paylen)) {
+    *why = "cannot be encoded as CoAP options (bad segment or too long)";
+    return -1;
+  }
+  *why = "out of memory";
+  int g = table_grow(&p->tmpl_hash, &p->tmpl_hash_cap, p->ntmpl);
+  if (g < 0)
+    return -1;
+  if (g)
+    for (size_t i = 0; i < p->ntmpl; i++)
+      put(p->tmpl_hash, p->tmpl_hash_cap, p->tmpls[i].hash, (uint32_t)i);
+  struct ge_template *nv =
+      grow_array(p->tmpls, &p->tmplcap, p->ntmpl + 1, sizeof *nv);
+  if (!nv)
+    return -1;
+  p->tmpls = nv;
+  struct ge_template t = {.code = code,
+                          .hash = h,
+                          .key_off = (uint32_t)p->tbytes_len,
+                          .key_len = (uint32_t)klen};
+  if (tbytes_append(p, &code, 1) || tbytes_append(p, path, plen) ||
+      tbytes_append(p, "?", 1) || tbytes_append(p, query, qlen) ||
+      tbytes_append(p, "\n", 1) || tbytes_append(p, payload, paylen))
+    return -1;
+  t.off = (uint32_t)p->tbytes_len;
+  t.len = (uint32_t)elen;
+  if (tbytes_append(p, enc, elen))
+    return -1;
+  p->tmpls[p->ntmpl] = t;
+  put(p->tmpl_hash, p->tmpl_hash_cap, h, (uint32_t)p->ntmpl);
+  return (int64_t)p->ntmpl++;
+}
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed) {
+  /* Group request indices by peer, keeping trace order (counting sort). */
+  for (size_t i = 0; i < p->n; i++)
+    p->peers[p->devs[p->dev[i]].peer].count++;
+  uint32_t acc = 0;
+  for (size_t q = 0; q < p->npeer; q++) {
+    p->peers[q].first = acc;
+    acc += p->peers[q].count;
+    p->peers[q].count = 0;
+  }
+  for (size_t i = 0; i < p->n; i++) {
+    struct ge_peer *pr = &p->peers[p->devs[p->dev[i]].peer];
+    p->peer_reqs[pr->first + pr->count++] = (uint32_t)i;
+  }
+  /* Most requests of one peer in any closed EXCHANGE_LIFETIME window
+   * (two pointers over its sorted send times), then K sockets so that a
+   * (socket, peer) pair reuses a MID only after K*65536 requests. */
+  const uint64_t life_us = GE_EXCHANGE_LIFETIME_NS / 1000;
+  uint64_t seed = mid_seed;
+  p->nsock = 1;
+  for (size_t q = 0; q < p->npeer; q++) {
+    struct ge_peer *pr = &p->peers[q];
+    const uint32_t *r = p->peer_reqs + pr->first;
+    uint32_t lo = 0, best = 0;
+    for (uint32_t hi = 0; hi < pr->count; hi++) {
+      while (p->ts_us[r[hi]] - p->ts_us[r[lo]] > life_us)
+        lo++;
+      if (hi - lo + 1 > best)
+        best = hi - lo + 1;
+    }
+    pr->window_max = best;
+    pr->k = best ? (best + GE_MID_SPACE - 1) / GE_MID_SPACE : 1;
+    if (pr->k > p->nsock)
+      p->nsock = pr->k;
+    pr->mid0 = (uint16_t)splitmix(&seed);
+    for (uint32_t n = 0; n < pr->count; n++) {
+      p->sock[r[n]] = (uint16_t)((n / GE_MID_SPACE) % pr->k);
+      p->mid[r[n]] = (uint16_t)(pr->mid0 + n);
+    }
+  }
+  if (p->nsock > 60000)
+    return -1;
+  return 0;
+}
+
+int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
+                           uint16_t mid, uint32_t sent) {
+  const struct ge_peer *pr = &p->peers[peer];
+  if (!sent || s >= pr->k)
+    return -1;
+  /* rank n = q*65536 + delta with q % K == s; the most recent such rank
+   * already sent is the only one that can still be in flight. */
+  uint64_t delta = (uint16_t)(mid - pr->mid0);
+  uint64_t q0 = (uint64_t)(sent - 1) / GE_MID_SPACE;
+  if (q0 < s)
+    return -1;
+  uint64_t q = q0 - (q0 - s) % pr->k;
+  for (;;) {
+    uint64_t n = q * GE_MID_SPACE + delta;
+    if (n < sent)
+      return p->peer_reqs[pr->first + n];
+    if (q < pr->k)
+      return -1;
+    q -= pr->k;
+  }
+}
+
+int ge_plan_dump(const struct ge_plan *p, const char *path, struct ge_err *e) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    ge_err_set(e, path, 0, NULL, "cannot create: %s", strerror(errno));
+    return -1;
+  }
+  fprintf(f, "index,device_id,peer,socket,mid,window_max,k\n");
+  for (size_t i = 0; i < p->n; i++) {
+    const struct ge_device *d = &p->devs[p->dev[i]];
+    fprintf(f, "%zu,%u,%u,%u,%u,%u,%u\n", i, d->id, d->peer, p->sock[i],
+            p->mid[i], p->peers[d->peer].window_max, p->peers[d->peer].k);
+  }
+  if (ferror(f) | fclose(f)) {
+    ge_err_set(e, path, 0, NULL, "write failed: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+void ge_plan_free(struct ge_plan *p) {
+  free(p->ts_us);
+  free(p->uri_off);
+  free(p->uri_len);
+  free(p->mid);
+  free(p->sock);
+  free(p->dev);
+  free(p->tmpl);
+  free(p->peer_reqs);
+  free(p->devs);
+  free(p->dev_hash);
+  free(p->peers);
+  free(p->peer_hash);
+  free(p->tmpls);
+  free(p->tmpl_hash);
+  free(p->tbytes);
+  memset(p, 0, sizeof *p);
+}

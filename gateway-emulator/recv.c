@@ -1,0 +1,126 @@
+/* One received datagram -> state update. No syscalls: empty ACKs for CON
+ * responses are queued for the loop to send, so the fuzz harness can call
+ * this with arbitrary bytes. Anything unexpected is counted and dropped. */
+#include <string.h>
+
+#include <coap3/coap.h>
+
+#include "ge.h"
+
+static void queue_ack(struct ge_loop *L, const struct sockaddr_in6 *to,
+                      unsigned sock, uint16_t mid) {
+  if (L->ackq.n == GE_RECV_BATCH) /* one per datagram of a batch: cannot */
+    return;
+  L->ackq.v[L->ackq.n].to = *to;
+  L->ackq.v[L->ackq.n].sock = (uint16_t)sock;
+  L->ackq.v[L->ackq.n].mid = mid;
+  L->ackq.n++;
+}
+
+static uint32_t service_option(const coap_pdu_t *pdu) {
+  coap_opt_iterator_t it;
+  coap_opt_t *o = coap_check_option(pdu, GE_SERVICE_TIME_OPTION, &it);
+  if (!o || coap_opt_length(o) > 4)
+    return UINT32_MAX;
+  unsigned v = coap_decode_var_bytes(coap_opt_value(o), coap_opt_length(o));
+  return v >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)v;
+}
+
+static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
+                          uint32_t peer, unsigned sock, int64_t now) {
+  if (type != GE_ACK && type != GE_RST) {
+    L->c.unexpected_message++; /* CoAP ping from the device */
+    return;
+  }
+  int64_t idx =
+      ge_plan_mid_lookup(L->plan, peer, sock, mid, L->peer_sent[peer]);
+  struct ge_slot *s = idx >= 0 ? &L->slots[idx] : NULL;
+  if (type == GE_ACK) {
+    if (!s || s->state != GE_WAIT || L->cfg->coap_type != GE_CON) {
+      L->c.unmatched_empty_ack++;
+      return;
+    }
+    /* Separate response follows: stop retransmitting, wait for it. */
+    L->c.empty_acks++;
+    s->state = GE_SEPARATE;
+    s->gen++;
+    struct ge_timer t = {.deadline = now + L->cfg->timeout_ns,
+                         .idx = (uint32_t)idx,
+                         .gen = s->gen};
+    if (ge_heap_push(&L->heap, t))
+      ge_loop_finish(L, (uint32_t)idx, GE_TIMEOUT, now);
+    return;
+  }
+  if (!s || (s->state != GE_WAIT && s->state != GE_SEPARATE)) {
+    L->c.unmatched_rst++;
+    return;
+  }
+  L->c.rsts++;
+  ge_loop_finish(L, (uint32_t)idx, GE_ERROR, now);
+}
+
+void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
+                      bool truncated, const struct sockaddr_in6 *src,
+                      unsigned sock, int64_t now) {
+  if (truncated || len < 4) {
+    L->c.truncated++;
+    return;
+  }
+  int64_t peer = ge_plan_peer_of_addr(L->plan, src);
+  if (peer < 0 || sock >= L->nsock) {
+    L->c.unknown_source++;
+    return;
+  }
+  if (!coap_pdu_parse(COAP_PROTO_UDP, buf, len, L->pdu)) {
+    L->c.unparseable++;
+    return;
+  }
+  uint8_t type = (uint8_t)coap_pdu_get_type(L->pdu);
+  uint8_t code = (uint8_t)coap_pdu_get_code(L->pdu);
+  uint16_t mid = (uint16_t)coap_pdu_get_mid(L->pdu);
+  if (code == 0) {
+    empty_message(L, type, mid, (uint32_t)peer, sock, now);
+    return;
+  }
+  if (code >> 5 == 0 || type == GE_RST) {
+    L->c.unexpected_message++; /* a request, or a non-empty RST */
+    return;
+  }
+  coap_bin_const_t tok = coap_pdu_get_token(L->pdu);
+  uint32_t idx = 0;
+  bool ours = tok.length == GE_TOKEN_LEN;
+  if (ours) {
+    const uint8_t *t = tok.s;
+    uint32_t salt = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
+                    (uint32_t)t[2] << 8 | t[3];
+    idx = (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 |
+          t[7];
+    ours = salt == L->salt && idx < L->plan->n &&
+           L->slots[idx].state != GE_PENDING;
+  }
+  if (!ours) {
+    L->c.unknown_token++;
+    return;
+  }
+  if (L->plan->devs[L->plan->dev[idx]].peer != (uint32_t)peer) {
+    L->c.wrong_source++;
+    return;
+  }
+  /* A CON response is acknowledged even when it is a duplicate: our
+   * earlier ACK may have been lost (RFC 7252 section 4.2). */
+  if (type == GE_CON)
+    queue_ack(L, src, sock, mid);
+  struct ge_slot *s = &L->slots[idx];
+  if (s->state == GE_TIMEOUT) {
+    L->c.late_response++;
+    return;
+  }
+  if (s->state != GE_WAIT && s->state != GE_SEPARATE) {
+    L->c.duplicate_response++;
+    return;
+  }
+  s->recv_ns = now - L->t0;
+  s->code = code;
+  s->service_us = service_option(L->pdu);
+  ge_loop_finish(L, idx, code >> 5 == 2 ? GE_OK : GE_ERROR, now);
+}
