@@ -1,0 +1,152 @@
+"""Load a YAML file as plain Python data and remember the line of every key.
+
+Error messages must point at the offending line (``error: FILE:LINE: FIELD:
+what``), but ``yaml.safe_load`` forgets where things were. This module
+composes the document with PyYAML's SafeLoader, keeps the node marks, and
+hands out ordinary dicts/lists/scalars plus a way to ask where a key was::
+
+    src = yamlsrc.load(Path("exp.yaml"))       # or yamlsrc.loads(text, "exp.yaml")
+    src.data                                   # plain dict / list / scalar
+    src.line("devices", 0, "service")          # 1-based line of that key
+    raise src.error("must be > 0", "devices", 0, "count")
+    with src.at("devices", 0, "rit"):          # fills file, line and field of a
+        parse_distribution(text, "rit")        # UserError raised inside
+    src.resolve("rits.csv")                    # path relative to the spec's folder
+
+A key path is a sequence of mapping keys (str) and list indexes (int). For a
+path that does not exist (a missing key) ``line`` returns the line of the
+nearest existing ancestor, so "missing key" errors point at the section
+that lacks it. Duplicate keys in one mapping are an error (PyYAML would
+silently keep the last one). YAML syntax errors become UserError too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wotbench._errors import UserError
+
+__all__ = ["YamlSource", "load", "loads", "field_name"]
+
+KeyPath = tuple[str | int, ...]
+
+
+def field_name(path: KeyPath | list[str | int]) -> str:
+    """Render a key path the way error messages name fields: ``devices[0].service``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass(frozen=True)
+class YamlSource:
+    """A loaded YAML document: its data and the line of every key path."""
+
+    name: str
+    """File name used in error messages (as given to :func:`load`)."""
+    data: Any
+    """The document as plain dicts, lists and scalars (``None`` if empty)."""
+    base_dir: Path = Path(".")
+    """Folder that relative paths inside the document are relative to."""
+    lines: dict[KeyPath, int] = field(default_factory=dict, repr=False)
+
+    def line(self, *path: str | int) -> int | None:
+        """1-based line of the key (or list item) at ``path``, else of its nearest ancestor."""
+        key = tuple(path)
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return self.lines.get((), None)
+
+    def error(self, what: str, *path: str | int) -> UserError:
+        """A UserError for the field at ``path`` (returned, so callers write ``raise src.error(...)``)."""
+        return UserError(what, self.name, self.line(*path), field_name(path) or None)
+
+    @contextlib.contextmanager
+    def at(self, *path: str | int) -> Iterator[None]:
+        """Attach this file and the line of ``path`` to a UserError raised inside the block.
+
+        Only errors that do not name a file yet are changed; their field
+        defaults to ``field_name(path)`` when they name none.
+        """
+        try:
+            yield
+        except UserError as err:
+            if err.file is None:
+                err.file = self.name
+                err.line = self.line(*path)
+                if not err.field:
+                    err.field = field_name(path) or None
+            raise
+
+    def resolve(self, relpath: str | Path) -> Path:
+        """A path written in the document, made relative to the document's folder."""
+        p = Path(relpath).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+
+def load(path: str | Path) -> YamlSource:
+    """Read and load the YAML file at ``path``; unreadable or invalid files raise UserError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}", str(p)) from None
+    return loads(text, str(p), base_dir=p.parent)
+
+
+def loads(text: str, name: str = "<string>", *, base_dir: Path | None = None) -> YamlSource:
+    """Load YAML from a string; ``name`` is the file name shown in errors."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        what = exc.problem or exc.context or "invalid YAML"
+        raise UserError(f"invalid YAML: {what}", name, line) from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"invalid YAML: {exc}", name) from None
+    finally:
+        loader.dispose()
+    lines: dict[KeyPath, int] = {}
+    if node is not None:
+        lines[()] = node.start_mark.line + 1
+        _record(loader, node, (), lines, name)
+    return YamlSource(name, data, base_dir if base_dir is not None else Path("."), lines)
+
+
+def _record(
+    loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], name: str
+) -> None:
+    """Walk the composed node tree in step with the constructed data, noting each key's line."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int)):
+                key = str(key)
+            if key in seen:
+                raise UserError("duplicate key", name, key_node.start_mark.line + 1,
+                                field_name(path + (key,)))
+            seen.add(key)
+            sub = path + (key,)
+            lines[sub] = key_node.start_mark.line + 1
+            _record(loader, value_node, sub, lines, name)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            sub = path + (i,)
+            lines[sub] = item.start_mark.line + 1
+            _record(loader, item, sub, lines, name)

@@ -1,0 +1,140 @@
+"""``wotbench tracegen``: generate a workload from a spec file or from flags."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from wotbench._errors import UserError
+
+__all__ = ["register", "cmd_tracegen", "spec_from_args"]
+
+# Flags that describe a workload (the flags form); --spec excludes them.
+_WORKLOAD_FLAGS = ("devices", "duration", "requests", "rit", "rit_scope", "service", "methods",
+                   "payload_bytes", "resources", "cd_rit", "cd_service", "cd_calibration")
+_GROUP_FLAG = {"count": "--devices", "rit": "--rit", "service": "--service", "methods": "--methods",
+               "payload_bytes": "--payload-bytes", "resources": "--resources"}
+_SPEC_FLAG = {"workload.duration": "--duration", "workload.requests": "--requests",
+              "workload.rit": "--rit", "workload.rit_scope": "--rit-scope", "workload.seed": "--seed",
+              "devices": "--devices", "devices[0].rit": "--rit", "cd.rit": "--cd-rit",
+              "cd.service": "--cd-service", "cd.calibration": "--cd-calibration"}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "tracegen", help="generate a synthetic workload (trace, resources, expected.json)",
+        description="Generate the trace, per-device resource files, expected.json and the CD "
+                    "workload, from a spec's workload section (--spec) or from flags. "
+                    "Example: wotbench tracegen --devices 10 --duration 60s --rit exp:100ms "
+                    "--service exp:5ms --seed 1 --out wl/")
+    p.add_argument("--spec", type=Path, help="experiment spec (YAML); its workload and devices are used")
+    p.add_argument("--out", type=Path, required=True, help="output directory (must not exist or be empty)")
+    p.add_argument("--force", action="store_true", help="replace an existing output directory")
+    p.add_argument("--per-device-traces", action="store_true", help="also write traces/dev-<id>.csv")
+    p.add_argument("--seed", help="random seed (default 1; overrides the spec's)")
+    g = p.add_argument_group("flags form (one group of identical devices)")
+    g.add_argument("--devices", help="number of devices")
+    g.add_argument("--duration", help="trace length, e.g. 60s")
+    g.add_argument("--requests", help="trace length as a request count (instead of --duration)")
+    g.add_argument("--rit", help="RIT distribution, e.g. exp:100ms (per device unless --rit-scope gateway)")
+    g.add_argument("--rit-scope", choices=("device", "gateway"), help="device (default) or gateway")
+    g.add_argument("--service", help="service-time distribution, e.g. exp:5ms")
+    g.add_argument("--methods", help="method shares, e.g. GET=0.9,PUT=0.1 (default GET)")
+    g.add_argument("--payload-bytes", help="request payload bytes for PUT/POST (default 0)")
+    g.add_argument("--resources", help="resources per device (default 64)")
+    g.add_argument("--cd-rit", help="CD-GE inter-arrival time (default 1s)")
+    g.add_argument("--cd-service", help="CD node service time, or auto (default: devices' mean)")
+    g.add_argument("--cd-calibration", help="CD-only period before the devices start (default 0s)")
+    p.set_defaults(func=cmd_tracegen)
+
+
+def spec_from_args(args: argparse.Namespace) -> Any:
+    """The WorkloadSpec described by the parsed arguments (spec file or flags)."""
+    from wotbench import yamlsrc
+    from wotbench.tracegen.spec import WorkloadSpec, parse_workload
+    from wotbench.tracegen.units import parse_count
+
+    seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    if args.spec is not None:
+        given = [f for f in _WORKLOAD_FLAGS if getattr(args, f) is not None]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UserError("cannot be combined with --spec (edit the spec instead)", field=flag)
+        src = yamlsrc.load(args.spec)
+        spec = parse_workload(src.data, src)
+        if seed is not None:
+            spec = WorkloadSpec(**{**spec.__dict__, "seed": seed})
+        return spec
+    return _spec_from_flags(args, 1 if seed is None else seed)
+
+
+def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
+    from wotbench.tracegen.distribution import parse_distribution
+    from wotbench.tracegen.spec import (DEFAULT_RESOURCES, MAX_DEVICES, MAX_RESOURCES, GroupWorkload,
+                                        WorkloadSpec, parse_methods)
+    from wotbench.tracegen.units import parse_count, parse_duration
+
+    cwd = Path.cwd()
+    if args.devices is None:
+        raise UserError("missing (number of devices; or give --spec)", field="--devices")
+    count = parse_count(args.devices, "--devices", minimum=1, maximum=MAX_DEVICES)
+    if args.service is None:
+        raise UserError("missing (service-time distribution, e.g. exp:5ms)", field="--service")
+    if args.rit is None:
+        raise UserError("missing (RIT distribution, e.g. exp:100ms)", field="--rit")
+    scope = args.rit_scope or "device"
+    rit = parse_distribution(args.rit, "--rit", role="rit", base_dir=cwd)
+    service = parse_distribution(args.service, "--service", role="service", base_dir=cwd)
+    methods: tuple[tuple[str, float], ...] = (("GET", 1.0),)
+    if args.methods is not None:
+        shares: dict[str, object] = {}
+        for part in args.methods.split(","):
+            m, sep, v = part.partition("=")
+            try:
+                shares[m.strip()] = float(v) if sep else 1.0
+            except ValueError:
+                raise UserError(f"share {v!r} of {m.strip()} is not a number", field="--methods") from None
+        methods = parse_methods(shares, "--methods")
+    payload = 0 if args.payload_bytes is None else parse_count(args.payload_bytes, "--payload-bytes",
+                                                                minimum=0, maximum=1024)
+    resources = DEFAULT_RESOURCES if args.resources is None else parse_count(
+        args.resources, "--resources", minimum=1, maximum=MAX_RESOURCES)
+    kw: dict[str, Any] = {"seed": seed, "rit_scope": scope}
+    if args.duration is not None and args.requests is not None:
+        raise UserError("give --duration or --requests, not both", field="--requests")
+    if args.duration is not None:
+        kw["duration_us"] = parse_duration(args.duration, "--duration")
+    elif args.requests is not None:
+        kw["requests"] = parse_count(args.requests, "--requests", minimum=1)
+    else:
+        raise UserError("missing (trace length, e.g. 60s; or --requests N)", field="--duration")
+    if args.cd_rit is not None:
+        kw["cd_rit_us"] = parse_duration(args.cd_rit, "--cd-rit")
+    if args.cd_service is not None and args.cd_service != "auto":
+        kw["cd_service_us"] = parse_duration(args.cd_service, "--cd-service")
+    if args.cd_calibration is not None:
+        kw["cd_calibration_us"] = parse_duration(args.cd_calibration, "--cd-calibration")
+    try:
+        group = GroupWorkload("default", count, service, rit if scope == "device" else None,
+                              methods, payload, resources)
+        if scope == "gateway":
+            kw["rit"] = rit
+        return WorkloadSpec((group,), **kw)
+    except UserError as err:
+        err.field = _GROUP_FLAG.get(err.field or "", _SPEC_FLAG.get(err.field or "", err.field))
+        raise
+
+
+def cmd_tracegen(args: argparse.Namespace) -> int:
+    from wotbench.tracegen.generate import generate
+
+    start = time.perf_counter()
+    spec = spec_from_args(args)
+    out = generate(spec, args.out, per_device_traces=args.per_device_traces, overwrite=args.force)
+    took = time.perf_counter() - start
+    print(f"tracegen: {out.requests} requests to {len(out.device_ids)} devices over "
+          f"{out.duration_us / 1e6:g} s (CD: {out.cd_rit_us} us RIT, {out.cd_service_us} us service) "
+          f"-> {out.outdir} in {took:.2f} s")
+    return 0

@@ -1,0 +1,157 @@
+"""Trace CSV text built with NumPy: no Python work per row.
+
+Every row is assembled in a fixed-width byte matrix from small lookup
+tables and the digits of its timestamp, with NUL bytes as padding; dropping
+the NUL bytes of a chunk gives the exact CSV text of its rows. A row is::
+
+    <device_id>,<send_ts_us>,<METHOD>,coap://<host>/r/<k>[,<payload>]\\n
+    `-- A ---'  `-- digits-'`------ B ---' `-H-'`-- C (per group, method, k) --'
+
+Tables A and H are per device, B per method, C per (group, method,
+resource). Throughput is about that of copying the output (see
+``make bench-tracegen``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import BinaryIO
+
+import numpy as np
+
+from wotbench.formats import METHODS, TRACE_COLUMNS
+
+__all__ = ["TraceEncoder", "TRACE_HEADER", "payload_text"]
+
+TRACE_HEADER = (",".join(TRACE_COLUMNS) + "\n").encode()
+#: Methods whose requests carry the group's payload.
+_PAYLOAD_METHODS = ("PUT", "POST")
+# Rows per chunk are picked so that one chunk's byte matrix is about this big.
+_CHUNK_BYTES = 24 << 20
+# ASCII of 0000..9999 as one uint32 each, so four digits cost one gather.
+_QUAD32 = np.frombuffer(b"".join(b"%04d" % i for i in range(10000)), dtype=np.uint32)
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
+
+
+def payload_text(n: int) -> str:
+    """The literal request payload of n bytes (printable, no comma)."""
+    return "x" * n
+
+
+def _table(strings: Sequence[str]) -> np.ndarray:
+    """Fixed-width byte strings (NumPy ``S`` dtype, NUL padded on the right)."""
+    enc = [s.encode("ascii") for s in strings]
+    return np.array(enc if enc else [b""], dtype=f"S{max(1, max(map(len, enc), default=1))}")
+
+
+class TraceEncoder:
+    """Encodes (device, time, method, resource) arrays as trace CSV rows.
+
+    ``hosts[i]`` names device index i (``dev-<id>``) and ``device_ids[i]``
+    is its id in the first column (default i); ``group_of[i]`` is its group
+    index; ``resources[g]`` and ``payload[g]`` the resource count and the
+    request payload bytes (PUT/POST) of group g.
+    """
+
+    # Above this many (method, device, resource) combinations the URI suffix is
+    # assembled from three small tables instead of one fused table.
+    _FUSED_MAX = 1 << 21
+
+    def __init__(self, hosts: Sequence[str], group_of: np.ndarray, resources: Sequence[int],
+                 payload: Sequence[int], device_ids: Sequence[int] | None = None) -> None:
+        n = len(hosts)
+        ids = range(n) if device_ids is None else device_ids
+        self._group_of = np.asarray(group_of, dtype=np.int64)
+        self._a = _table([f"{i}," for i in ids])
+        k_dev = np.asarray(resources, dtype=np.int64)[self._group_of]
+        tails = [[f",{payload_text(p)}\n" if p > 0 and m in _PAYLOAD_METHODS else "\n" for m in METHODS]
+                 for p in payload]
+        self._fused = int(k_dev.sum()) * len(METHODS) <= self._FUSED_MAX
+        if self._fused:
+            # One row per (device, method, resource): ",GET,coap://dev-3/r/7\n".
+            rows = [f",{m},coap://{h}/r/{r}{tails[g][mi]}"
+                    for h, g, k in zip(hosts, self._group_of.tolist(), k_dev.tolist())
+                    for mi, m in enumerate(METHODS) for r in range(k)]
+            self._s = _table(rows)
+            self._s_base = np.concatenate(([0], np.cumsum(k_dev * len(METHODS))))[:-1]
+            self._s_k = k_dev
+        else:
+            self._b = _table([f",{m},coap://" for m in METHODS])
+            self._h = _table(list(hosts))
+            c_rows: list[str] = []
+            base = []
+            for g, k in enumerate(resources):
+                base.append(len(c_rows))
+                for mi in range(len(METHODS)):
+                    c_rows.extend(f"/r/{r}{tails[g][mi]}" for r in range(k))
+            self._c = _table(c_rows)
+            self._c_base = np.asarray(base, dtype=np.int64)
+            self._c_k = np.asarray(resources, dtype=np.int64)
+
+    def _row_dtype(self, tw: int) -> np.dtype:
+        fields = [("a", self._a.dtype), ("t", f"S{tw}")]
+        if self._fused:
+            fields.append(("s", self._s.dtype))
+        else:
+            fields += [("b", self._b.dtype), ("h", self._h.dtype), ("c", self._c.dtype)]
+        return np.dtype(fields)
+
+    def encode(self, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
+               res: np.ndarray) -> Iterator[np.ndarray]:
+        """Yield uint8 arrays whose concatenation is the CSV text of the rows (no header)."""
+        n = t_us.size
+        if n == 0:
+            return
+        groups4 = (len(str(int(t_us.max()))) + 3) // 4
+        row = self._row_dtype(4 * groups4)
+        step = max(1024, _CHUNK_BYTES // row.itemsize)
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            yield self._chunk(row, groups4, t_us[lo:hi], dev[lo:hi],
+                              method[lo:hi].astype(np.int64), res[lo:hi])
+
+    def _chunk(self, row: np.dtype, groups4: int, ts: np.ndarray, dv: np.ndarray,
+               me: np.ndarray, res: np.ndarray) -> np.ndarray:
+        m = ts.size
+        rec = np.empty(m, dtype=row)
+        np.take(self._a, dv, out=rec["a"], mode="clip")
+        words = np.empty((m, groups4), dtype=np.uint32)
+        q = ts
+        for j in range(groups4 - 1, 0, -1):
+            q, r = np.divmod(q, 10000)
+            np.take(_QUAD32, r, out=words[:, j], mode="clip")
+        np.take(_QUAD32, q, out=words[:, 0], mode="clip")
+        digits = words.view(np.uint8).reshape(m, 4 * groups4)
+        self._blank_leading_zeros(digits, ts, 4 * groups4)
+        rec["t"] = words.view(row["t"]).reshape(m)
+        if self._fused:
+            idx = self._s_base[dv] + me * self._s_k[dv] + res
+            np.take(self._s, idx, out=rec["s"], mode="clip")
+        else:
+            np.take(self._b, me, out=rec["b"], mode="clip")
+            np.take(self._h, dv, out=rec["h"], mode="clip")
+            g = self._group_of[dv]
+            np.take(self._c, self._c_base[g] + me * self._c_k[g] + res, out=rec["c"], mode="clip")
+        flat = rec.view(np.uint8)
+        return flat[flat != 0]
+
+    @staticmethod
+    def _blank_leading_zeros(digits: np.ndarray, ts: np.ndarray, tw: int) -> None:
+        ndig = np.searchsorted(_POW10, ts, side="right")
+        np.maximum(ndig, 1, out=ndig)
+        if ndig.size > 1 and (ndig[1:] >= ndig[:-1]).all():
+            # Sorted times: digit counts form a few contiguous blocks.
+            cuts = np.flatnonzero(np.diff(ndig)) + 1
+            for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [ndig.size]))):
+                digits[a:b, :tw - int(ndig[a])] = 0
+        else:
+            for d in np.unique(ndig):
+                digits[ndig == d, :tw - int(d)] = 0
+
+    def write(self, fh: BinaryIO, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
+              res: np.ndarray, *, header: bool = True) -> None:
+        """Write the header (optional) and all rows to a binary file."""
+        if header:
+            fh.write(TRACE_HEADER)
+        for chunk in self.encode(t_us, dev, method, res):
+            fh.write(chunk)
