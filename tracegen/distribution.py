@@ -226,9 +226,10 @@ def _number_param(kind: str, name: str, text: str, field_: str | None) -> float:
     return v
 
 
-def _keyed(kind: str, body: str, keys: tuple[str, ...], field_: str | None) -> dict[str, str]:
-    """Split ``a=1,b=2``. A piece that is not ``known_key=...`` continues the previous
-    value, so nested distributions may contain commas (``on=uniform:1ms,2ms``)."""
+def _keyed(kind: str, body: str, keys: tuple[str, ...], field_: str | None,
+           nested: tuple[str, ...] = ()) -> dict[str, str]:
+    """Split ``a=1,b=2``. For the ``nested`` keys (distributions themselves), a piece
+    that is not ``known_key=...`` continues the value (``on=uniform:1ms,2ms``)."""
     out: dict[str, str] = {}
     last: str | None = None
     for piece in body.split(","):
@@ -237,7 +238,7 @@ def _keyed(kind: str, body: str, keys: tuple[str, ...], field_: str | None) -> d
         if sep and key in keys and key not in out:
             out[key] = val.strip()
             last = key
-        elif last is not None and (not sep or key not in keys):
+        elif last in nested and (not sep or key not in keys):
             out[last] += "," + piece.strip()
         else:
             raise UserError(f"{kind}: unexpected {piece.strip()!r} (parameters: {', '.join(keys)})",
@@ -342,7 +343,7 @@ def _build(kind: str, text: str, body: str, field_: str | None, role: str,
     if kind == "mmpp2":
         if role != "rit":
             raise UserError("mmpp2 is an arrival process: allowed for RITs only", field=field_)
-        kv = _keyed(kind, body, ("on", "off", "t_on", "t_off"), field_)
+        kv = _keyed(kind, body, ("on", "off", "t_on", "t_off"), field_, nested=("on", "off"))
         sub = {}
         for name in ("on", "off"):
             if re.match(r"\s*mmpp2\s*:", kv[name]):

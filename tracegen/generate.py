@@ -9,7 +9,7 @@ the end; nothing is left behind on error)::
     devices.csv             device_id,group,host,resource_file
     expected.json           intended statistics (format 1), see README.md
     cd/trace.csv            the CD-GE's trace: device id N, host cd-node
-    cd/resource.csv         the CD node's one deterministic resource /cd
+    cd/resources.csv         the CD node's one deterministic resource /r/0
 """
 
 from __future__ import annotations
@@ -475,7 +475,7 @@ def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bo
         # The resource is /r/0 in the encoder; the CD node's resource file names it the same.
         cd_enc.write(fh, cd_t, np.zeros(cd_t.size, dtype=np.int32), np.zeros(cd_t.size, dtype=np.uint8),
                      np.zeros(cd_t.size, dtype=np.int32))
-    (tmp / "cd" / "resource.csv").write_bytes(_resource_csv(np.array([cd_service])))
+    (tmp / "cd" / "resources.csv").write_bytes(_resource_csv(np.array([cd_service])))
 
     expected = expected_stats(spec, req)
     expected["cd"] = {
@@ -488,7 +488,7 @@ def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bo
         "calibration_us": spec.cd_calibration_us,
         "requests": int(cd_t.size),
         "trace": "cd/trace.csv",
-        "resource": "cd/resource.csv",
+        "resource": "cd/resources.csv",
     }
     with open(tmp / "expected.json", "w") as fh:
         fh.write(_expected_json(expected))
@@ -500,7 +500,7 @@ def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bo
         devices_csv=final / "devices.csv",
         resources=resources,
         cd_trace=final / "cd" / "trace.csv",
-        cd_resource=final / "cd" / "resource.csv",
+        cd_resource=final / "cd" / "resources.csv",
         device_ids=tuple(range(n_dev)),
         device_group=tuple(spec.groups[int(g)].name for g in group_of),
         requests=int(req.t_us.size),

@@ -25,14 +25,16 @@ from wotbench.yamlsrc import YamlSource
 
 __all__ = [
     "Distribution", "GroupWorkload", "WorkloadSpec", "parse_workload", "parse_duration",
-    "parse_distribution", "parse_methods", "GROUP_KEYS", "HARNESS_GROUP_KEYS", "WORKLOAD_KEYS",
+    "parse_distribution", "parse_methods", "from_source", "spec_from_file", "GROUP_KEYS",
+    "HARNESS_GROUP_KEYS", "WORKLOAD_KEYS",
 ]
 
 #: Keys of a ``devices`` group that tracegen validates.
 GROUP_KEYS: frozenset[str] = frozenset(
     {"name", "count", "rit", "service", "methods", "payload_bytes", "resources"})
 #: Keys of a ``devices`` group that belong to the harness (accepted, not read here).
-HARNESS_GROUP_KEYS: frozenset[str] = frozenset({"mode", "threads", "cpus", "memory", "impairment"})
+HARNESS_GROUP_KEYS: frozenset[str] = frozenset(
+    {"mode", "threads", "queue", "cpus", "memory", "impairment"})
 #: Keys of the ``workload`` section.
 WORKLOAD_KEYS: frozenset[str] = frozenset({"seed", "duration", "requests", "rit_scope", "rit"})
 
@@ -259,11 +261,20 @@ def _payload(value: object, field_: str) -> int:
     return parse_count(value, field_, minimum=0, maximum=MAX_PAYLOAD_BYTES)
 
 
+def _harness_group_keys() -> frozenset[str]:
+    """The harness owns these keys; its own list is the authority when it is importable."""
+    try:
+        from wotbench.harness.spec import HARNESS_GROUP_KEYS as theirs
+    except ImportError:
+        return HARNESS_GROUP_KEYS
+    return HARNESS_GROUP_KEYS | frozenset(theirs)
+
+
 def _group(src: YamlSource, item: object, i: int) -> GroupWorkload:
     path = ("devices", i)
     if not isinstance(item, Mapping):
         raise src.error("a device group must be a mapping (count, rit, service, ...)", *path)
-    _check_keys(src, item, GROUP_KEYS | HARNESS_GROUP_KEYS, *path)
+    _check_keys(src, item, GROUP_KEYS | _harness_group_keys(), *path)
     for key in ("count", "service"):
         if key not in item:
             raise src.error(f"missing key {key!r}", *path)
@@ -400,6 +411,11 @@ def _path_of(field_: str | None) -> tuple[str | int, ...]:
         if part:
             out.append(int(part) if part.isdigit() else part)
     return tuple(out)
+
+
+def from_source(src: YamlSource) -> WorkloadSpec:
+    """``parse_workload(src.data, src)``."""
+    return parse_workload(src.data, src)
 
 
 def spec_from_file(path: str | Path) -> WorkloadSpec:

@@ -1,0 +1,87 @@
+"""wotbench.yamlsrc: plain data plus the line of every key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wotbench import UserError, yamlsrc
+
+DOC = """\
+name: x
+workload:
+  seed: 3
+devices:
+  - name: a
+    count: 2
+  - name: b
+    service: exp:5ms
+"""
+
+
+def test_data_is_plain_python() -> None:
+    src = yamlsrc.loads(DOC, "exp.yaml")
+    assert src.data == {"name": "x", "workload": {"seed": 3},
+                        "devices": [{"name": "a", "count": 2}, {"name": "b", "service": "exp:5ms"}]}
+    assert type(src.data) is dict and type(src.data["devices"]) is list
+
+
+def test_line_of_keys_and_items() -> None:
+    src = yamlsrc.loads(DOC, "exp.yaml")
+    assert src.line("workload", "seed") == 3
+    assert src.line("devices", 0) == 5
+    assert src.line("devices", 1, "service") == 8
+
+
+def test_missing_key_points_at_nearest_ancestor() -> None:
+    src = yamlsrc.loads(DOC, "exp.yaml")
+    assert src.line("devices", 1, "count") == src.line("devices", 1) == 7
+    assert src.line("nope") == 1
+
+
+def test_error_names_file_line_and_field() -> None:
+    src = yamlsrc.loads(DOC, "exp.yaml")
+    err = src.error("must be > 0", "devices", 0, "count")
+    assert str(err) == "exp.yaml:6: devices[0].count: must be > 0"
+
+
+def test_at_fills_in_location_of_errors_raised_inside() -> None:
+    src = yamlsrc.loads(DOC, "exp.yaml")
+    with pytest.raises(UserError) as ei:
+        with src.at("workload", "seed"):
+            raise UserError("bad seed")
+    assert str(ei.value) == "exp.yaml:3: workload.seed: bad seed"
+
+
+def test_duplicate_key_is_an_error() -> None:
+    with pytest.raises(UserError) as ei:
+        yamlsrc.loads("a: 1\nb: 2\na: 3\n", "d.yaml")
+    assert (ei.value.line, ei.value.field) == (3, "a")
+
+
+def test_syntax_error_has_a_line() -> None:
+    with pytest.raises(UserError) as ei:
+        yamlsrc.loads("a: [1, 2\nb: 3\n", "s.yaml")
+    assert ei.value.file == "s.yaml" and ei.value.line is not None
+    assert "invalid YAML" in ei.value.what
+
+
+def test_load_resolves_relative_paths_against_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "sub" / "exp.yaml"
+    p.parent.mkdir()
+    p.write_text(DOC)
+    src = yamlsrc.load(p)
+    assert src.resolve("rits.csv") == p.parent / "rits.csv"
+    assert src.name == str(p)
+
+
+def test_unreadable_file_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as ei:
+        yamlsrc.load(tmp_path / "missing.yaml")
+    assert "cannot read" in ei.value.what
+
+
+def test_field_name() -> None:
+    assert yamlsrc.field_name(("devices", 0, "impairment", "loss")) == "devices[0].impairment.loss"
+    assert yamlsrc.field_name(()) == ""
