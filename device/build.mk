@@ -35,3 +35,12 @@ $(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c devi
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
 	  device/wire.c device/tx.c device/registry.c device/resources.c -pthread $(COAP_LIB)
+
+# Closed-loop load tool and the device benchmark (max request rate on one core).
+$(BIN)/devload: device/bench/devload.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+.PHONY: bench-device
+bench-device: $(BIN)/wotbench-device $(BIN)/devload
+	python3 device/bench/bench_device.py $(BENCH_DEVICE_ARGS)
