@@ -1,0 +1,73 @@
+"""Helpers shared by the wotbench-ge tests (imported by name: conftest.py
+puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GE = ROOT / "build" / "bin" / "wotbench-ge"
+GE_ASAN = ROOT / "build" / "asan" / "wotbench-ge"
+DEVICE = ROOT / "build" / "bin" / "wotbench-device"
+FUZZERS = [ROOT / "build" / "fuzz" / f"fuzz-gateway-emulator-{n}" for n in ("trace", "datagram")]
+SEEDS = ROOT / "gateway-emulator" / "fuzz" / "seeds"
+SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+
+
+def make(targets: Sequence[Path]) -> None:
+    """Builds targets incrementally; when make itself cannot run (another
+    part's build.mk mid-edit) binaries that already exist are used."""
+    rel = [str(t.relative_to(ROOT)) for t in targets]
+    proc = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", *rel],
+                          capture_output=True, text=True)
+    if proc.returncode != 0 and not all(t.exists() for t in targets):
+        pytest.fail(f"make {' '.join(rel)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_trace(path: Path, rows: Sequence[tuple], header: bool = True) -> Path:
+    lines = ["device_id,send_ts_us,method,uri"] if header else []
+    lines += [",".join(str(v) for v in r) for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class GeRun:
+    returncode: int
+    stderr: str
+    out: Path
+    summary_path: Path
+    rows: pd.DataFrame | None = None
+    summary: dict = field(default_factory=dict)
+
+
+def run_ge(binary: Path, trace: Path, *args: str, timeout: float = 120,
+           env: dict[str, str] | None = None) -> GeRun:
+    """Runs the GE to completion; `timeout` only guards against a hang."""
+    out = trace.with_suffix(".out.csv")
+    summary = trace.with_suffix(".summary.json")
+    cmd = [str(binary), "--trace", str(trace), "--out", str(out),
+           "--summary", str(summary), "--quiet", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+    run = GeRun(proc.returncode, proc.stderr, out, summary)
+    if proc.returncode == 0:
+        run.rows = pd.read_csv(out, dtype={"code": str, "status": str})
+        run.summary = json.loads(summary.read_text())
+    return run
