@@ -57,12 +57,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from wotbench.harness.runner import RunOptions, run_spec
+    from wotbench._errors import UserError
+    from wotbench.harness.runner import RunFailed, RunOptions, run_spec
     from wotbench.harness.spec import load
 
     runs = load(args.spec)            # every variant validated before anything starts
     progress = not args.no_progress and sys.stderr.isatty()
-    dirs = run_spec(runs, RunOptions(results_root=args.results, progress=progress))
+    try:
+        dirs = run_spec(runs, RunOptions(results_root=args.results, progress=progress))
+    except RunFailed as exc:
+        if isinstance(exc.cause, UserError):
+            raise exc.cause from None
+        print(f"error: run failed: {exc} (details: {exc.run_dir / 'INCOMPLETE'})", file=sys.stderr)
+        return 1
     for d in dirs:
         print(os.fspath(d))
     return 0
@@ -71,6 +78,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from wotbench.harness import dockerenv
 
-    n_ct, n_net = dockerenv.remove_labelled(dockerenv.client(), args.run)
+    n_ct, n_net, stuck = dockerenv.remove_labelled(dockerenv.client(), args.run)
     print(f"removed {n_ct} container(s) and {n_net} network(s)")
+    if stuck:
+        print(f"not removable (stale endpoint in the engine, moby#42119; restart dockerd): "
+              f"{', '.join(stuck)}", file=sys.stderr)
+        return 1
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import subprocess
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -112,9 +113,10 @@ def free_subnets(used: list[ipaddress.IPv4Network], count: int) -> list[ipaddres
     raise UserError(f"no free private /{_PREFIX} subnet for {count} network(s)")
 
 
-def remove_labelled(c: docker.DockerClient, run_id: str | None = None) -> tuple[int, int]:
+def remove_labelled(c: docker.DockerClient, run_id: str | None = None) -> tuple[int, int, list[str]]:
     """Removes every container, then every network, carrying the run label
-    (of one run, or of any run when ``run_id`` is None). Returns the counts."""
+    (of one run, or of any run when ``run_id`` is None). Returns the counts
+    removed and the names of networks the engine refused to remove."""
     flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
     containers = c.containers.list(all=True, filters=flt, ignore_removed=True)
 
@@ -131,11 +133,23 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None) -> tuple[
 
     with ThreadPoolExecutor(WORKERS) as pool:
         n_ct = sum(pool.map(rm, containers))
-    n_net = 0
+    n_net, stuck = 0, []
     for net in c.networks.list(filters=flt):
-        try:
-            net.remove()
-            n_net += 1
-        except docker.errors.NotFound:
-            pass
-    return n_ct, n_net
+        # The engine releases the endpoints of just-removed containers a
+        # moment after the removal returns; a network whose endpoint it
+        # never releases (moby#42119) is reported, not fatal.
+        for attempt in range(40):
+            try:
+                net.remove()
+                n_net += 1
+                break
+            except docker.errors.NotFound:
+                break
+            except docker.errors.APIError as exc:
+                if exc.status_code != 403:
+                    raise
+                if attempt == 39:
+                    stuck.append(net.name)
+                    break
+                time.sleep(0.25)
+    return n_ct, n_net, stuck

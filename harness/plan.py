@@ -5,11 +5,14 @@ Pure functions of the CPU list the host offers, so they are tested with fake
 CPU lists. The ideal layout needs len(reserve) + GEs + CD-GE + 1 cores; with
 fewer the plan degrades by a fixed rule and says so in ``notes``:
 
-1. the GEs (and the CD-GE) share the non-reserved cores but the last, which
-   is left to the devices;
-2. with a single non-reserved core, all GEs take it and the devices and the
-   CD node share the reserved cores with the OS, harness and monitor;
-3. with no non-reserved core everything shares every core.
+1. the workload GEs keep dedicated cores first (their busy loop is the
+   measurement); the CD-GE then shares the device cores, where it measures
+   the very contention it is there to detect;
+2. with fewer cores than GEs + 1, the GEs share the non-reserved cores but
+   the last, which is left to the devices;
+3. with a single non-reserved core the GEs take it, and the devices, CD node
+   and CD-GE share the reserved cores with the OS, harness and monitor;
+4. with no non-reserved core everything shares every core.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class Plan:
     available: tuple[int, ...]
     reserved: tuple[int, ...]
     ge_cores: tuple[int, ...]              # core of GE k
-    cd_ge_core: int | None
+    cd_ge_cpuset: str | None               # one core when dedicated, else the device cores
     device_cores: tuple[int, ...]          # cores devices and the CD node may use
     affinity: bool
     device_cpusets: tuple[str, ...]        # cpuset of device id i (index = device id)
@@ -64,8 +67,8 @@ class Plan:
                  f"  OS, harness, monitor: {cpuset(self.reserved)}"]
         for k, c in enumerate(self.ge_cores):
             lines.append(f"  GE {k}: core {c}")
-        if self.cd_ge_core is not None:
-            lines.append(f"  CD-GE: core {self.cd_ge_core}")
+        if self.cd_ge_cpuset is not None:
+            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset}")
             lines.append(f"  CD node: cpuset {self.cd_node_cpuset}")
         per_core: dict[str, int] = {}
         for cs in self.device_cpusets:
@@ -90,44 +93,48 @@ def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances:
                         f"(offered: {cpuset(avail)})", field="placement.reserve")
     reserved = tuple(sorted(reserve))
     others = [c for c in avail if c not in reserved]
-    n_ge_roles = ge_instances + (1 if cd_enabled else 0)
+    m, n_ge, cd = len(others), ge_instances, 1 if cd_enabled else 0
+    needed = len(reserved) + n_ge + cd + 1
+    short = f"{len(avail)} cores offered, {needed} needed for the paper's layout: "
     notes: list[str] = []
-    degraded = True
-    if len(others) >= n_ge_roles + 1:
-        degraded = False
-        ge_role_cores = others[:n_ge_roles]
-        dev_cores = others[n_ge_roles:]
-    elif len(others) >= 2:
+    cd_dedicated = True
+    if m >= n_ge + cd + 1:
+        ge_cores = others[:n_ge]
+        cd_core = others[n_ge] if cd else None
+        dev_cores = others[n_ge + cd:]
+    elif m >= n_ge + 1:
+        ge_cores, cd_core, dev_cores = others[:n_ge], None, others[n_ge:]
+        cd_dedicated = False
+        notes.append(short + "every GE has its own core; the CD-GE shares the device cores")
+    elif m >= 2:
         shared = others[:-1]
-        ge_role_cores = [shared[i % len(shared)] for i in range(n_ge_roles)]
-        dev_cores = others[-1:]
-        notes.append(f"{len(avail)} cores offered, {len(reserved) + n_ge_roles + 1} needed: "
-                     f"{n_ge_roles} GE role(s) share core(s) {cpuset(shared)}")
-    elif len(others) == 1:
-        ge_role_cores = [others[0]] * n_ge_roles
-        dev_cores = list(reserved)
-        notes.append(f"{len(avail)} cores offered, {len(reserved) + n_ge_roles + 1} needed: "
-                     f"the GE role(s) share core {others[0]}; devices and the CD node share "
-                     f"core(s) {cpuset(reserved)} with the OS, harness and monitor")
+        ge_cores = [shared[i % len(shared)] for i in range(n_ge)]
+        cd_core, dev_cores, cd_dedicated = None, others[-1:], False
+        notes.append(short + f"{n_ge} GEs share core(s) {cpuset(shared)}"
+                     + ("; the CD-GE shares the device cores" if cd else ""))
+    elif m == 1:
+        ge_cores = [others[0]] * n_ge
+        cd_core, dev_cores, cd_dedicated = None, list(reserved), False
+        notes.append(short + f"the GE(s) take core {others[0]}; devices"
+                     + (", the CD node and the CD-GE" if cd else "")
+                     + f" share core(s) {cpuset(reserved)} with the OS, harness and monitor")
     else:
-        ge_role_cores = [avail[i % len(avail)] for i in range(n_ge_roles)]
-        dev_cores = list(avail)
+        ge_cores = [avail[i % len(avail)] for i in range(n_ge)]
+        cd_core, dev_cores, cd_dedicated = None, list(avail), False
         notes.append("no core left outside placement.reserve: everything shares every core")
-    if degraded and n_ge_roles > 1 and len(set(ge_role_cores)) < n_ge_roles:
-        notes.append("the CD-GE shares a core with a workload GE" if cd_enabled
-                     else "workload GEs share cores")
-    ge_cores = tuple(ge_role_cores[:ge_instances])
-    cd_ge_core = ge_role_cores[ge_instances] if cd_enabled else None
     # The CD node takes the first round-robin slot so that it sits with the
     # devices it watches over.
-    slots = devices + (1 if cd_enabled else 0)
+    slots = devices + cd
     if affinity:
         pins = [cpuset([dev_cores[i % len(dev_cores)]]) for i in range(slots)]
     else:
         pins = [cpuset(dev_cores)] * slots
-    cd_node = pins[0] if cd_enabled else None
-    dev_pins = tuple(pins[1:] if cd_enabled else pins)
     if affinity and devices > len(dev_cores):
         notes.append(f"{devices / len(dev_cores):.1f} devices per core")
-    return Plan(avail, reserved, ge_cores, cd_ge_core, tuple(dev_cores), affinity,
-                dev_pins, cd_node, degraded, tuple(notes))
+    degraded = not (cd_dedicated and m >= n_ge + cd + 1)
+    return Plan(
+        available=avail, reserved=reserved, ge_cores=tuple(ge_cores),
+        cd_ge_cpuset=(str(cd_core) if cd_core is not None else cpuset(dev_cores)) if cd else None,
+        device_cores=tuple(dev_cores), affinity=affinity,
+        device_cpusets=tuple(pins[cd:]), cd_node_cpuset=pins[0] if cd else None,
+        degraded=degraded, notes=tuple(notes))

@@ -42,6 +42,16 @@ START_LEAD_S = 2.0
 FINISH_SLACK_S = 20.0
 
 
+class RunFailed(Exception):
+    """A test failed for a reason other than bad input; its results dir
+    keeps INCOMPLETE with the traceback."""
+
+    def __init__(self, run_dir: Path, cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.run_dir = run_dir
+        self.cause = cause
+
+
 class Interrupted(BaseException):
     """SIGTERM (or SIGINT) arrived: unwind so that teardown runs."""
 
@@ -97,11 +107,11 @@ def split_devices(device_ids: Sequence[int], instances: int) -> list[np.ndarray]
     return [a for a in np.array_split(np.asarray(sorted(device_ids), dtype=np.int64), instances)]
 
 
-def _generate_workload(rs: RunSpec, outdir: Path) -> None:
-    from wotbench import tracegen
-    from wotbench.tracegen import spec as tspec
+def _generate_workload(rs: RunSpec, outdir: Path) -> Any:
+    from wotbench.tracegen.generate import generate
+    from wotbench.tracegen.spec import from_source
 
-    tracegen.generate(tspec.from_source(rs.source), outdir)
+    return generate(from_source(rs.source), outdir)
 
 
 def _read_trace_ids(trace: Path) -> pd.DataFrame:
@@ -137,10 +147,12 @@ def _split_trace(trace: Path, blocks: list[np.ndarray], outdir: Path) -> list[tu
 
 def _shift_times(src: Path, dst: Path, shift_us: int) -> None:
     """Rewrites a GE output whose clock started ``shift_us`` before t0 onto t0."""
-    df = pd.read_csv(src, dtype={c: "Int64" for c in ("intended_us", "sent_us", "recv_us")})
+    # intended_us is whole microseconds; sent/recv carry the GE's ns precision.
+    df = pd.read_csv(src, dtype={"intended_us": "Int64", "sent_us": "float64", "recv_us": "float64",
+                                 "code": str}, keep_default_na=True)
     for c in ("intended_us", "sent_us", "recv_us"):
         df[c] = df[c] - shift_us
-    res.write_csv(dst, df)
+    res.write_atomic(dst, df.to_csv(index=False, float_format="%.3f"))
 
 
 def _ge_counts(csv: Path) -> dict[str, int]:
@@ -164,6 +176,7 @@ class Run:
         self.torn_down = False
         self.reasons: list[str] = []
         self.manifest: dict[str, Any] = {}
+        self.ge_names: set[str] = set()
 
     # --- checks before anything starts -----------------------------------
 
@@ -228,9 +241,9 @@ class Run:
         hs, say, d = self.hs, self.opts.say, self.dir
         wl = d / "workload"
         say("generating workload")
-        _generate_workload(self.rs, wl)
-        trace = wl / "trace.csv"
-        cd_dir = wl / "cd"
+        gen = _generate_workload(self.rs, wl)
+        trace = gen.trace
+        cd_dir = gen.cd_trace.parent
 
         # Nodes: the CD node first (it takes the first placement slot), then devices.
         group_of = hs.group_of()
@@ -311,8 +324,7 @@ class Run:
 
         # Timeline: the CD pair calibrates alone, then every GE starts at t0.
         cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
-        sends = _read_trace_ids(trace)["send_ts_us"]
-        trace_end_us = int(sends.max()) if len(sends) else 0
+        trace_end_us = int(gen.duration_us)
         lead_us = int((START_LEAD_S + 0.5 * hs.gateway.instances) * 1e6)
         t0 = time.time_ns() // 1000 + lead_us + cal_us
         ges = []
@@ -328,9 +340,11 @@ class Run:
             cmd = ["--trace", "/in/trace.csv", "--hosts", "/hosts/hosts.csv",
                    "--out", "/out/cd-ge.raw.csv", "--summary", "/out/cd-ge.summary.json",
                    "--type", "con", "--timeout-ms", str(max(1, hs.gateway.timeout_us // 1000)),
-                   "--start-at", str(t0 - cal_us), "--cpu", str(plan.cd_ge_core)]
+                   "--start-at", str(t0 - cal_us)]
+            if plan.cd_ge_cpuset and plan.cd_ge_cpuset.isdigit():
+                cmd += ["--cpu", plan.cd_ge_cpuset]
             ges.append(("cd-ge", self.bed.start_ge(
-                f"wb-{self.bed.short}-cd-ge", "cd-ge", cmd, plan.cd_ge_core or 0,
+                f"wb-{self.bed.short}-cd-ge", "cd-ge", cmd, plan.cd_ge_cpuset or "",
                 {str(cd_dir.resolve()): {"bind": "/in", "mode": "ro"},
                  str(ge_dir.resolve()): {"bind": "/hosts", "mode": "ro"},
                  str(cd_out.resolve()): {"bind": "/out", "mode": "rw"}},
@@ -340,7 +354,7 @@ class Run:
                    "--out", f"/out/ge-{k}.csv", "--summary", f"/out/ge-{k}.summary.json",
                    *ge_common, "--start-at", str(t0), "--cpu", str(plan.ge_cores[k])]
             ges.append((f"ge-{k}", self.bed.start_ge(
-                f"wb-{self.bed.short}-ge-{k}", "ge", cmd, plan.ge_cores[k],
+                f"wb-{self.bed.short}-ge-{k}", "ge", cmd, str(plan.ge_cores[k]),
                 {str(wl.resolve()): {"bind": "/in", "mode": "ro"},
                  str(ge_dir.resolve()): {"bind": "/out", "mode": "rw"}},
                 [(n, self.bed.ge_address(i, k + 1)) for n, i in net_slots])))
@@ -363,6 +377,7 @@ class Run:
                 ct.kill()
                 ge_exit[name] = "killed: did not finish in time"
         states = self.bed.states()
+        self.ge_names = {ct.name for _, ct in ges}
         for name, code in ge_exit.items():
             if code != 0:
                 self.reasons.append(f"{name} exited with {code} (see logs/)")
@@ -432,8 +447,9 @@ class Run:
             "format": res.FORMAT, "run_id": self.run_id, "label": self.rs.label, "complete": True,
             "counts": counts, "cores_shared": plan.cores_shared, "notes": notes,
             "containers": {"total": len(states),
-                           "not_running_at_end": sorted(k for k, v in states.items()
-                                                        if v.get("status") != "running")},
+                           "nodes_not_running_at_end": sorted(
+                               k for k, v in states.items()
+                               if v.get("status") != "running" and k not in self.ge_names)},
             **{k: v for k, v in analysis.items() if k not in ("verdict", "reasons")},
             "verdict": verdict, "reasons": reasons,
         }
@@ -453,8 +469,11 @@ class Run:
         self.sampler.stop()
         if self.collectl:
             self.collectl.stop()
-        n_ct, n_net = self.bed.teardown()
+        n_ct, n_net, stuck = self.bed.teardown()
         self.opts.say(f"teardown: removed {n_ct} container(s), {n_net} network(s)")
+        if stuck:
+            self.opts.say(f"warning: the Docker engine keeps a stale endpoint on {', '.join(stuck)} "
+                          "(moby#42119); `wotbench clean` retries, restarting dockerd frees it")
 
 
 def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
@@ -465,7 +484,10 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         if len(runs) > 1:
             opts.say(f"== test {i}/{len(runs)}: {rs.label}")
         run = Run(rs, opts, client)
-        dirs.append(run.execute())
+        try:
+            dirs.append(run.execute())
+        except Exception as exc:
+            raise RunFailed(run.dir, exc) from exc
         summary = json.loads((run.dir / "summary.json").read_text())
         opts.say(f"results: {run.dir} (verdict: {summary['verdict']}"
                  + (f"; {'; '.join(summary['reasons'][:3])}" if summary["reasons"] else "") + ")")

@@ -133,14 +133,14 @@ class Testbed:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def start_ge(self, name: str, role: str, cmd: list[str], core: int, mounts: dict[str, dict[str, str]],
+    def start_ge(self, name: str, role: str, cmd: list[str], cpus: str, mounts: dict[str, dict[str, str]],
                  networks: Sequence[tuple[str, str]]) -> Any:
-        """A gateway emulator on its core, with its trace read-only and its
+        """A gateway emulator on its cpuset, with its trace read-only and its
         output directory writable (it runs as the harness's own uid)."""
         kwargs = dockerenv.hardening(memory_bytes=4 << 30, pids=16)
         first_net, first_ip = networks[0]
         ct = self.client.containers.create(
-            IMAGES["ge"], cmd, name=name, detach=True, cpuset_cpus=str(core),
+            IMAGES["ge"], cmd, name=name, detach=True, cpuset_cpus=cpus,
             user=f"{os.getuid()}:{os.getgid()}", labels=self.labels(role), volumes=mounts,
             **self._endpoint(first_net, first_ip), **kwargs)
         for net_name, ip in networks[1:]:
@@ -151,7 +151,7 @@ class Testbed:
             self.on_started(ct, name, role)
         return ct
 
-    def teardown(self) -> tuple[int, int]:
+    def teardown(self) -> tuple[int, int, list[str]]:
         return dockerenv.remove_labelled(self.client, self.run_id)
 
     def stop_all(self, timeout_s: int = 2) -> None:

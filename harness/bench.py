@@ -1,0 +1,116 @@
+"""`make bench-harness`: how fast the harness brings up and tears down N
+sleep-mode devices, and what each device costs in memory.
+
+For every N: create the run's network, start N device containers in
+parallel, wait until all answer CoAP, read host memory (MemTotal -
+MemAvailable) and every container's cgroup memory, then remove everything
+by label. Reports containers/s for bring-up (start + ready) and teardown,
+and MB per device from both the host view and the cgroups.
+
+    python -m wotbench.harness.bench --devices 100 400 [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wotbench.harness import dockerenv, probe
+from wotbench.harness import results as res
+from wotbench.harness.monitor import cgroup_files, read_cgroup
+from wotbench.harness.plan import make_plan
+from wotbench.harness.spec import DeviceGroup
+from wotbench.harness.testbed import COAP_PORT, Node, Testbed
+
+
+def host_used_bytes() -> int:
+    info = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        k, v = line.split(":", 1)
+        info[k] = int(v.split()[0]) * 1024
+    return info["MemTotal"] - info["MemAvailable"]
+
+
+def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str, Any]:
+    import os
+
+    bed = Testbed(client, res.new_run_id(f"bench{n}"))
+    plan = make_plan(os.sched_getaffinity(0), reserve=[0], ge_instances=1, cd_enabled=False,
+                     devices=n, affinity=True)
+    group = DeviceGroup("bench", n, mode="sleep", threads=4)
+    out: dict[str, Any] = {"devices": n}
+    try:
+        mem0 = host_used_bytes()
+        t0 = time.monotonic()
+        bed.create_networks(n + 2)
+        nodes = [(Node(f"dev-{i}", i, "bench", f"wb-{bed.short}-dev-{i}", net, ip,
+                       plan.device_cpusets[i], resources), group, "device")
+                 for i, (net, ip) in enumerate(bed.addresses(n))]
+        bed.start_nodes(nodes, progress)
+        t_started = time.monotonic()
+        targets = [(node.address, COAP_PORT) for node, _, _ in nodes]
+        ready = probe.wait_ready(targets, timeout_s=60 + 0.05 * n)
+        t_ready = time.monotonic()
+        if len(ready) != n:
+            raise RuntimeError(f"only {len(ready)} of {n} devices became ready")
+        time.sleep(2.0)           # let page cache and shims settle before measuring
+        mem1 = host_used_bytes()
+        cg = [read_cgroup(f)[1] for ct in bed.containers.values()
+              if (f := cgroup_files(ct.id)) is not None]
+        out.update({
+            "networks": len(bed.networks),
+            "start_s": round(t_started - t0, 3),
+            "ready_s": round(t_ready - t0, 3),
+            "up_containers_per_s": round(n / (t_ready - t0), 2),
+            "host_mb_per_device": round((mem1 - mem0) / n / 2**20, 3),
+            "cgroup_mb_per_device_mean": round(float(np.mean(cg)) / 2**20, 3) if cg else None,
+            "cgroup_mb_per_device_max": round(float(np.max(cg)) / 2**20, 3) if cg else None,
+            "cgroup_samples": len(cg),
+        })
+    finally:
+        t1 = time.monotonic()
+        n_ct, n_net, stuck = bed.teardown()
+        out["teardown_s"] = round(time.monotonic() - t1, 3)
+        out["down_containers_per_s"] = round(n_ct / max(1e-9, out["teardown_s"]), 2)
+        out["removed"] = {"containers": n_ct, "networks": n_net, "stuck_networks": stuck}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m wotbench.harness.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--devices", type=int, nargs="+", default=[100, 400])
+    ap.add_argument("--out", type=Path, help="also write the results as JSON here")
+    args = ap.parse_args(argv)
+    client = dockerenv.client()
+    dockerenv.check_images(client, ["device"])
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="wotbench-bench-") as tmp:
+        resources = Path(tmp) / "resources.csv"
+        resources.write_text("path,service_us\n/r0,1000\n")
+        resources.chmod(0o644)
+        Path(tmp).chmod(0o755)
+        for n in args.devices:
+            r = bench_one(client, n, resources, sys.stderr.isatty())
+            rows.append(r)
+            print(f"{n:5d} devices: up+ready {r['ready_s']:7.1f} s ({r['up_containers_per_s']:6.1f} ct/s), "
+                  f"teardown {r['teardown_s']:6.1f} s ({r['down_containers_per_s']:6.1f} ct/s), "
+                  f"host {r['host_mb_per_device']:.2f} MB/device, "
+                  f"cgroup {r['cgroup_mb_per_device_mean']} MB/device", flush=True)
+    report = {"format": 1, "benchmark": "harness", "host": res.host_facts(client.version()),
+              "results": rows}
+    if args.out:
+        res.write_json(args.out, report)
+        print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
