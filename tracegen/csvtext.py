@@ -19,11 +19,12 @@ from typing import BinaryIO
 
 import numpy as np
 
-from wotbench.formats import METHODS, TRACE_COLUMNS
+from wotbench.formats import METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 
-__all__ = ["TraceEncoder", "TRACE_HEADER", "payload_text"]
+__all__ = ["TraceEncoder", "TRACE_HEADER", "TRACE_HEADER_PAYLOAD", "payload_text"]
 
 TRACE_HEADER = (",".join(TRACE_COLUMNS) + "\n").encode()
+TRACE_HEADER_PAYLOAD = (",".join(TRACE_COLUMNS + TRACE_OPTIONAL_COLUMNS) + "\n").encode()
 #: Methods whose requests carry the group's payload.
 _PAYLOAD_METHODS = ("PUT", "POST")
 # Rows per chunk are picked so that one chunk's byte matrix is about this big.
@@ -64,7 +65,11 @@ class TraceEncoder:
         self._group_of = np.asarray(group_of, dtype=np.int64)
         self._a = _table([f"{i}," for i in ids])
         k_dev = np.asarray(resources, dtype=np.int64)[self._group_of]
-        tails = [[f",{payload_text(p)}\n" if p > 0 and m in _PAYLOAD_METHODS else "\n" for m in METHODS]
+        # With any payload the file has a payload column on every row (empty
+        # for GET/DELETE), so that it stays a rectangular CSV for pandas & co.
+        self.payload_column = any(p > 0 for p in payload)
+        empty = ",\n" if self.payload_column else "\n"
+        tails = [[f",{payload_text(p)}\n" if p > 0 and m in _PAYLOAD_METHODS else empty for m in METHODS]
                  for p in payload]
         self._fused = int(k_dev.sum()) * len(METHODS) <= self._FUSED_MAX
         if self._fused:
@@ -152,6 +157,6 @@ class TraceEncoder:
               res: np.ndarray, *, header: bool = True) -> None:
         """Write the header (optional) and all rows to a binary file."""
         if header:
-            fh.write(TRACE_HEADER)
+            fh.write(TRACE_HEADER_PAYLOAD if self.payload_column else TRACE_HEADER)
         for chunk in self.encode(t_us, dev, method, res):
             fh.write(chunk)

@@ -3,7 +3,8 @@
 Output directory (written into a temporary sibling, renamed into place at
 the end; nothing is left behind on error)::
 
-    trace.csv               device_id,send_ts_us,method,uri[,payload], sorted by time
+    trace.csv               device_id,send_ts_us,method,uri[,payload] sorted by time; the
+                            payload column exists when a group has payload_bytes > 0
     resources/dev-<id>.csv  path,service_us for each device
     traces/dev-<id>.csv     per-device traces (only with per_device_traces)
     devices.csv             device_id,group,host,resource_file

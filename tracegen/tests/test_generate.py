@@ -48,14 +48,16 @@ def read_trace(path: Path) -> pd.DataFrame:
     rows = []
     with open(path, newline="") as fh:
         r = csv.reader(fh)
-        assert next(r) == list(TRACE_COLUMNS)
+        header = next(r)
+        assert header in (list(TRACE_COLUMNS), list(TRACE_COLUMNS) + ["payload"])
         for rec in r:
-            assert len(rec) in (4, 5), rec
+            assert len(rec) == len(header), rec
             dev, ts, method, uri = rec[:4]
             assert dev.isdigit() and ts.isdigit() and method in METHODS, rec
             m = URI.match(uri)
             assert m is not None and int(m.group(1)) == int(dev), rec
-            rows.append((int(dev), int(ts), method, uri, int(m.group(2)), rec[4] if len(rec) == 5 else None))
+            payload = rec[4] if len(rec) == 5 and rec[4] else None
+            rows.append((int(dev), int(ts), method, uri, int(m.group(2)), payload))
     return pd.DataFrame(rows, columns=["dev", "ts", "method", "uri", "res", "payload"])
 
 
