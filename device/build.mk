@@ -2,7 +2,7 @@
 
 DEV_SRCS := device/main.c device/cli.c device/resources.c device/registry.c device/wire.c \
             device/tx.c device/dedup.c device/sepresp.c device/service.c device/workers.c \
-            device/loop.c device/counters.c
+            device/loop.c device/dispatch.c device/counters.c
 DEV_HDRS := $(wildcard device/*.h)
 DEV_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(DEV_SRCS))
 DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))

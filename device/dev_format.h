@@ -7,6 +7,7 @@
  * writes; the parser finds them by name) and the optional one. */
 #define DEV_RESOURCE_COLUMNS "path,service_us"
 #define DEV_RESOURCE_OPTIONAL_COLUMNS "payload_bytes"
+#define DEV_METHODS "GET,PUT,POST,DELETE"
 
 /* CoAP option (elective, experimental range) carrying the service time in us. */
 #define DEV_SERVICE_TIME_OPTION 65000
