@@ -14,8 +14,10 @@ resource). Throughput is about that of copying the output (see
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -104,16 +106,8 @@ class TraceEncoder:
     def encode(self, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
                res: np.ndarray) -> Iterator[np.ndarray]:
         """Yield uint8 arrays whose concatenation is the CSV text of the rows (no header)."""
-        n = t_us.size
-        if n == 0:
-            return
-        groups4 = (len(str(int(t_us.max()))) + 3) // 4
-        row = self._row_dtype(4 * groups4)
-        step = max(1024, _CHUNK_BYTES // row.itemsize)
-        for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            yield self._chunk(row, groups4, t_us[lo:hi], dev[lo:hi],
-                              method[lo:hi].astype(np.int64), res[lo:hi])
+        for job in self._jobs(t_us, dev, method, res):
+            yield self._chunk(*job)
 
     def _chunk(self, row: np.dtype, groups4: int, ts: np.ndarray, dv: np.ndarray,
                me: np.ndarray, res: np.ndarray) -> np.ndarray:
@@ -154,9 +148,37 @@ class TraceEncoder:
                 digits[ndig == d, :tw - int(d)] = 0
 
     def write(self, fh: BinaryIO, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
-              res: np.ndarray, *, header: bool = True) -> None:
-        """Write the header (optional) and all rows to a binary file."""
+              res: np.ndarray, *, header: bool = True, workers: int = 1) -> None:
+        """Write the header (optional) and all rows to a binary file.
+
+        With ``workers`` > 1, chunks are encoded by that many threads (NumPy
+        releases the GIL) and written in order; the bytes are identical.
+        """
         if header:
             fh.write(TRACE_HEADER_PAYLOAD if self.payload_column else TRACE_HEADER)
-        for chunk in self.encode(t_us, dev, method, res):
-            fh.write(chunk)
+        if workers <= 1:
+            for chunk in self.encode(t_us, dev, method, res):
+                fh.write(chunk)
+            return
+        jobs = self._jobs(t_us, dev, method, res)
+        window: deque[Future[np.ndarray]] = deque()
+        with ThreadPoolExecutor(workers, thread_name_prefix="tracegen-encode") as pool:
+            for job in jobs:
+                window.append(pool.submit(self._chunk, *job))
+                # A bounded window keeps memory flat: at most 2 chunks per worker in flight.
+                if len(window) >= 2 * workers:
+                    fh.write(window.popleft().result())
+            while window:
+                fh.write(window.popleft().result())
+
+    def _jobs(self, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
+              res: np.ndarray) -> Iterator[tuple[Any, ...]]:
+        n = t_us.size
+        if n == 0:
+            return
+        groups4 = (len(str(int(t_us.max()))) + 3) // 4
+        row = self._row_dtype(4 * groups4)
+        step = max(1024, _CHUNK_BYTES // row.itemsize)
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            yield (row, groups4, t_us[lo:hi], dev[lo:hi], method[lo:hi].astype(np.int64), res[lo:hi])

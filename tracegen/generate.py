@@ -20,6 +20,7 @@ import math
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,8 @@ __all__ = ["generate", "GeneratedWorkload", "Requests", "build_requests", "devic
 CD_HOST = "cd-node"
 CD_PATH = "/r/0"
 EXPECTED_FORMAT = 1
+# Threads that encode trace chunks (bounded by the machine's cores).
+_ENCODE_WORKERS = 2
 
 
 def device_host(device_id: int) -> str:
@@ -124,32 +127,42 @@ def _group_by_device(dev: np.ndarray, n_dev: int) -> np.ndarray:
 
 
 def _draw(spec: WorkloadSpec, horizon: float, seeds: list[np.random.SeedSequence]
-          ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Send times (int64 us) and device ids; bool: times are already sorted."""
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Send times (int64 us) and device ids.
+
+    Gateway scope: one time-sorted stream, devices drawn uniformly; the
+    third value is None. Device scope: rows grouped by device (ascending
+    within each), and the third value is each device's row count.
+    """
     if spec.rit_scope == "gateway":
         assert spec.rit is not None
         rng = np.random.default_rng(seeds[0])
         t, _ = arrivals(spec.rit, 1, horizon, rng)
         dev = rng.integers(0, spec.n_devices, t.size, dtype=np.int32)
-        return t.astype(np.int64), dev, True
-    times, devs = [], []
+        return t.astype(np.int64), dev, None  # truncation is floor: t >= 0
+    times, devs, counts = [], [], []
     first = 0
     for g, grp in enumerate(spec.groups):
         assert grp.rit is not None
-        t, counts = arrivals(grp.rit, grp.count, horizon, np.random.default_rng(seeds[3 + g]))
-        times.append(t.astype(np.int64))  # truncation is floor: t >= 0
-        devs.append(np.repeat(np.arange(first, first + grp.count, dtype=np.int32), counts))
+        t, c = arrivals(grp.rit, grp.count, horizon, np.random.default_rng(seeds[3 + g]))
+        times.append(t.astype(np.int64))
+        devs.append(np.repeat(np.arange(first, first + grp.count, dtype=np.int32), c))
+        counts.append(c)
         first += grp.count
-    return np.concatenate(times), np.concatenate(devs), False
+    return np.concatenate(times), np.concatenate(devs), np.concatenate(counts)
 
 
 def build_requests(spec: WorkloadSpec, *, rows_by_device: bool = False) -> Requests:
-    """Draw every request of the workload (deterministic for a given spec and seed)."""
+    """Draw every request of the workload (deterministic for a given spec and seed).
+
+    Duration mode keeps every send before the end of the test; request-count
+    mode draws past the expected end and keeps the first ``requests`` sends
+    (the test then ends at the first send not kept).
+    """
     seeds = np.random.SeedSequence(spec.seed).spawn(3 + len(spec.groups))
     n_dev = spec.n_devices
     if spec.duration_us is not None:
-        horizon = float(spec.duration_us)
-        t_pre, dev_pre, pre_sorted = _draw(spec, horizon, seeds)
+        t_pre, dev_pre, counts_pre = _draw(spec, float(spec.duration_us), seeds)
         limit = t_pre.size
     else:
         assert spec.requests is not None
@@ -157,41 +170,45 @@ def build_requests(spec: WorkloadSpec, *, rows_by_device: bool = False) -> Reque
         rate = spec.aggregate_rate_per_us()
         horizon = limit / rate * (1 + 6 / math.sqrt(limit)) + 20 / rate
         while True:
-            t_pre, dev_pre, pre_sorted = _draw(spec, horizon, seeds)
+            t_pre, dev_pre, counts_pre = _draw(spec, horizon, seeds)
             if t_pre.size > limit:
                 break
             horizon *= 1.5
-    if pre_sorted:
-        t, perm = t_pre, None
-        dev = dev_pre
-    else:
-        t, perm = _sort_by_time(t_pre)
-        dev = dev_pre[perm]
-    if spec.duration_us is not None:
-        duration = spec.duration_us
-    else:
-        duration = int(t[limit])
+    cut = limit < t_pre.size
+    if counts_pre is None:
+        t, dev = t_pre, dev_pre
+        duration = int(t[limit]) if cut else int(spec.duration_us or 0)
         t, dev = t[:limit], dev[:limit]
-    counts = np.bincount(dev, minlength=n_dev).astype(np.int64)
-    if perm is None:
+        counts = np.bincount(dev, minlength=n_dev).astype(np.int64)
         order = _group_by_device(dev, n_dev)
         t_grouped = t[order]
         rows = order if rows_by_device else None
     else:
-        t_grouped = t_pre
-        if limit < t_pre.size:
-            keep = np.zeros(t_pre.size, dtype=bool)
-            keep[perm[:limit]] = True
+        t, perm = _sort_by_time(t_pre)
+        duration = int(t[limit]) if cut else int(spec.duration_us or 0)
+        t = t[:limit]
+        dev = dev_pre[perm[:limit]]
+        t_grouped, counts, keep = t_pre, counts_pre, None
+        if cut:
+            # Keep the first `limit` sends: all before the last kept instant, and
+            # of those at that instant (ties) the ones sorted before the cut.
+            keep = t_pre <= t[-1]
+            extra = int(np.count_nonzero(keep)) - limit
+            if extra > 0:
+                keep[perm[limit:limit + extra]] = False
             t_grouped = t_pre[keep]
+            ends = np.cumsum(counts_pre)
+            kept = np.concatenate(([0], np.cumsum(keep)))
+            counts = kept[ends] - kept[ends - counts_pre]
         rows = None
         if rows_by_device:
             inv = np.empty(t_pre.size, dtype=np.int64)
             inv[perm] = np.arange(t_pre.size, dtype=np.int64)
-            rows = inv[keep] if limit < t_pre.size else inv
+            rows = inv[keep] if keep is not None else inv
         del perm
     method, res = _methods_and_resources(spec, dev, np.random.default_rng(seeds[1]),
                                          np.random.default_rng(seeds[2]))
-    return Requests(t, dev, method, res, duration, t_grouped, counts, rows)
+    return Requests(t, dev, method, res, duration, t_grouped, counts.astype(np.int64), rows)
 
 
 def _methods_and_resources(spec: WorkloadSpec, dev: np.ndarray, rng_m: np.random.Generator,
@@ -234,9 +251,10 @@ def _summ(mean: float | None, pct: np.ndarray | None) -> dict[str, float | None]
 
 
 def _pooled(values: np.ndarray) -> tuple[float | None, np.ndarray | None]:
+    """Mean and percentiles; reorders ``values`` (scratch)."""
     if values.size == 0:
         return None, None
-    return float(values.mean()), np.percentile(values, stats.PERCENTILES)
+    return float(values.mean(dtype=np.float64)), stats.percentiles_inplace(values)
 
 
 def _target_rit(spec: WorkloadSpec, g: int | None) -> dict[str, object] | None:
@@ -333,10 +351,8 @@ def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
     all_vals = np.concatenate(agg_vals)[order]
     all_counts = np.concatenate(agg_counts)[order]
     n_all = int(req.t_us.size)
-    agg_rit = np.diff(req.t_us)
     agg_rit_mean = float((req.t_us[-1] - req.t_us[0]) / (n_all - 1)) if n_all > 1 else None
-    agg_rit_pct = np.percentile(agg_rit, stats.PERCENTILES) if agg_rit.size else None
-    del agg_rit
+    agg_rit_pct = stats.percentiles_inplace(np.diff(req.t_us))
     devices_out = [
         {
             "id": d,
@@ -440,8 +456,29 @@ def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bo
     hosts = [device_host(d) for d in range(n_dev)]
     enc = TraceEncoder(hosts, group_of, [g.resources for g in spec.groups],
                        [g.payload_bytes for g in spec.groups])
-    with open(tmp / "trace.csv", "wb") as fh:
-        enc.write(fh, req.t_us, req.dev, req.method, req.res)
+    # The trace (most of the work) is encoded by worker threads while this
+    # thread computes the statistics and writes the small files.
+    workers = max(1, min(_ENCODE_WORKERS, os.cpu_count() or 1))
+    writer = ThreadPoolExecutor(1, thread_name_prefix="tracegen-write")
+    trace_done = writer.submit(_write_trace, tmp / "trace.csv", enc, req, workers)
+    try:
+        info = _write_rest(spec, req, enc, tmp, final, per_device_traces)
+        trace_done.result()
+    finally:
+        writer.shutdown(wait=True, cancel_futures=True)
+    return info
+
+
+def _write_trace(path: Path, enc: TraceEncoder, req: Requests, workers: int) -> None:
+    with open(path, "wb") as fh:
+        enc.write(fh, req.t_us, req.dev, req.method, req.res, workers=workers)
+
+
+def _write_rest(spec: WorkloadSpec, req: Requests, enc: TraceEncoder, tmp: Path, final: Path,
+                per_device_traces: bool) -> GeneratedWorkload:
+    n_dev = spec.n_devices
+    group_of = spec.group_of_device()
+    hosts = [device_host(d) for d in range(n_dev)]
 
     (tmp / "resources").mkdir()
     res_bytes = [_resource_csv(g.resource_service_us) for g in spec.groups]

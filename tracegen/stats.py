@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PERCENTILES", "segment_percentiles", "rit_by_segment", "counts_percentiles", "summary"]
+__all__ = ["PERCENTILES", "segment_percentiles", "rit_by_segment", "counts_percentiles", "summary",
+           "percentiles_inplace"]
 
 #: Percentiles reported for RITs and service times.
 PERCENTILES: tuple[int, ...] = (5, 25, 50, 75, 95, 99)
@@ -37,8 +38,9 @@ def segment_percentiles(sorted_vals: np.ndarray, counts: np.ndarray) -> np.ndarr
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, c - 1)
     frac = pos - lo
-    v = sorted_vals.astype(np.float64)
-    out[ok] = v[s + lo] + (v[s + hi] - v[s + lo]) * frac
+    vl = sorted_vals[s + lo].astype(np.float64)
+    vh = sorted_vals[s + hi].astype(np.float64)
+    out[ok] = vl + (vh - vl) * frac
     return out
 
 
@@ -55,24 +57,35 @@ def rit_by_segment(t_grouped: np.ndarray, counts: np.ndarray) -> tuple[np.ndarra
     d = np.diff(t_grouped)
     ends = np.cumsum(counts)
     # Drop the differences that straddle two streams.
-    keep = np.ones(d.size, dtype=bool)
-    cut = ends[(counts > 0) & (ends < t_grouped.size)] - 1
-    keep[cut] = False
-    d = d[keep]
-    seg = np.repeat(np.arange(counts.size, dtype=np.int64), n_rit)
+    d = np.delete(d, ends[(counts > 0) & (ends < t_grouped.size)] - 1)
     top = int(d.max()) if d.size else 0
     bits_v = max(1, top.bit_length())
     bits_s = max(1, int(counts.size - 1).bit_length())
-    if bits_v + bits_s <= 31:
-        key = (seg.astype(np.int32) << bits_v) | d.astype(np.int32)
-        key.sort()
-        return (key & ((1 << bits_v) - 1)).astype(np.int64), n_rit
-    if bits_v + bits_s <= 63:
-        key = (seg << bits_v) | d
-        key.sort()
-        return key & ((1 << bits_v) - 1), n_rit
-    order = np.lexsort((d, seg))
-    return d[order], n_rit
+    # Sort every stream's RITs at once: one sort of (stream, value) keys,
+    # in 32 bits when they fit (about twice as fast as 64).
+    for dtype, bits in ((np.int32, 31), (np.int64, 63)):
+        if bits_v + bits_s <= bits:
+            key = d.astype(dtype)
+            key |= np.repeat(np.arange(counts.size, dtype=dtype) << bits_v, n_rit)
+            key.sort()
+            key &= (1 << bits_v) - 1
+            return key, n_rit
+    seg = np.repeat(np.arange(counts.size, dtype=np.int64), n_rit)
+    return d[np.lexsort((d, seg))], n_rit
+
+
+def percentiles_inplace(a: np.ndarray) -> np.ndarray | None:
+    """PERCENTILES of ``a`` (NumPy's linear definition), partitioning ``a`` in place
+    instead of copying it as np.percentile does; None if ``a`` is empty."""
+    n = a.size
+    if n == 0:
+        return None
+    pos = np.asarray(PERCENTILES, dtype=np.float64) / 100.0 * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    a.partition(np.unique(np.concatenate((lo, hi))))
+    vl, vh = a[lo].astype(np.float64), a[hi].astype(np.float64)
+    return vl + (vh - vl) * (pos - lo)
 
 
 def counts_percentiles(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
