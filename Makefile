@@ -73,3 +73,10 @@ bench-harness: setup build images
 
 clean-build:
 	rm -rf $(BUILD)
+
+# Rows/s and peak memory of `wotbench tracegen` writing a 10-million-request,
+# 1000-device workload (acceptance: >= 2 M rows/s, < 2 GB peak).
+.PHONY: bench-tracegen
+bench-tracegen: venv
+	@mkdir -p $(BUILD)/bench
+	$(PY) tracegen/bench/bench_tracegen.py --rows 10000000 --devices 1000 --dir $(BUILD)/bench --json $(BUILD)/bench/tracegen.json
