@@ -52,7 +52,7 @@ class RunFailed(Exception):
         self.cause = cause
 
 
-class Interrupted(BaseException):
+class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGINT) arrived: unwind so that teardown runs."""
 
 
@@ -100,6 +100,17 @@ def plan_for(hs: HarnessSpec, cores: Sequence[int] | None = None) -> Plan:
     except UserError as err:
         err.field = err.field or "placement"
         raise
+
+
+def drain_us(hs: HarnessSpec) -> int:
+    """Longest a GE may still wait for answers after its last send: a CON
+    request times out only after every retransmission (RFC 7252 4.8:
+    ACK_TIMEOUT x 1.5 x (2^(MAX_RETRANSMIT+1) - 1), 93 s with the defaults),
+    and a separate response gets the request timeout on top."""
+    gw = hs.gateway
+    ack = gw.ack_timeout_us if gw.ack_timeout_us is not None else 2_000_000
+    n = gw.max_retransmit if gw.max_retransmit is not None else 4
+    return int(ack * 1.5 * (2 ** (n + 1) - 1)) + gw.timeout_us
 
 
 def split_devices(device_ids: Sequence[int], instances: int) -> list[np.ndarray]:
@@ -328,11 +339,13 @@ class Run:
         lead_us = int((START_LEAD_S + 0.5 * hs.gateway.instances) * 1e6)
         t0 = time.time_ns() // 1000 + lead_us + cal_us
         ges = []
-        ge_common = ["--type", hs.gateway.type, "--timeout-ms", str(max(1, hs.gateway.timeout_us // 1000))]
+        con_args = []
         if hs.gateway.ack_timeout_us is not None:
-            ge_common += ["--ack-timeout-ms", str(max(1, hs.gateway.ack_timeout_us // 1000))]
+            con_args += ["--ack-timeout-ms", str(max(1, hs.gateway.ack_timeout_us // 1000))]
         if hs.gateway.max_retransmit is not None:
-            ge_common += ["--max-retransmit", str(hs.gateway.max_retransmit)]
+            con_args += ["--max-retransmit", str(hs.gateway.max_retransmit)]
+        ge_common = ["--type", hs.gateway.type,
+                     "--timeout-ms", str(max(1, hs.gateway.timeout_us // 1000)), *con_args]
         net_slots = [(net.name, i) for i, net in enumerate(self.bed.networks)]
         if hs.cd.enabled:
             cd_out = d / "cd"
@@ -340,7 +353,7 @@ class Run:
             cmd = ["--trace", "/in/trace.csv", "--hosts", "/hosts/hosts.csv",
                    "--out", "/out/cd-ge.raw.csv", "--summary", "/out/cd-ge.summary.json",
                    "--type", "con", "--timeout-ms", str(max(1, hs.gateway.timeout_us // 1000)),
-                   "--start-at", str(t0 - cal_us)]
+                   *con_args, "--start-at", str(t0 - cal_us)]
             if plan.cd_ge_cpuset and plan.cd_ge_cpuset.isdigit():
                 cmd += ["--cpu", plan.cd_ge_cpuset]
             ges.append(("cd-ge", self.bed.start_ge(
@@ -367,7 +380,7 @@ class Run:
             + f"; load for {trace_end_us / 1e6:.0f} s")
 
         # Wait for every GE, then collect.
-        deadline = t0 / 1e6 + trace_end_us / 1e6 + hs.gateway.timeout_us / 1e6 + FINISH_SLACK_S
+        deadline = (t0 + trace_end_us + drain_us(hs)) / 1e6 + FINISH_SLACK_S
         ge_exit: dict[str, Any] = {}
         for name, ct in ges:
             left = max(1.0, deadline - time.time())

@@ -1,0 +1,215 @@
+"""`wotbench run` end to end on real Docker: complete results, Ctrl-C,
+a device dying mid-run, bad specs, and `wotbench clean`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from wotbench.harness.dockerenv import IMAGES, LABEL_RUN
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.docker
+
+
+class LiveRun:
+    """`wotbench run` in the background, its stderr read line by line."""
+
+    def __init__(self, spec: Path, results: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wotbench.cli", "run", str(spec), "--results", str(results),
+             "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for line in list(self.lines):
+                m = re.search(pattern, line)
+                if m:
+                    return m
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no line matching {pattern!r}; stderr:\n" + "\n".join(self.lines))
+
+    def finish(self, timeout: float) -> int:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=5)
+        return rc
+
+
+def _gone(run_objects, run_id: str, within_s: float) -> float:
+    """Seconds until no container or network of the run is left."""
+    t = time.monotonic()
+    while True:
+        cts, nets = run_objects(run_id)
+        if not cts and not nets:
+            return time.monotonic() - t
+        if time.monotonic() - t > within_s:
+            raise AssertionError(f"left behind: {[c.name for c in cts]} {[n.name for n in nets]}")
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spec, tmp_path,
+                                              wotbench_cli, run_objects):
+    spec = spec_file(make_spec(count=10, measure="58s", name="e2e"))
+    r = wotbench_cli("run", str(spec), "--results", str(tmp_path / "res"), "--no-progress", timeout=400)
+    assert r.returncode == 0, r.stderr
+    run_dir = Path(r.stdout.strip().splitlines()[-1])
+    run_id = run_dir.name
+    assert re.fullmatch(r"\d{8}-\d{6}-e2e-[0-9a-f]{6}", run_id)
+    assert not (run_dir / "INCOMPLETE").exists()
+    for rel in ("spec.yaml", "manifest.json", "phases.json", "summary.json", "workload/trace.csv",
+                "workload/expected.json", "workload/cd/trace.csv", "ge/ge-0.csv",
+                "ge/ge-0.summary.json", "ge/devices-0.csv", "cd/cd-ge.csv", "cd/cd-ge.summary.json",
+                "monitor/host.csv", "monitor/containers.csv"):
+        assert (run_dir / rel).is_file(), rel
+
+    # Every request of the trace is accounted for, in order, with a status.
+    trace = pd.read_csv(run_dir / "workload" / "trace.csv", skipinitialspace=True)
+    out = pd.read_csv(run_dir / "ge" / "ge-0.csv")
+    assert len(trace) > 5000                       # 10 devices x 10/s x 60 s
+    assert len(out) == len(trace)
+    assert (out["device_id"].to_numpy() == trace["device_id"].to_numpy()).all()
+    assert (out["intended_us"].to_numpy() == trace["send_ts_us"].to_numpy()).all()
+    assert set(out["status"]) <= {"ok", "timeout", "error"}
+    assert (out["status"] == "ok").mean() > 0.99
+    ok = out[out["status"] == "ok"]
+    assert (ok["response_us"] >= ok["service_us"]).all()   # R >= S by construction
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["format"] == 1 and summary["complete"] is True and summary["run_id"] == run_id
+    assert summary["counts"]["ge-0"]["rows"] == summary["counts"]["ge-0"]["trace_lines"] == len(trace)
+    assert summary["verdict"] in ("valid", "invalid") and isinstance(summary["reasons"], list)
+    assert summary["containers"]["nodes_not_running_at_end"] == []
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    for key in ("wotbench_version", "git_commit", "images", "libcoap", "docker", "kernel",
+                "cpu_model", "cpu_count", "placement", "workload_sha256", "cores_shared"):
+        assert key in manifest, key
+    assert manifest["workload_sha256"]["trace.csv"] and manifest["complete"] is True
+    assert set(manifest["images"]) == {"device", "ge"}
+    phases = json.loads((run_dir / "phases.json").read_text())
+    assert phases["measure"] == [1_000_000, 59_000_000] and phases["calibration"] == [-2_000_000, 0]
+    cd = pd.read_csv(run_dir / "cd" / "cd-ge.csv")
+    assert cd["intended_us"].min() == -2_000_000 and cd["intended_us"].max() > 55_000_000
+    mon = pd.read_csv(run_dir / "monitor" / "containers.csv")
+    assert set(mon["role"]) >= {"device", "cd-node"} and mon["container"].nunique() >= 11
+    host = pd.read_csv(run_dir / "monitor" / "host.csv")
+    assert len(host) >= 55 and {"cpu0_user", "cpu1_idle", "mem_used_kb"} <= set(host.columns)
+    logs = {p.name for p in (run_dir / "logs").iterdir()}
+    assert len(logs) == 13                          # 10 devices, CD node, GE, CD-GE
+    assert "served=" in (run_dir / "logs" / f"wb-{run_id[-6:]}-dev-0.log").read_text()
+    _gone(run_objects, run_id, 1)
+
+
+def test_sigint_mid_run_tears_down_and_marks_incomplete(docker_client, spec_file, make_spec,
+                                                        tmp_path, run_objects):
+    live = LiveRun(spec_file(make_spec(count=4, measure="60s", name="sigint")), tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    time.sleep(2)
+    assert run_objects(run_id)[0], "the run's containers should be up"
+    live.proc.send_signal(signal.SIGINT)
+    t = time.monotonic()
+    rc = live.finish(timeout=15)
+    assert rc == 130
+    _gone(run_objects, run_id, max(0.5, 15 - (time.monotonic() - t)))
+    run_dir = tmp_path / "res" / run_id
+    assert "interrupted" in (run_dir / "INCOMPLETE").read_text()
+    assert not (run_dir / "summary.json").exists()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["complete"] is False and "interrupted" in manifest["incomplete_reason"]
+
+
+def test_sigterm_also_tears_down(docker_client, spec_file, make_spec, tmp_path, run_objects):
+    live = LiveRun(spec_file(make_spec(count=2, measure="60s", name="sigterm")), tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"all \d+ ready", 90)
+    live.proc.send_signal(signal.SIGTERM)
+    assert live.finish(timeout=15) != 0
+    _gone(run_objects, run_id, 5)
+    assert (tmp_path / "res" / run_id / "INCOMPLETE").exists()
+
+
+def test_killed_device_makes_the_run_invalid(docker_client, spec_file, make_spec, tmp_path,
+                                             run_objects):
+    live = LiveRun(spec_file(make_spec(count=3, measure="12s", name="kill", rit="exp:50ms")),
+                   tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    phases_file = tmp_path / "res" / run_id / "phases.json"
+    t0 = json.loads(phases_file.read_text())["t0_epoch_us"]
+    while time.time() * 1e6 < t0 + 4e6:
+        time.sleep(0.1)
+    docker_client.containers.get(f"wb-{run_id[-6:]}-dev-1").kill()
+    killed_at_us = time.time() * 1e6 - t0
+    assert live.finish(timeout=120) == 0, "\n".join(live.lines)
+    run_dir = tmp_path / "res" / run_id
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"] is True and summary["verdict"] == "invalid"
+    assert any("dev-1" in r and "not running" in r for r in summary["reasons"]), summary["reasons"]
+    out = pd.read_csv(run_dir / "ge" / "ge-0.csv")
+    assert len(out) == summary["counts"]["ge-0"]["trace_lines"]
+    after = out[(out["device_id"] == 1) & (out["intended_us"] > killed_at_us + 500_000)]
+    assert len(after) > 20 and (after["status"] == "timeout").all()
+    others = out[(out["device_id"] != 1)]
+    assert (others["status"] == "ok").mean() > 0.99
+    _gone(run_objects, run_id, 1)
+
+
+def test_bad_spec_exits_2_with_one_line_and_creates_nothing(docker_client, spec_file, make_spec,
+                                                            tmp_path, wotbench_cli):
+    before = {c.id for c in docker_client.containers.list(all=True, filters={"label": LABEL_RUN})}
+    spec = spec_file(make_spec().replace("mode: sleep", "mode: dozing"))
+    r = wotbench_cli("run", str(spec), "--results", str(tmp_path / "res"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {spec}:")
+    assert "devices[0].mode" in lines[0]
+    assert not (tmp_path / "res").exists()
+    after = {c.id for c in docker_client.containers.list(all=True, filters={"label": LABEL_RUN})}
+    assert after == before
+
+
+def test_clean_removes_only_labelled_leftovers(docker_client, wotbench_cli):
+    run_id = f"crashed-{os.getpid()}"
+    labels = {LABEL_RUN: run_id}
+    net = docker_client.networks.create(f"wb-clean-{os.getpid()}", internal=True, labels=labels)
+    kept = docker_client.containers.run(IMAGES["nettools"], ["sleep", "60"], detach=True,
+                                        network_mode="none", labels={"test": "unlabelled"})
+    try:
+        docker_client.containers.run(IMAGES["nettools"], ["sleep", "60"], detach=True,
+                                     network=net.name, labels=labels)
+        r = wotbench_cli("clean", "--run", run_id)
+        assert r.returncode == 0, r.stderr
+        assert "removed 1 container(s) and 1 network(s)" in r.stdout
+        assert not docker_client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        assert not docker_client.networks.list(filters={"label": f"{LABEL_RUN}={run_id}"})
+        kept.reload()
+        assert kept.status == "running"
+    finally:
+        kept.remove(force=True)

@@ -1,0 +1,164 @@
+"""Spec validation: every bad value is one UserError naming file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wotbench import UserError
+from wotbench.harness import spec, units
+
+REPO = Path(__file__).resolve().parents[2]
+
+BASE = """\
+name: t
+workload: {seed: 1}
+devices:
+  - name: a
+    count: 4
+    rit: exp:100ms
+    service: exp:5ms
+    mode: sleep
+    threads: 2
+    memory: 48m
+    cpus: 0.5
+gateway: {instances: 1, type: con, timeout: 2s}
+cd: {enabled: true, rit: 500ms, calibration: 3s}
+placement: {affinity: false, reserve: [0]}
+phases: {warmup: 1s, measure: 10s, cooldown: 1s}
+"""
+
+
+def load(spec_file, text):
+    return spec.load(spec_file(text))
+
+
+def err(spec_file, text) -> UserError:
+    with pytest.raises(UserError) as ei:
+        load(spec_file, text)
+    return ei.value
+
+
+def test_quickstart_is_valid():
+    runs = spec.load(REPO / "experiments" / "quickstart.yaml")
+    assert len(runs) == 1
+    hs = runs[0].harness
+    assert hs.device_count == 10 and hs.groups[0].mode == "sleep"
+    assert hs.cd.enabled and hs.phases is not None and hs.phases.measure_us == 60_000_000
+
+
+def test_values_are_converted(spec_file):
+    hs = load(spec_file, BASE)[0].harness
+    g = hs.groups[0]
+    assert (g.count, g.threads, g.memory_bytes, g.nano_cpus) == (4, 2, 48 << 20, 500_000_000)
+    assert hs.gateway.timeout_us == 2_000_000 and hs.cd.calibration_us == 3_000_000
+    assert hs.placement == spec.Placement(affinity=False, reserve=(0,))
+    assert hs.phases.windows() == {"warmup": [0, 1_000_000], "measure": [1_000_000, 11_000_000],
+                                   "cooldown": [11_000_000, 12_000_000]}
+
+
+@pytest.mark.parametrize("old,new,field,line", [
+    ("mode: sleep", "mode: sleepy", "devices[0].mode", 8),
+    ("threads: 2", "threads: 0", "devices[0].threads", 9),
+    ("memory: 48m", "memory: lots", "devices[0].memory", 10),
+    ("memory: 48m", "memory: 1m", "devices[0].memory", 10),
+    ("cpus: 0.5", "cpus: fast", "devices[0].cpus", 11),
+    ("type: con", "type: tcp", "gateway.type", 12),
+    ("timeout: 2s", "timeout: 2", "gateway.timeout", 12),
+    ("instances: 1", "instances: 9", "gateway.instances", 12),
+    ("enabled: true", "enabled: yes please", "cd.enabled", 13),
+    ("reserve: [0]", "reserve: 0", "placement.reserve", 14),
+    ("reserve: [0]", "reserve: [0, 0]", "placement.reserve", 14),
+    ("measure: 10s", "measure: 0s", "phases.measure", 15),
+    ("    cpus: 0.5\n", "    cpus: 0.5\n    colour: red\n", "devices[0].colour", 12),
+    ("name: t\n", "name: t\nplacment: {}\n", "placment", 2),
+])
+def test_bad_value_names_key_and_line(spec_file, old, new, field, line):
+    assert old in BASE
+    e = err(spec_file, BASE.replace(old, new, 1))
+    assert e.field == field and e.line == line and str(e.file).endswith("exp.yaml")
+    assert str(e).startswith(f"{e.file}:{line}: {field}: ")
+
+
+def test_impairment_values(spec_file):
+    text = BASE.replace(
+        "    cpus: 0.5\n", "    cpus: 0.5\n    impairment: {loss: 2.5%, delay: 10ms, jitter: 1ms, rate: 1mbit}\n")
+    imp = load(spec_file, text)[0].harness.groups[0].impairment
+    assert imp == spec.Impairment(loss=0.025, delay_us=10_000, jitter_us=1_000, rate_bps=1_000_000)
+    assert imp.needs_netem
+
+
+@pytest.mark.parametrize("imp,field", [
+    ("{loss: 120%}", "devices[0].impairment.loss"),
+    ("{jitter: 1ms}", "devices[0].impairment.jitter"),
+    ("{rate: fast}", "devices[0].impairment.rate"),
+    ("{los: 1%}", "devices[0].impairment.los"),
+])
+def test_bad_impairment(spec_file, imp, field):
+    e = err(spec_file, BASE.replace("    cpus: 0.5\n", f"    cpus: 0.5\n    impairment: {imp}\n"))
+    assert e.field == field and e.line == 12
+
+
+def test_workload_keys_are_checked_by_tracegen(spec_file):
+    e = err(spec_file, BASE.replace("service: exp:5ms", "service: expo:5ms"))
+    assert e.field == "devices[0].service" and e.line == 7
+
+
+def test_validity_is_checked_by_reporting(spec_file):
+    e = err(spec_file, BASE + "validity: {rate_tolerance: lots}\n")
+    assert e.field == "validity.rate_tolerance" and e.line == 16
+    e = err(spec_file, BASE + "validity: {no_such_limit: 1}\n")
+    assert e.field == "validity.no_such_limit"
+
+
+def test_sweep_makes_one_run_per_value(spec_file):
+    runs = load(spec_file, BASE + "sweep: {key: 'devices[0].count', values: [1, 5, 10]}\n")
+    assert [r.harness.device_count for r in runs] == [1, 5, 10]
+    assert [r.label for r in runs] == ["devices[0].count=1", "devices[0].count=5",
+                                       "devices[0].count=10"]
+    assert "sweep" not in runs[0].doc and "count: 5" in runs[1].yaml()
+
+
+def test_sweep_times_repetitions(spec_file):
+    runs = load(spec_file, BASE + "repetitions: 2\nsweep: {key: gateway.type, values: [con, non]}\n")
+    assert [(r.harness.gateway.type, r.repetition) for r in runs] == [
+        ("con", 1), ("con", 2), ("non", 1), ("non", 2)]
+
+
+def test_bad_sweep_value_points_at_the_value(spec_file):
+    e = err(spec_file, BASE + "sweep:\n  key: devices[0].mode\n  values:\n    - sleep\n    - dozing\n")
+    assert e.field == "devices[0].mode" and e.line == 20
+
+
+@pytest.mark.parametrize("sweep,field", [
+    ("{key: 'devices[3].count', values: [1]}", "sweep.values[0]"),
+    ("{key: 'devices[0]..count', values: [1]}", "sweep.key"),
+    ("{key: 'devices[0].count', values: []}", "sweep.values"),
+    ("{key: repetitions, values: [1, 2]}", "sweep.key"),
+])
+def test_bad_sweep(spec_file, sweep, field):
+    e = err(spec_file, BASE + f"sweep: {sweep}\n")
+    assert e.field == field
+
+
+def test_yaml_syntax_error_has_a_line(spec_file):
+    e = err(spec_file, BASE + "gateway: {type: con\n")
+    assert e.line is not None and "YAML" in e.what
+
+
+def test_empty_and_missing_devices(spec_file):
+    assert err(spec_file, "name: x\n").field == "devices"
+
+
+def test_units():
+    assert units.duration_us("1.5s") == 1_500_000 and units.duration_us("300us") == 300
+    assert units.duration_us("2m") == 120_000_000 and units.duration_us("500ns") == 0
+    assert units.size_bytes("64m") == 64 << 20 and units.size_bytes("1GB") == 1 << 30
+    assert units.size_bytes(4096) == 4096
+    assert units.fraction("1%") == 0.01 and units.fraction(0.2) == 0.2
+    assert units.rate_bps("1mbit") == 1_000_000 and units.rate_bps("1kbps") == 8000
+    for fn, bad in ((units.duration_us, "5"), (units.duration_us, True), (units.size_bytes, "x"),
+                    (units.fraction, "101%"), (units.rate_bps, "0mbit"), (units.rate_bps, "1")):
+        with pytest.raises(ValueError):
+            fn(bad)
