@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def register(subparsers: Any) -> None:
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The WorkloadSpec described by the parsed arguments (spec file or flags)."""
     from wotbench import yamlsrc
-    from wotbench.tracegen.spec import WorkloadSpec, parse_workload
+    from wotbench.tracegen.spec import parse_workload
     from wotbench.tracegen.units import parse_count
 
     seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
@@ -64,9 +65,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
             raise UserError("cannot be combined with --spec (edit the spec instead)", field=flag)
         src = yamlsrc.load(args.spec)
         spec = parse_workload(src.data, src)
-        if seed is not None:
-            spec = WorkloadSpec(**{**spec.__dict__, "seed": seed})
-        return spec
+        return spec if seed is None else dataclasses.replace(spec, seed=seed)
     return _spec_from_flags(args, 1 if seed is None else seed)
 
 

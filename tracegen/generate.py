@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench.formats import METHODS, RESOURCE_COLUMNS
+from wotbench.formats import RESOURCE_COLUMNS
 from wotbench.tracegen import stats
 from wotbench.tracegen.csvtext import TraceEncoder
 from wotbench.tracegen.distribution import Distribution

@@ -21,7 +21,7 @@ from wotbench._errors import UserError
 from wotbench.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
 from wotbench.tracegen.distribution import Distribution, parse_distribution
 from wotbench.tracegen.units import parse_count, parse_duration
-from wotbench.yamlsrc import YamlSource
+from wotbench.yamlsrc import YamlSource, field_name
 
 __all__ = [
     "Distribution", "GroupWorkload", "WorkloadSpec", "parse_workload", "parse_duration",
@@ -278,7 +278,9 @@ def _group(src: YamlSource, item: object, i: int) -> GroupWorkload:
     for key in ("count", "service"):
         if key not in item:
             raise src.error(f"missing key {key!r}", *path)
-    fname = lambda key: f"devices[{i}].{key}"  # noqa: E731
+    def fname(key: str) -> str:
+        return f"devices[{i}].{key}"
+
     with src.at(*path, "name"):
         name = item.get("name", f"group{i}")
         if not isinstance(name, str):
@@ -307,9 +309,10 @@ def _group(src: YamlSource, item: object, i: int) -> GroupWorkload:
     try:
         return GroupWorkload(name, count, service, rit, methods, payload, resources)
     except UserError as err:
-        key = err.field if err.field in GROUP_KEYS else None
-        err.field = fname(key) if key else f"devices[{i}]"
-        err.file, err.line = src.name, src.line(*path, *( (key,) if key else ()))
+        # GroupWorkload names its own key ("count"); place it in the spec.
+        sub = (err.field,) if err.field in GROUP_KEYS else ()
+        err.field = field_name(path + sub)
+        err.file, err.line = src.name, src.line(*path, *sub)
         raise
 
 
