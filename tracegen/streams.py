@@ -50,6 +50,8 @@ def _renewal(dist: Distribution, n_streams: int, horizon_us: float,
              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     expect = horizon_us / dist.mean_us()
     k = int(expect * 1.02 + 6.0 * math.sqrt(expect) + 16)
+    if k >= _BATCH_VALUES:
+        return _long_streams(dist, n_streams, horizon_us, rng)
     rows = max(1, min(n_streams, _BATCH_VALUES // (k + 1)))
     pieces: list[np.ndarray] = []
     counts = np.empty(n_streams, dtype=np.int64)
@@ -71,6 +73,28 @@ def _renewal(dist: Distribution, n_streams: int, horizon_us: float,
             pieces.append(row[:c])
         del cum
     return (np.concatenate(pieces) if pieces else np.empty(0)), counts
+
+
+def _long_streams(dist: Distribution, n_streams: int, horizon_us: float,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Streams too long for one batch: each one in blocks of draws, carrying the time."""
+    pieces: list[np.ndarray] = []
+    counts = np.empty(n_streams, dtype=np.int64)
+    for i in range(n_streams):
+        carry, first, total = 0.0, True, 0
+        while carry < horizon_us:
+            block = dist.sample(rng, _BATCH_VALUES)
+            if first:
+                block[0] *= rng.random()
+                first = False
+            np.cumsum(block, out=block)
+            block += carry
+            carry = float(block[-1])
+            keep = block[:int(np.searchsorted(block, horizon_us, side="left"))]
+            pieces.append(keep)
+            total += keep.size
+        counts[i] = total
+    return np.concatenate(pieces), counts
 
 
 def _extend(dist: Distribution, last: np.ndarray, horizon_us: float, k: int,

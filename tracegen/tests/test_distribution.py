@@ -225,3 +225,16 @@ def test_requests_over_resources_pass_ks_when_k_is_large_enough() -> None:
 def test_det_service_has_one_value() -> None:
     d = parse_distribution("det:5ms", role="service")
     assert set(resource_service_times(d, 64)) == {5000}
+
+
+def test_long_streams_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wotbench.tracegen import streams
+
+    monkeypatch.setattr(streams, "_BATCH_VALUES", 1000)  # force the block path
+    d = parse_distribution("exp:1ms")
+    t, counts = arrivals(d, 2, 20e6, np.random.default_rng(4))
+    assert counts.sum() == t.size and (counts > 15_000).all()
+    parts = np.split(t, np.cumsum(counts)[:-1])
+    assert all((np.diff(p) >= 0).all() and p.max() < 20e6 for p in parts)
+    rits = np.concatenate([np.diff(p) for p in parts])
+    assert stats.kstest(rits, stats.expon(scale=1000).cdf).pvalue > ALPHA

@@ -293,3 +293,37 @@ def test_existing_output_is_kept_unless_overwrite(load_spec: Load, tmp_path: Pat
 def test_empty_existing_directory_is_fine(load_spec: Load, tmp_path: Path) -> None:
     (tmp_path / "wl").mkdir()
     assert generate(load_spec(MIXED), tmp_path / "wl").trace.exists()
+
+
+def test_both_text_builders_give_the_same_bytes(load_spec: Load, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large device x resource counts use three small tables instead of one fused table."""
+    from wotbench.tracegen.csvtext import TraceEncoder
+
+    spec = load_spec(MIXED)
+    fused = generate(spec, tmp_path / "fused").trace.read_bytes()
+    monkeypatch.setattr(TraceEncoder, "_FUSED_MAX", 0)
+    assert generate(spec, tmp_path / "split").trace.read_bytes() == fused
+
+
+def test_one_and_two_encoder_threads_give_the_same_bytes(load_spec: Load, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from wotbench.tracegen import csvtext
+
+    spec = load_spec(MIXED)
+    two = generate(spec, tmp_path / "two").trace.read_bytes()
+    monkeypatch.setattr(csvtext, "_CHUNK_BYTES", 4096)  # many small chunks
+    monkeypatch.setattr(gen_mod, "_ENCODE_WORKERS", 1)
+    assert generate(spec, tmp_path / "one").trace.read_bytes() == two
+
+
+def test_a_workload_with_no_requests(load_spec: Load, tmp_path: Path) -> None:
+    spec = load_spec("""
+        workload: {duration: 1ms}
+        devices: [{count: 2, rit: det:1h, service: det:1ms}]
+    """)
+    out = generate(spec, tmp_path / "wl")
+    assert out.trace.read_text() == ",".join(TRACE_COLUMNS) + "\n" and out.requests == 0
+    doc = json.loads(out.expected.read_text())
+    assert doc["requests"] == 0 and doc["device_stats"][0]["rit"]["mean_us"] is None
+    assert doc["aggregate"]["rit"]["p50_us"] is None and doc["aggregate"]["service"]["mean_us"] is None
