@@ -71,10 +71,13 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
       ge_err_set(e, NULL, 0, "IPV6_V6ONLY", "%s", strerror(errno));
       return -1;
     }
-    /* Large buffers absorb bursts; the kernel caps them at rmem_max /
-     * wmem_max, which is not an error. */
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big) ||
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big)) {
+    /* Large buffers absorb reply bursts. Root may exceed rmem_max /
+     * wmem_max (the *FORCE options); otherwise the kernel caps the plain
+     * request silently, which is fine. */
+    if ((setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) &&
+         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big)) ||
+        (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) &&
+         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big))) {
       ge_err_set(e, NULL, 0, "SO_RCVBUF", "%s", strerror(errno));
       return -1;
     }
