@@ -40,6 +40,7 @@ class Node:
 
 @dataclass
 class Testbed:
+    __test__ = False           # not a pytest test class despite the name
     client: docker.DockerClient
     run_id: str
     short: str = ""

@@ -1,0 +1,82 @@
+"""Network impairment: the achieved loss rate, the netem fallback, the
+commands given to tc and Pumba, and the subnet choice."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from pathlib import Path
+
+import pytest
+
+from wotbench import UserError
+from wotbench.harness import dockerenv, impair, probe
+from wotbench.harness import results as res
+from wotbench.harness.spec import DeviceGroup, Impairment
+from wotbench.harness.testbed import COAP_PORT, Node, Testbed
+
+
+def test_iptables_splits_loss_over_both_directions():
+    script = impair.sidecar_script(Impairment(loss=0.19), netem=False)
+    p = float(script.split("--probability ")[1].split()[0])
+    assert math.isclose(1 - (1 - p) ** 2, 0.19, rel_tol=1e-4)
+    assert "OUTPUT -o eth0" in script and "INPUT -i eth0" in script
+
+
+def test_netem_gets_every_parameter():
+    imp = Impairment(loss=0.01, delay_us=10_000, jitter_us=2_000, rate_bps=1_000_000)
+    assert impair.sidecar_script(imp, netem=True) == (
+        "tc qdisc add dev eth0 root netem delay 10000us 2000us loss 1.0000% rate 1000000bit")
+
+
+def test_without_netem_delay_is_refused_before_anything_starts():
+    with pytest.raises(UserError) as ei:
+        impair.check_supported([("devices[1].impairment", Impairment(delay_us=5000))],
+                               netem=False, pumba=False)
+    assert ei.value.field == "devices[1].impairment" and "netem" in ei.value.what
+    impair.check_supported([("devices[0].impairment", Impairment(loss=0.1))], netem=False, pumba=False)
+
+
+def test_pumba_commands_use_the_local_image():
+    cmds = impair.pumba_commands(["wb-x-dev-0"], Impairment(loss=0.1, delay_us=20_000), 90, netem=True)
+    assert len(cmds) == 2
+    for c in cmds:
+        assert "--pull-image=false" in c and dockerenv.IMAGES["nettools"] in c and c[-1] == "wb-x-dev-0"
+    assert cmds[0][3] == "netem" and "delay" in cmds[0] and cmds[1][3] == "iptables"
+
+
+def test_free_subnets_avoid_everything_in_use():
+    used = [ipaddress.ip_network("10.210.0.0/22"), ipaddress.ip_network("10.210.8.0/21"),
+            ipaddress.ip_network("172.17.0.0/16")]
+    got = dockerenv.free_subnets(used, 3)
+    assert len(got) == 3 and all(g.prefixlen == 22 for g in got)
+    assert not any(g.overlaps(u) for g in got for u in used)
+    assert not any(a.overlaps(b) for i, a in enumerate(got) for b in got[i + 1:])
+
+
+@pytest.mark.docker
+def test_achieved_loss_rate(docker_client, tmp_path: Path):
+    """20% configured loss on one device, none on the other: measure both."""
+    resources = tmp_path / "r.csv"
+    resources.write_text("path,service_us\n/r0,0\n")
+    bed = Testbed(docker_client, res.new_run_id("losstest"))
+    try:
+        bed.create_networks(2)
+        group = DeviceGroup("g", 2, threads=1)
+        nodes = [(Node(f"dev-{i}", i, "g", f"wb-{bed.short}-dev-{i}", net, ip, "0", resources), group,
+                  "device") for i, (net, ip) in enumerate(bed.addresses(2))]
+        bed.start_nodes(nodes, progress=False)
+        targets = [(n.address, COAP_PORT) for n, _, _ in nodes]
+        assert probe.wait_ready(targets, 20) == set(targets)
+        netem = impair.netem_available(docker_client, bed.run_id)
+        impair.apply_sidecars(docker_client, bed.run_id,
+                              [(bed.containers[nodes[1][0].name].id, Impairment(loss=0.2))], netem)
+        n = 1000
+        clean = probe.answered_fraction(targets[0], n)
+        lossy = probe.answered_fraction(targets[1], n)
+        sd = math.sqrt(0.2 * 0.8 / n)
+        print(f"achieved loss: {1 - lossy:.3f} (configured 0.200), control {1 - clean:.3f}")
+        assert clean > 0.99
+        assert abs((1 - lossy) - 0.2) < 4 * sd + 0.01
+    finally:
+        bed.teardown()
