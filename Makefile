@@ -65,7 +65,9 @@ images: build
 
 # The quickstart experiment on this machine (about two minutes).
 run: setup build images
-	$(PY) -m wotbench.cli run experiments/quickstart.yaml
+	@dirs=$$($(PY) -m wotbench.cli run experiments/quickstart.yaml) && \
+	  $(PY) -m wotbench.cli report $$dirs && \
+	  for d in $$dirs; do echo "results: $$d"; echo "report:  $$d/report/index.html"; done
 
 # Bring-up/teardown rate and memory per device for 100 and 400 devices.
 bench-harness: setup build images
