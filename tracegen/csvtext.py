@@ -31,8 +31,14 @@ TRACE_HEADER_PAYLOAD = (",".join(TRACE_COLUMNS + TRACE_OPTIONAL_COLUMNS) + "\n")
 _PAYLOAD_METHODS = ("PUT", "POST")
 # Rows per chunk are picked so that one chunk's byte matrix is about this big.
 _CHUNK_BYTES = 24 << 20
-# ASCII of 0000..9999 as one uint32 each, so four digits cost one gather.
-_QUAD32 = np.frombuffer(b"".join(b"%04d" % i for i in range(10000)), dtype=np.uint32)
+# Zero-padded ASCII of 0..10^w-1 for w = 1..4 digits: one gather gives w digits.
+_DIGITS = {w: np.array([b"%0*d" % (w, i) for i in range(10**w)], dtype=f"S{w}") for w in (1, 2, 3, 4)}
+
+
+def _digit_groups(ndig: int) -> list[int]:
+    """Widths of the digit groups of an ndig-digit number, most significant first."""
+    top = ndig % 4 or 4
+    return [top] + [4] * ((ndig - top) // 4)
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
 
 
@@ -53,7 +59,8 @@ class TraceEncoder:
     ``hosts[i]`` names device index i (``dev-<id>``) and ``device_ids[i]``
     is its id in the first column (default i); ``group_of[i]`` is its group
     index; ``resources[g]`` and ``payload[g]`` the resource count and the
-    request payload bytes (PUT/POST) of group g.
+    request payload bytes (PUT/POST) of group g. ``methods_used`` (indexes
+    into formats.METHODS, default all) must include every method that occurs.
     """
 
     # Above this many (method, device, resource) combinations the URI suffix is
@@ -61,42 +68,54 @@ class TraceEncoder:
     _FUSED_MAX = 1 << 21
 
     def __init__(self, hosts: Sequence[str], group_of: np.ndarray, resources: Sequence[int],
-                 payload: Sequence[int], device_ids: Sequence[int] | None = None) -> None:
+                 payload: Sequence[int], device_ids: Sequence[int] | None = None,
+                 methods_used: Sequence[int] | None = None) -> None:
         n = len(hosts)
         ids = range(n) if device_ids is None else device_ids
         self._group_of = np.asarray(group_of, dtype=np.int64)
         self._a = _table([f"{i}," for i in ids])
         k_dev = np.asarray(resources, dtype=np.int64)[self._group_of]
+        # Tables hold only the methods that occur (indexes into METHODS), so
+        # that a rarely-used long name does not widen every row.
+        used = sorted(set(range(len(METHODS)) if methods_used is None else methods_used))
+        self._mpos = np.zeros(len(METHODS), dtype=np.int64)
+        self._mpos[used] = np.arange(len(used))
+        names = [METHODS[i] for i in used]
         # With any payload the file has a payload column on every row (empty
         # for GET/DELETE), so that it stays a rectangular CSV for pandas & co.
         self.payload_column = any(p > 0 for p in payload)
         empty = ",\n" if self.payload_column else "\n"
-        tails = [[f",{payload_text(p)}\n" if p > 0 and m in _PAYLOAD_METHODS else empty for m in METHODS]
+        tails = [[f",{payload_text(p)}\n" if p > 0 and m in _PAYLOAD_METHODS else empty for m in names]
                  for p in payload]
-        self._fused = int(k_dev.sum()) * len(METHODS) <= self._FUSED_MAX
+        self._fused = int(k_dev.sum()) * len(used) <= self._FUSED_MAX
         if self._fused:
             # One row per (device, method, resource): ",GET,coap://dev-3/r/7\n".
             rows = [f",{m},coap://{h}/r/{r}{tails[g][mi]}"
                     for h, g, k in zip(hosts, self._group_of.tolist(), k_dev.tolist())
-                    for mi, m in enumerate(METHODS) for r in range(k)]
+                    for mi, m in enumerate(names) for r in range(k)]
             self._s = _table(rows)
-            self._s_base = np.concatenate(([0], np.cumsum(k_dev * len(METHODS))))[:-1]
+            self._s_base = np.concatenate(([0], np.cumsum(k_dev * len(used))))[:-1]
             self._s_k = k_dev
+            # Same resource count everywhere: the row index is plain arithmetic.
+            self._s_uniform = (int(k_dev[0]), len(used)) if k_dev.size and (k_dev == k_dev[0]).all() else None
         else:
-            self._b = _table([f",{m},coap://" for m in METHODS])
+            self._b = _table([f",{m},coap://" for m in names])
             self._h = _table(list(hosts))
             c_rows: list[str] = []
             base = []
             for g, k in enumerate(resources):
                 base.append(len(c_rows))
-                for mi in range(len(METHODS)):
+                for mi in range(len(names)):
                     c_rows.extend(f"/r/{r}{tails[g][mi]}" for r in range(k))
             self._c = _table(c_rows)
             self._c_base = np.asarray(base, dtype=np.int64)
             self._c_k = np.asarray(resources, dtype=np.int64)
 
-    def _row_dtype(self, tw: int) -> np.dtype:
-        fields = [("a", self._a.dtype), ("t", f"S{tw}")]
+    def _row_dtype(self, ndig: int) -> np.dtype:
+        """Record of one row: ``a``, the digit groups ``t0`` (ndig % 4 or 4 wide)
+        then ``t1``.. (4 wide each), and the URI suffix field(s)."""
+        groups = _digit_groups(ndig)
+        fields = [("a", self._a.dtype)] + [(f"t{j}", f"S{w}") for j, w in enumerate(groups)]
         if self._fused:
             fields.append(("s", self._s.dtype))
         else:
@@ -109,22 +128,29 @@ class TraceEncoder:
         for job in self._jobs(t_us, dev, method, res):
             yield self._chunk(*job)
 
-    def _chunk(self, row: np.dtype, groups4: int, ts: np.ndarray, dv: np.ndarray,
+    def _chunk(self, row: np.dtype, ndig: int, ts: np.ndarray, dv: np.ndarray,
                me: np.ndarray, res: np.ndarray) -> np.ndarray:
         m = ts.size
         rec = np.empty(m, dtype=row)
         np.take(self._a, dv, out=rec["a"], mode="clip")
-        words = np.empty((m, groups4), dtype=np.uint32)
-        q = ts
-        for j in range(groups4 - 1, 0, -1):
-            q, r = np.divmod(q, 10000)
-            np.take(_QUAD32, r, out=words[:, j], mode="clip")
-        np.take(_QUAD32, q, out=words[:, 0], mode="clip")
-        digits = words.view(np.uint8).reshape(m, 4 * groups4)
-        self._blank_leading_zeros(digits, ts, 4 * groups4)
-        rec["t"] = words.view(row["t"]).reshape(m)
+        # Four digits per table lookup, least significant group first; the
+        # arithmetic runs in 32 bits when the times fit (twice the SIMD width).
+        groups = _digit_groups(ndig)
+        q = ts.astype(np.int32) if ndig <= 9 else ts
+        for j in range(len(groups) - 1, 0, -1):
+            high = q // 10000
+            low = q - high * 10000  # cheaper than np.divmod
+            np.take(_DIGITS[4], low, out=rec[f"t{j}"], mode="clip")
+            q = high
+        np.take(_DIGITS[groups[0]], q, out=rec["t0"], mode="clip")
+        o_t = row.fields["t0"][1]
+        self._blank_leading_zeros(rec.view(np.uint8).reshape(m, row.itemsize)[:, o_t:o_t + ndig], ts, ndig)
         if self._fused:
-            idx = self._s_base[dv] + me * self._s_k[dv] + res
+            if self._s_uniform is not None:
+                k, nu = self._s_uniform
+                idx = dv.astype(np.int64) * (k * nu) + me * k + res
+            else:
+                idx = self._s_base[dv] + me * self._s_k[dv] + res
             np.take(self._s, idx, out=rec["s"], mode="clip")
         else:
             np.take(self._b, me, out=rec["b"], mode="clip")
@@ -176,9 +202,9 @@ class TraceEncoder:
         n = t_us.size
         if n == 0:
             return
-        groups4 = (len(str(int(t_us.max()))) + 3) // 4
-        row = self._row_dtype(4 * groups4)
+        ndig = len(str(int(t_us.max())))
+        row = self._row_dtype(ndig)
         step = max(1024, _CHUNK_BYTES // row.itemsize)
         for lo in range(0, n, step):
             hi = min(n, lo + step)
-            yield (row, groups4, t_us[lo:hi], dev[lo:hi], method[lo:hi].astype(np.int64), res[lo:hi])
+            yield (row, ndig, t_us[lo:hi], dev[lo:hi], self._mpos[method[lo:hi]], res[lo:hi])

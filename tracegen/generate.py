@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench.formats import RESOURCE_COLUMNS
+from wotbench.formats import METHODS, RESOURCE_COLUMNS
 from wotbench.tracegen import stats
 from wotbench.tracegen.csvtext import TraceEncoder
 from wotbench.tracegen.distribution import Distribution
@@ -454,8 +454,9 @@ def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bo
     n_dev = spec.n_devices
     group_of = spec.group_of_device()
     hosts = [device_host(d) for d in range(n_dev)]
+    used = [i for i, m in enumerate(METHODS) if any(dict(g.methods).get(m, 0.0) > 0 for g in spec.groups)]
     enc = TraceEncoder(hosts, group_of, [g.resources for g in spec.groups],
-                       [g.payload_bytes for g in spec.groups])
+                       [g.payload_bytes for g in spec.groups], methods_used=used)
     # The trace (most of the work) is encoded by worker threads while this
     # thread computes the statistics and writes the small files.
     workers = max(1, min(_ENCODE_WORKERS, os.cpu_count() or 1))
@@ -508,7 +509,8 @@ def _write_rest(spec: WorkloadSpec, req: Requests, enc: TraceEncoder, tmp: Path,
     cd_len = spec.cd_calibration_us + req.duration_us
     cd_t = np.arange(0, cd_len, spec.cd_rit_us, dtype=np.int64)
     (tmp / "cd").mkdir()
-    cd_enc = TraceEncoder([CD_HOST], np.zeros(1), [1], [0], device_ids=[spec.cd_device_id])
+    cd_enc = TraceEncoder([CD_HOST], np.zeros(1), [1], [0], device_ids=[spec.cd_device_id],
+                          methods_used=[METHODS.index("GET")])
     with open(tmp / "cd" / "trace.csv", "wb") as fh:
         # The resource is /r/0 in the encoder; the CD node's resource file names it the same.
         cd_enc.write(fh, cd_t, np.zeros(cd_t.size, dtype=np.int32), np.zeros(cd_t.size, dtype=np.uint8),
