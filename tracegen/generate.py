@@ -10,7 +10,7 @@ the end; nothing is left behind on error)::
     devices.csv             device_id,group,host,resource_file
     expected.json           intended statistics (format 1), see README.md
     cd/trace.csv            the CD-GE's trace: device id N, host cd-node
-    cd/resources.csv         the CD node's one deterministic resource /r/0
+    cd/resources.csv        the CD node's one deterministic resource /r/0
 """
 
 from __future__ import annotations
