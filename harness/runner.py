@@ -125,13 +125,6 @@ def _generate_workload(rs: RunSpec, outdir: Path) -> Any:
     return generate(from_source(rs.source), outdir)
 
 
-def _read_trace_ids(trace: Path) -> pd.DataFrame:
-    """device_id and send_ts_us of every trace line (vectorised read)."""
-    return pd.read_csv(trace, comment="#", header=0 if _has_header(trace) else None,
-                       usecols=[0, 1], names=["device_id", "send_ts_us"], skipinitialspace=True,
-                       dtype={"device_id": "int64", "send_ts_us": "int64"})
-
-
 def _has_header(trace: Path) -> bool:
     with trace.open() as fh:
         for line in fh:
@@ -140,20 +133,39 @@ def _has_header(trace: Path) -> bool:
     return False
 
 
-def _split_trace(trace: Path, blocks: list[np.ndarray], outdir: Path) -> list[tuple[Path, int]]:
-    """One trace per GE holding its devices' lines, in order; (path, lines)."""
+def split_trace(trace: Path, blocks: list[np.ndarray], outdir: Path, total_lines: int,
+                chunk_rows: int = 1_000_000) -> list[tuple[Path, int]]:
+    """One trace per GE holding its devices' lines in the original order;
+    returns (path, lines) per GE. Streams the trace in chunks so that a
+    10-million-line trace never sits in memory whole."""
     if len(blocks) == 1:
-        return [(trace, len(_read_trace_ids(trace)))]
-    df = pd.read_csv(trace, comment="#", dtype=str, skipinitialspace=True, keep_default_na=False,
-                     header=0 if _has_header(trace) else None)
-    ids = df.iloc[:, 0].astype("int64").to_numpy()
-    out = []
-    for k, block in enumerate(blocks):
-        part = df[np.isin(ids, block)]
-        p = outdir / f"trace-ge-{k}.csv"
-        res.write_atomic(p, part.to_csv(index=False, header=_has_header(trace)))
-        out.append((p, len(part)))
-    return out
+        return [(trace, total_lines)]
+    ge_of = np.full(int(max(b.max() for b in blocks if b.size)) + 1, -1, dtype=np.int64)
+    for k, b in enumerate(blocks):
+        ge_of[b] = k
+    header = _has_header(trace)
+    paths = [outdir / f"trace-ge-{k}.csv" for k in range(len(blocks))]
+    counts = [0] * len(blocks)
+    files = [p.open("w") for p in paths]
+    try:
+        if header:
+            with trace.open() as fh:
+                first = next(line for line in fh if line.strip() and not line.startswith("#"))
+            for f in files:
+                f.write(first)
+        reader = pd.read_csv(trace, comment="#", dtype=str, keep_default_na=False, header=None,
+                             skiprows=1 if header else 0, chunksize=chunk_rows)
+        for chunk in reader:
+            ids = chunk.iloc[:, 0].str.strip().astype(np.int64).to_numpy()
+            ks = ge_of[ids]
+            for k, f in enumerate(files):
+                part = chunk[ks == k]
+                counts[k] += len(part)
+                part.to_csv(f, header=False, index=False)
+    finally:
+        for f in files:
+            f.close()
+    return list(zip(paths, counts))
 
 
 def _shift_times(src: Path, dst: Path, shift_us: int) -> None:
@@ -259,7 +271,7 @@ class Run:
         # Nodes: the CD node first (it takes the first placement slot), then devices.
         group_of = hs.group_of()
         n_nodes = len(group_of) + (1 if hs.cd.enabled else 0)
-        self.bed.create_networks(n_nodes + hs.gateway.instances + 1)
+        self.bed.create_networks(n_nodes)
         addrs = self.bed.addresses(n_nodes)
         nodes: list[tuple[Node, Any, str]] = []
         if hs.cd.enabled:
@@ -317,7 +329,7 @@ class Run:
                               "address": [n.address for n, _, _ in nodes]})
         res.write_csv(ge_dir / "hosts.csv", hosts)
         blocks = split_devices(range(len(group_of)), hs.gateway.instances)
-        traces = _split_trace(trace, blocks, wl)
+        traces = split_trace(trace, blocks, wl, int(gen.requests))
         for k, block in enumerate(blocks):
             members = set(block.tolist())
             rows = [x for x in nodes if x[0].device_id in members]

@@ -31,6 +31,9 @@ WORKLOAD_GROUP_KEYS = {"name", "count", "rit", "service", "methods", "payload_by
 HARNESS_GROUP_KEYS = {"mode", "threads", "queue", "cpus", "memory", "impairment"}
 MODES = ("sleep", "busy")
 GE_TYPES = ("con", "non")
+#: Workload GEs per test: each needs a core, and one of the 8 GE addresses
+#: reserved on every run network (the CD-GE takes another).
+MAX_GES = 7
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 
 Path_ = tuple[str | int, ...]
@@ -170,7 +173,7 @@ class Gateway:
     def build(cls, v: Any, src: YamlSource, at: Path_) -> Gateway:
         m = _mapping(v, src, at, {"instances", "type", "timeout", "ack_timeout", "max_retransmit"})
         g = cls(
-            instances=_int(m.get("instances", 1), src, at + ("instances",), 1, 64),
+            instances=_int(m.get("instances", 1), src, at + ("instances",), 1, MAX_GES),
             type=_choice(m.get("type", "con"), src, at + ("type",), GE_TYPES),
             timeout_us=_conv(src, at + ("timeout",), units.duration_us, m.get("timeout", "5s")),
             ack_timeout_us=(_conv(src, at + ("ack_timeout",), units.duration_us, m["ack_timeout"])

@@ -1,0 +1,118 @@
+"""Pure parts of a run: device split between GEs, trace split, CON drain
+time, CD clock shift, cgroup and collectl readers, atomic writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wotbench.harness import monitor, results, runner
+from wotbench.harness.spec import Gateway, HarnessSpec
+
+TRACE = """device_id,send_ts_us,method,uri,payload
+0,10,GET,coap://dev-0/r/1,
+3,20,PUT,coap://dev-3/r/2,xx
+1,30,GET,coap://dev-1/r/0,
+2,40,GET,coap://dev-2/r/0,
+3,50,GET,coap://dev-3/r/0,
+0,60,GET,coap://dev-0/r/0,
+1,70,DELETE,coap://dev-1/r/5,
+"""
+
+
+def test_devices_are_split_into_contiguous_near_equal_blocks():
+    blocks = runner.split_devices(range(10), 3)
+    assert [b.tolist() for b in blocks] == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+
+
+@pytest.mark.parametrize("chunk", [2, 3, 1000])
+def test_trace_split_keeps_order_and_every_line(tmp_path: Path, chunk: int):
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE)
+    blocks = runner.split_devices(range(4), 2)
+    out = runner.split_trace(trace, blocks, tmp_path, 7, chunk_rows=chunk)
+    assert [n for _, n in out] == [4, 3]
+    lines = TRACE.splitlines()
+    for (path, _), block in zip(out, blocks):
+        got = path.read_text().splitlines()
+        want = [lines[0]] + [ln for ln in lines[1:] if int(ln.split(",")[0]) in block.tolist()]
+        assert got == want
+
+
+def test_single_ge_uses_the_trace_as_is(tmp_path: Path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text(TRACE)
+    assert runner.split_trace(trace, [np.arange(4)], tmp_path, 7) == [(trace, 7)]
+
+
+def _hs(**gw) -> HarnessSpec:
+    return HarnessSpec("x", (), Gateway(**gw), None, None, None, 1, None, {})  # type: ignore[arg-type]
+
+
+def test_con_drain_covers_every_retransmission():
+    assert runner.drain_us(_hs()) == 2_000_000 * 1.5 * 31 + 5_000_000        # RFC 7252 defaults
+    assert runner.drain_us(_hs(ack_timeout_us=100_000, max_retransmit=2, timeout_us=1_000_000)) \
+        == 100_000 * 1.5 * 7 + 1_000_000
+
+
+def test_cd_output_is_shifted_onto_t0(tmp_path: Path):
+    raw = tmp_path / "raw.csv"
+    raw.write_text("device_id,method,uri,intended_us,sent_us,recv_us,response_us,latency_intended_us,"
+                   "send_lag_us,status,code,retransmissions,service_us\n"
+                   "3,GET,coap://cd-node/r/0,0,0.120,4189.974,4189.854,4189.974,0.120,ok,2.05,0,2000\n"
+                   "3,GET,coap://cd-node/r/0,200000,200000.048,,,,0.048,timeout,,4,\n")
+    runner._shift_times(raw, tmp_path / "cd.csv", 3_000_000)
+    df = pd.read_csv(tmp_path / "cd.csv", dtype={"code": str})
+    assert df["intended_us"].tolist() == [-3_000_000, -2_800_000]
+    assert df["sent_us"].tolist() == pytest.approx([-2999999.880, -2799999.952])
+    assert df["recv_us"].isna().tolist() == [False, True]
+    assert df["code"].tolist()[0] == "2.05" and df["response_us"][0] == pytest.approx(4189.854)
+
+
+def test_cgroup_v1_and_v2_are_read(tmp_path: Path):
+    cid = "abc123"
+    v1 = tmp_path / "v1"
+    (v1 / "cpuacct" / "docker" / cid).mkdir(parents=True)
+    (v1 / "memory" / "docker" / cid).mkdir(parents=True)
+    (v1 / "cpuacct" / "docker" / cid / "cpuacct.usage").write_text("123456789\n")
+    (v1 / "memory" / "docker" / cid / "memory.usage_in_bytes").write_text("4096\n")
+    f = monitor.cgroup_files(cid, v1)
+    assert f is not None and f[2] == "v1" and monitor.read_cgroup(f) == (123456, 4096)
+    v2 = tmp_path / "v2" / "system.slice" / f"docker-{cid}.scope"
+    v2.mkdir(parents=True)
+    (v2 / "cpu.stat").write_text("usage_usec 777\nuser_usec 700\nsystem_usec 77\n")
+    (v2 / "memory.current").write_text("8192\n")
+    f = monitor.cgroup_files(cid, tmp_path / "v2")
+    assert f is not None and f[2] == "v2" and monitor.read_cgroup(f) == (777, 8192)
+    assert monitor.cgroup_files("nothere", tmp_path / "v2") is None
+
+
+def test_collectl_plot_files_become_host_csv(tmp_path: Path):
+    (tmp_path / "vm-1.cpu").write_text(
+        "################\n# Collectl: V4.3.1\n"
+        "#UTC [CPU:0]User% [CPU:0]Sys% [CPU:0]Idle% [CPU:1]User% [CPU:1]Sys% [CPU:1]Idle%\n"
+        "100.000 10 5 85 1 1 98\n101.000 20 5 75 2 1 97\n")
+    (tmp_path / "vm-1.tab").write_text(
+        "#UTC [CPU]User% [MEM]Tot [MEM]Used [MEM]Free [MEM]Cached [NET]RxKBTot [NET]TxKBTot "
+        "[NET]RxPktTot [NET]TxPktTot\n"
+        "100.000 5 1000 400 600 100 1 2 3 4\n101.000 5 1000 410 590 100 5 6 7 8\n")
+    df = monitor.Collectl(tmp_path, [0]).frame(t0_epoch_us=100_500_000)
+    assert df["t_us"].tolist() == [-500_000, 500_000]
+    assert df["cpu0_user"].tolist() == [10, 20] and df["cpu1_idle"].tolist() == [98, 97]
+    assert df["mem_used_kb"].tolist() == [400, 410] and df["net_tx_pkt_s"].tolist() == [4, 8]
+
+
+def test_atomic_write_leaves_no_temp_on_error(tmp_path: Path):
+    target = tmp_path / "a.json"
+    results.write_json(target, {"x": 1})
+    with pytest.raises(TypeError):
+        results.write_atomic(target, 12345)  # type: ignore[arg-type]
+    assert target.read_text().strip().startswith("{") and [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_run_ids_are_unique_and_sortable():
+    a, b = results.new_run_id("x", 0), results.new_run_id("x", 0)
+    assert a != b and a.startswith("19700101-000000-x-")
