@@ -22,7 +22,7 @@ STATIC_LDFLAGS := -static -pthread
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 
-.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge clean-build venv images bench-harness
+.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge clean-build venv images bench-harness bench-report
 
 all: build
 
@@ -75,6 +75,11 @@ bench-harness: setup build images
 
 clean-build:
 	rm -rf $(BUILD)
+
+# Analysis of a synthetic 10-million-request run (first pass converts the CSV
+# to Parquet, second pass reads the cache): wall time and peak memory.
+bench-report: venv
+	$(PY) -m wotbench.reporting.bench --requests 10000000 --dir $(BUILD)/bench/report-run --out $(BUILD)/bench/report.json
 
 # Rows/s and peak memory of `wotbench tracegen` writing a 10-million-request,
 # 1000-device workload (acceptance: >= 2 M rows/s, < 2 GB peak).

@@ -10,7 +10,9 @@ measurement sample is stochastically larger; the Hodges-Lehmann shift
 (median of all pairwise differences) with its distribution-free confidence
 interval says by how much. Three outcomes, so the user knows how sure we are:
 
-- ``contention``: p < alpha and the shift is at least ``min_effect``;
+- ``contention``: p < alpha and the shift is at least ``min_effect``, or
+  some window of the measurement phase is (contention that starts midway
+  moves only part of the sample, so the whole-phase test can miss it);
 - ``none``: the whole confidence interval of the shift lies below
   ``min_effect`` (we can rule out a shift that matters);
 - ``inconclusive``: neither (too few or too noisy samples);
@@ -206,12 +208,22 @@ def detect_contention(
     onset = next((w.start_us for w in windows if w.flagged), None)
     ci_txt = f"shift {shift:+.4f} ({confidence:.0%} CI {ci[0]:+.4f}..{ci[1]:+.4f})"
     b, m = common["baseline"], common["measure"]
+    in_measure = [w for w in windows if measure[0] <= w.start_us < measure[1]]
+    n_measure_windows = len(in_measure)
+    flagged_in_measure = [w for w in in_measure if w.flagged]
     if p < alpha and shift >= min_effect:
         status = "contention"
         reason = (f"contention: CD node R_d median {m.median:.4f} vs baseline {b.median:.4f}, "
                   f"{ci_txt}, Mann-Whitney p={p:.2g} < {alpha:g}, P(R_d above baseline)={ps:.2f}")
         if onset is not None:
             reason += f"; began at t={onset / 1e6:.1f}s"
+    elif flagged_in_measure:
+        status = "contention"
+        w0 = flagged_in_measure[0]
+        reason = (f"contention from t={w0.start_us / 1e6:.1f}s: {len(flagged_in_measure)} of {n_measure_windows} "
+                  f"measurement windows significantly above the baseline (first: R_d median {w0.median_rd:.4f} "
+                  f"vs {b.median:.4f}, p={w0.p_value:.2g} < {alpha:g}/{len(windows)}); over the whole phase "
+                  f"{ci_txt}, p={p:.2g}")
     elif ci[1] < min_effect:
         status = "none"
         reason = f"no contention: {ci_txt} lies below the minimum effect {min_effect:g} (p={p:.2g})"

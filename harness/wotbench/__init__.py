@@ -3,9 +3,14 @@
 from os import PathLike
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from wotbench._errors import UserError
 
-__all__ = ["UserError", "run"]
+if TYPE_CHECKING:
+    from wotbench.reporting._load import Run
+
+__all__ = ["UserError", "run", "load_run"]
 __version__ = "0.1.0"
 
 
@@ -16,3 +21,11 @@ def run(spec: str | PathLike[str], results: str | PathLike[str] = "results",
     from wotbench.harness.runner import run as _run
 
     return _run(spec, results, progress)
+
+
+def load_run(path: str | PathLike[str]) -> "Run":
+    """A finished run's DataFrames (requests, cd, monitor) and summary, for
+    notebooks (see :func:`wotbench.reporting.load_run`)."""
+    from wotbench.reporting import load_run as _load_run
+
+    return _load_run(path)

@@ -1,0 +1,254 @@
+"""analyze_run: a run directory in, the analysis sections of summary.json out
+(integrity, R_d, contention verdict, run verdict); plus the data the plots need."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from wotbench import yamlsrc
+from wotbench.cd import detect_contention, normalized_deviation
+from wotbench.reporting._checks import run_checks, stability_warnings
+from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist, ge_integrity, per_device
+from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table, read_json,
+                                      read_monitor, read_phases)
+from wotbench.reporting._thresholds import Thresholds, parse_validity
+
+__all__ = ["Analysis", "analyze", "analyze_run", "thresholds_for"]
+
+#: Quantile grid of the distribution plots: 0.05 % steps, 200 points in the lowest decile (Fig. 6 zoom).
+QGRID = np.linspace(0.0, 1.0, 2001)
+
+
+@dataclass
+class GePlot:
+    ge: int
+    rit_expected_q: np.ndarray
+    rit_submitted_q: np.ndarray
+    send_lag_q: np.ndarray
+    response_q: np.ndarray
+    latency_intended_q: np.ndarray
+    per_second: pd.DataFrame
+    """t_s, sent, ok, response_mean_us: one row per second of the run."""
+
+
+@dataclass
+class CdPlot:
+    t_us: np.ndarray
+    rd: np.ndarray
+    response_us: np.ndarray
+    service_us: float | None
+
+
+@dataclass
+class Analysis:
+    """The JSON result (``result``) and what the plots draw (arrays, small)."""
+
+    path: Path
+    result: dict[str, Any]
+    ges: list[GePlot] = field(default_factory=list)
+    cd: CdPlot | None = None
+    host_cpu: pd.DataFrame | None = None
+    """t_s and utilisation % per CPU (cpu<N>) and in total (``all``)."""
+    container_cpu: pd.DataFrame | None = None
+    """t_s, role, cpu_pct."""
+
+
+def thresholds_for(files: RunFiles) -> Thresholds:
+    """The run's spec.yaml ``validity:`` overrides, else the defaults."""
+    if files.spec is None:
+        return Thresholds()
+    src = yamlsrc.load(files.spec)
+    doc = src.data if isinstance(src.data, dict) else {}
+    return parse_validity(doc.get("validity"), src)
+
+
+#: Plots draw quantile curves from at most this many values (a fixed-seed
+#: sample): ample for a 2001-point curve, and independent of the run's size.
+PLOT_SAMPLE = 200_000
+
+
+def _q(x: np.ndarray) -> np.ndarray:
+    x = x[np.isfinite(x)]
+    if x.size > PLOT_SAMPLE:
+        x = np.random.default_rng(0).choice(x, PLOT_SAMPLE, replace=False)
+    return np.quantile(x, QGRID) if x.size else np.full(QGRID.size, np.nan)
+
+
+def _per_second(a: GeArrays) -> pd.DataFrame:
+    """Sends, completions and mean response per second (by intended send time)."""
+    if len(a) == 0:
+        return pd.DataFrame(columns=["t_s", "sent", "ok", "response_mean_us"])
+    sec = np.floor(a.intended / 1e6).astype(np.int64)
+    lo = int(sec.min())
+    idx = sec - lo
+    n = int(idx.max()) + 1
+    okr = np.where(a.ok & np.isfinite(a.response), a.response, 0.0)
+    oks = np.bincount(idx, weights=(a.ok & np.isfinite(a.response)).astype(np.float64), minlength=n)
+    sums = np.bincount(idx, weights=okr, minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(oks > 0, sums / oks, np.nan)
+    return pd.DataFrame({"t_s": np.arange(lo, lo + n), "sent": np.bincount(idx, minlength=n),
+                         "ok": oks.astype(np.int64), "response_mean_us": mean})
+
+
+def _host_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Utilisation % per CPU from collectl's idle % (harness monitor columns cpu<N>_idle)."""
+    if df is None:
+        return None
+    idle = [c for c in df.columns if c.startswith("cpu") and c.endswith("_idle") and c[3:-5].isdigit()]
+    if not idle:
+        return None
+    out = pd.DataFrame({"t_s": df["t_us"].to_numpy(dtype=np.float64) / 1e6})
+    for c in sorted(idle, key=lambda c: int(c[3:-5])):
+        out[c[:-5]] = 100.0 - pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
+    out["all"] = out[[c[:-5] for c in idle]].mean(axis=1)
+    return out.sort_values("t_s", ignore_index=True)
+
+
+def _container_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
+    """CPU % per role, from the cumulative cgroup usage of every container."""
+    if df is None or not {"container", "role", "cpu_usage_us"} <= set(df.columns):
+        return None
+    df = df.sort_values(["container", "t_us"])
+    dt = df.groupby("container")["t_us"].diff()
+    du = df.groupby("container")["cpu_usage_us"].diff()
+    d = df.assign(cpu_pct=100.0 * du / dt).dropna(subset=["cpu_pct"])
+    d = d[d["cpu_pct"] >= 0]
+    if d.empty:
+        return None
+    d = d.assign(t_s=(d["t_us"] / 1e6).round())
+    return d.groupby(["t_s", "role"], as_index=False)["cpu_pct"].sum()
+
+
+def _monitor_section(host: pd.DataFrame | None, raw_present: bool, phases: Phases) -> dict[str, Any]:
+    if host is None:
+        return {"present": raw_present, "covers_measure": False, "samples": 0, "cpu_util_mean": None,
+                "cpu_util_max": None, "per_cpu_mean": {}}
+    a, b = phases.measure[0] / 1e6, phases.measure[1] / 1e6
+    m = host[(host["t_s"] >= a) & (host["t_s"] < b)]
+    per_cpu = {c: float(m[c].mean()) for c in host.columns if c.startswith("cpu") and len(m)}
+    # Sampled once a second: covering means samples over at least half of the phase.
+    covers = len(m) >= max(1, 0.5 * (b - a))
+    return {"present": True, "covers_measure": bool(covers), "samples": int(len(m)),
+            "cpu_util_mean": float(m["all"].mean()) if len(m) else None,
+            "cpu_util_max": float(m["all"].max()) if len(m) else None, "per_cpu_mean": per_cpu}
+
+
+def _cd_section(files: RunFiles, phases: Phases, th: Thresholds) -> tuple[dict[str, Any] | None, CdPlot | None]:
+    if files.cd_csv is None:
+        return None, None
+    t = GeArrays.from_table(read_ge_table(files.cd_csv, ANALYSIS_COLUMNS))
+    resp = np.where(t.ok, t.response, np.nan)
+    rd = normalized_deviation(resp, t.service)
+    res = detect_contention(t.intended, rd, calibration=phases.calibration, measure=phases.measure,
+                            alpha=th.cd_alpha, min_effect=th.cd_min_effect, window_us=th.cd_window_us,
+                            min_samples=th.cd_min_samples)
+    svc = t.service[np.isfinite(t.service)]
+    s_us = float(np.median(svc)) if svc.size else None
+
+    def resp_in(w: tuple[float, float] | None) -> dict[str, Any]:
+        if w is None:
+            return dist(np.zeros(0), LATENCY_QUANTILES)
+        return dist(resp[(t.intended >= w[0]) & (t.intended < w[1])], LATENCY_QUANTILES)
+
+    sec = {"requests": len(t), "ok": int(np.count_nonzero(t.ok)), "service_us": s_us,
+           "response_calibration_us": resp_in(phases.calibration), "response_measure_us": resp_in(phases.measure),
+           "contention": res.to_dict()}
+    return sec, CdPlot(t.intended, rd, resp, s_us)
+
+
+def _placement(files: RunFiles) -> dict[str, Any] | None:
+    if files.manifest is None:
+        return None
+    m = read_json(files.manifest)
+    p = m.get("placement") if isinstance(m, dict) else None
+    if not isinstance(p, dict):
+        return None
+    return {"degraded": bool(p.get("degraded", p.get("cores_shared", False))),
+            "notes": [str(n) for n in p.get("notes", []) or []]}
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (np.floating, np.integer, np.bool_)):
+        return _json_safe(obj.item())
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
+    """The full analysis of one run (GE files alone are enough)."""
+    files = find_files(Path(run_dir))
+    th = thresholds if thresholds is not None else thresholds_for(files)
+    ges, devices, plots = [], [], []
+    with ThreadPoolExecutor(max_workers=1) as pool:  # writes Parquet caches while we compute
+        tables = [read_ge_table(p, ANALYSIS_COLUMNS, pool) for p in files.ge_csvs]
+        phases = read_phases(files, tables)
+        for p, table in zip(files.ge_csvs, tables):
+            k = _ge_index(p)
+            whole = GeArrays.from_table(table)
+            per_sec = _per_second(whole)
+            a = whole.in_window(phases.measure)
+            del whole
+            g = ge_integrity(a, phases.measure, th)
+            g["ge"] = k
+            ges.append(g)
+            devices += [dict(row, ge=k) for row in per_device(a, phases.measure, th)]
+            sent_ok = np.isfinite(a.sent)
+            plots.append(GePlot(k, _q(np.diff(a.intended[sent_ok])), _q(np.diff(a.sent[sent_ok])),
+                                _q(a.send_lag), _q(np.where(a.ok, a.response, np.nan)),
+                                _q(np.where(a.ok, a.latency_intended, np.nan)), per_sec))
+            del a
+        del tables, table
+    counts = {k: int(sum(g[k] for g in ges)) for k in ("requests", "ok", "timeouts", "errors")}
+    counts["devices"] = len(devices)
+    counts["ges"] = len(ges)
+    cd, cd_plot = _cd_section(files, phases, th)
+    host_raw = read_monitor(files.host_monitor)
+    host = _host_cpu(host_raw)
+    rds = np.array([d["rd_ratio"] for d in devices if d["rd_ratio"] is not None], dtype=np.float64)
+    thr = np.array([d["throughput"] for d in devices if d["throughput"] is not None], dtype=np.float64)
+    resp_mean = [d["response_mean_us"] for d in devices if d["response_mean_us"] is not None]
+    result: dict[str, Any] = {
+        "analysis_format": 1,
+        "phases": phases.to_dict(),
+        "thresholds": th.to_dict(),
+        "counts": counts,
+        "ges": ges,
+        "device_summary": {
+            "devices": len(devices),
+            "throughput_per_device_mean": float(thr.mean()) if thr.size else None,
+            "response_mean_us": float(np.mean(resp_mean)) if resp_mean else None,
+            "rd_ratio_mean": float(rds.mean()) if rds.size else None,
+            "rd_ratio_max": float(rds.max()) if rds.size else None,
+        },
+        "devices": devices,
+        "cd": cd,
+        "monitor": _monitor_section(host, host_raw is not None, phases),
+        "placement": _placement(files),
+    }
+    verdict, reasons, checks = run_checks(result, th)
+    result["checks"] = checks
+    result["warnings"] = stability_warnings(result, th)
+    result["verdict"] = verdict
+    result["reasons"] = reasons
+    return Analysis(files.root, _json_safe(result), plots, cd_plot, host,
+                    _container_cpu(read_monitor(files.containers_monitor)))
+
+
+def analyze_run(run_dir: Path, thresholds: Thresholds | None = None) -> dict[str, Any]:
+    """The analysis sections for summary.json (JSON-safe: no NaN), including
+    ``verdict`` ("valid"/"invalid") and ``reasons``. Works on a run whose
+    monitor or CD data are missing (which is then itself a reason)."""
+    return analyze(run_dir, thresholds).result

@@ -1,0 +1,269 @@
+"""Workload integrity (paper section 6.1) and latency, on NumPy arrays.
+
+Expected RITs are the differences of the intended send times, submitted
+RITs the differences of the actual send times of the same requests, both
+for the GE's whole stream (paper Table 1 takes the GE's perspective) and
+per device. They are compared in the form of Table 1 (mean, p5) plus
+p50/p95/p99, with the two-sample Kolmogorov-Smirnov distance, and judged
+by effect size: with millions of samples any p-value is tiny, so the KS
+p-value is reported but never decides.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import stats
+
+from wotbench.cd import normalized_deviation
+from wotbench.reporting._thresholds import Thresholds
+
+__all__ = ["GeArrays", "dist", "rit_compare", "ge_integrity", "per_device", "window_cv"]
+
+RIT_QUANTILES = (5, 50, 95, 99)
+LATENCY_QUANTILES = (50, 90, 99, 99.9)
+
+
+@dataclass(frozen=True)
+class GeArrays:
+    """The columns the analysis needs, rows restricted to one phase.
+    Times are float64 us (NaN when absent)."""
+
+    device: np.ndarray
+    intended: np.ndarray
+    sent: np.ndarray
+    response: np.ndarray
+    latency_intended: np.ndarray
+    send_lag: np.ndarray
+    service: np.ndarray
+    ok: np.ndarray
+    timeout: np.ndarray
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> GeArrays:
+        def f64(name: str) -> np.ndarray:
+            col = table.column(name)
+            return np.asarray(col.to_numpy(), dtype=np.float64) if col.num_chunks else np.zeros(0)
+
+        return cls(
+            device=np.asarray(table.column("device_id").to_numpy(), dtype=np.int32),
+            intended=f64("intended_us"), sent=f64("sent_us"), response=f64("response_us"),
+            latency_intended=f64("latency_intended_us"), send_lag=f64("send_lag_us"),
+            service=f64("service_us"), ok=_is(table.column("status"), "ok"),
+            timeout=_is(table.column("status"), "timeout"),
+        )
+
+    def select(self, mask: np.ndarray) -> GeArrays:
+        return GeArrays(**{k: v[mask] for k, v in vars(self).items()})
+
+    def in_window(self, window: tuple[float, float]) -> GeArrays:
+        """The requests intended inside ``[a, b)``."""
+        return self.select((self.intended >= window[0]) & (self.intended < window[1]))
+
+    def __len__(self) -> int:
+        return int(self.intended.size)
+
+
+def _is(status: pa.ChunkedArray, value: str) -> np.ndarray:
+    """status == value as a bool array, comparing dictionary indices (no string work per row)."""
+    out = np.zeros(len(status), bool)
+    pos = 0
+    for chunk in status.chunks:
+        n = len(chunk)
+        if isinstance(chunk, pa.DictionaryArray):
+            hit = np.flatnonzero(np.asarray(chunk.dictionary.to_pylist(), dtype=object) == value)
+            idx = chunk.indices.to_numpy(zero_copy_only=False)
+            out[pos:pos + n] = np.isin(idx, hit) & np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False))
+        else:
+            out[pos:pos + n] = np.asarray(pc.fill_null(pc.equal(chunk, value), False).to_numpy(zero_copy_only=False))
+        pos += n
+    return out
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def dist(x: np.ndarray, quantiles: tuple[float, ...]) -> dict[str, Any]:
+    """n, mean, the given percentiles and max of the finite values of x."""
+    x = x[np.isfinite(x)]
+    out: dict[str, Any] = {"n": int(x.size)}
+    if x.size == 0:
+        out.update({"mean": None, **{_qname(q): None for q in quantiles}, "max": None})
+        return out
+    qs = np.percentile(x, quantiles)
+    out["mean"] = float(x.mean())
+    out.update({_qname(q): float(v) for q, v in zip(quantiles, qs)})
+    out["max"] = float(x.max())
+    return out
+
+
+def _qname(q: float) -> str:
+    return f"p{q:g}".replace(".", "_")
+
+
+def _rel(sub: float | None, exp: float | None) -> float | None:
+    if sub is None or exp is None or exp == 0:
+        return None
+    return (sub - exp) / exp
+
+
+#: The KS test runs on at most this many (expected, submitted) pairs: a
+#: fixed-seed sample of the same requests on both sides, so sampling adds
+#: almost no noise to D, while its cost no longer grows with the run.
+KS_MAX_PAIRS = 200_000
+
+
+def _ks(expected: np.ndarray, submitted: np.ndarray, max_pairs: int) -> tuple[float, float, int]:
+    """Two-sample KS (D, p, pairs used) of paired samples (NaN pairs dropped)."""
+    keep = np.isfinite(expected) & np.isfinite(submitted)
+    e, s = expected[keep], submitted[keep]
+    if e.size > max_pairs:
+        idx = np.random.default_rng(0).choice(e.size, max_pairs, replace=False)
+        e, s = e[idx], s[idx]
+    ks = stats.ks_2samp(np.sort(e), np.sort(s), method="asymp")
+    return float(ks.statistic), float(ks.pvalue), int(e.size)
+
+
+def rit_compare(expected: np.ndarray, submitted: np.ndarray, th: Thresholds,
+                ks_max_pairs: int = KS_MAX_PAIRS) -> dict[str, Any]:
+    """Expected vs submitted RIT in paper Table 1 form, KS test, and a pass/fail
+    with reason. ``expected[i]`` and ``submitted[i]`` belong to the same request."""
+    paired_e, paired_s = expected, submitted
+    # Sorted: percentiles are faster on sorted data.
+    expected = np.sort(expected[np.isfinite(expected)])
+    submitted = np.sort(submitted[np.isfinite(submitted)])
+    e = dist(expected, RIT_QUANTILES)
+    s = dist(submitted, RIT_QUANTILES)
+    out: dict[str, Any] = {"expected": e, "submitted": s, "ks_d": None, "ks_p": None, "ks_pairs": 0,
+                           "mean_dev": None, "p5_dev": None, "ok": True, "problems": []}
+    if e["n"] < 2 or s["n"] < 2:
+        return out
+    out["ks_d"], out["ks_p"], out["ks_pairs"] = _ks(paired_e, paired_s, ks_max_pairs)
+    out["mean_dev"], out["p5_dev"] = _rel(s["mean"], e["mean"]), _rel(s["p5"], e["p5"])
+    problems = []
+    if abs(s["mean"] - e["mean"]) > max(th.rit_mean_tolerance * e["mean"], th.rit_slack_us):
+        problems.append(f"mean RIT {s['mean']:.0f}us vs expected {e['mean']:.0f}us "
+                        f"({out['mean_dev']:+.1%}, tolerance {th.rit_mean_tolerance:.0%})")
+    if abs(s["p5"] - e["p5"]) > max(th.rit_p5_tolerance * e["p5"], th.rit_slack_us):
+        dev = f"{out['p5_dev']:+.0%}" if out["p5_dev"] is not None else "n/a"
+        problems.append(f"p5 RIT {s['p5']:.0f}us vs expected {e['p5']:.0f}us "
+                        f"({dev}, tolerance {th.rit_p5_tolerance:.0%})")
+    if out["ks_d"] > th.rit_ks_max:
+        problems.append(f"KS distance {out['ks_d']:.3f} > {th.rit_ks_max:g}")
+    out["ok"] = not problems
+    out["problems"] = problems
+    return out
+
+
+def _rd_ratio(response: np.ndarray, service: np.ndarray) -> float | None:
+    """(sum R - sum S) / sum S over answered requests: R_d of the mean response
+    time. Unlike the mean of per-request R_d it is not dominated by requests
+    whose S is tiny (where network time alone gives R_d >> 1); it is what
+    the paper's Fig. 9 plots for devices with exponential service times."""
+    keep = np.isfinite(response) & np.isfinite(service)
+    s = float(service[keep].sum())
+    return (float(response[keep].sum()) - s) / s if s > 0 else None
+
+
+def window_cv(t: np.ndarray, x: np.ndarray, window: tuple[float, float], n_windows: int = 10) -> float | None:
+    """Coefficient of variation of the per-window means of x over ``n_windows``
+    equal slices of ``window`` (pyperf-style stability: spread vs mean)."""
+    keep = np.isfinite(x)
+    t, x = t[keep], x[keep]
+    if x.size < 2 * n_windows:
+        return None
+    idx = np.clip(((t - window[0]) / (window[1] - window[0]) * n_windows).astype(np.int64), 0, n_windows - 1)
+    counts = np.bincount(idx, minlength=n_windows)
+    sums = np.bincount(idx, weights=x, minlength=n_windows)
+    means = sums[counts > 0] / counts[counts > 0]
+    if means.size < 2 or means.mean() == 0:
+        return None
+    return float(means.std(ddof=1) / means.mean())
+
+
+def ge_integrity(a: GeArrays, window: tuple[float, float], th: Thresholds) -> dict[str, Any]:
+    """Rates, RIT integrity, send lag, latency and errors of one GE's stream."""
+    dur_s = (window[1] - window[0]) / 1e6
+    sent_ok = np.isfinite(a.sent)
+    target = len(a) / dur_s if dur_s > 0 else math.nan
+    sent_in = np.count_nonzero((a.sent >= window[0]) & (a.sent < window[1]))
+    achieved = sent_in / dur_s if dur_s > 0 else math.nan
+    throughput = np.count_nonzero(a.ok) / dur_s if dur_s > 0 else math.nan
+    # Like with like: the same requests' intended and actual send times.
+    rit = rit_compare(np.diff(a.intended[sent_ok]), np.diff(a.sent[sent_ok]), th)
+    n = len(a)
+    n_ok = int(np.count_nonzero(a.ok))
+    n_timeout = int(np.count_nonzero(a.timeout))
+    rd = normalized_deviation(np.where(a.ok, a.response, np.nan), a.service)
+    return {
+        "requests": n, "ok": n_ok, "timeouts": n_timeout, "errors": n - n_ok - n_timeout,
+        "error_rate": (n - n_ok) / n if n else None,
+        "devices": int(np.unique(a.device).size),
+        "duration_s": dur_s,
+        "target_rate": _num(target), "achieved_rate": _num(achieved),
+        "rate_dev": _num((achieved - target) / target) if target and math.isfinite(target) else None,
+        "throughput": _num(throughput),
+        "rit": rit,
+        "send_lag_us": dist(a.send_lag, LATENCY_QUANTILES),
+        "response_us": dist(np.where(a.ok, a.response, np.nan), LATENCY_QUANTILES),
+        "latency_intended_us": dist(np.where(a.ok, a.latency_intended, np.nan), LATENCY_QUANTILES),
+        "rd": {"mean": _num(np.nanmean(rd)) if np.isfinite(rd).any() else None,
+               "median": _num(np.nanmedian(rd)) if np.isfinite(rd).any() else None,
+               "ratio": _rd_ratio(np.where(a.ok, a.response, np.nan), a.service)},
+        "response_window_cv": window_cv(a.intended, np.where(a.ok, a.response, np.nan), window),
+    }
+
+
+def per_device(a: GeArrays, window: tuple[float, float], th: Thresholds) -> list[dict[str, Any]]:
+    """One row per device: counts, throughput, response time, R_d and RIT integrity."""
+    if len(a) == 0:
+        return []
+    dur_s = (window[1] - window[0]) / 1e6
+    order = np.argsort(a.device, kind="stable")  # keeps trace (time) order within a device
+    dev = a.device[order]
+    bounds = np.flatnonzero(np.diff(dev)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [dev.size]))
+    intended, sent = a.intended[order], a.sent[order]
+    ok = a.ok[order]
+    resp = np.where(ok, a.response[order], np.nan)
+    lat_i = np.where(ok, a.latency_intended[order], np.nan)
+    svc = a.service[order]
+    rd = normalized_deviation(resp, svc)
+    # The per-device KS tests share one budget of pairs, so that their total
+    # cost does not grow with the number of requests.
+    ks_pairs = max(5000, 4 * KS_MAX_PAIRS // max(1, starts.size))
+    rows = []
+    for s, e in zip(starts, ends):
+        sl = slice(s, e)
+        sent_ok = np.isfinite(sent[sl])
+        rit = rit_compare(np.diff(intended[sl][sent_ok]), np.diff(sent[sl][sent_ok]), th, ks_pairs)
+        r = resp[sl]
+        rr = r[np.isfinite(r)]
+        d = rd[sl]
+        d = d[np.isfinite(d)]
+        n_ok = int(np.count_nonzero(ok[sl]))
+        p50, p95, p99 = np.percentile(rr, [50, 95, 99]) if rr.size else (math.nan,) * 3
+        li = lat_i[sl]
+        li = li[np.isfinite(li)]
+        rows.append({
+            "device_id": int(dev[s]), "requests": int(e - s), "ok": n_ok,
+            "error_rate": (int(e - s) - n_ok) / int(e - s),
+            "throughput": n_ok / dur_s if dur_s > 0 else None,
+            "response_mean_us": _num(rr.mean()) if rr.size else None,
+            "response_p50_us": _num(p50), "response_p95_us": _num(p95), "response_p99_us": _num(p99),
+            "latency_intended_p99_us": _num(np.percentile(li, 99)) if li.size else None,
+            "rd_mean": _num(d.mean()) if d.size else None,
+            "rd_ratio": _rd_ratio(r, svc[sl]),
+            "rd_median": _num(np.median(d)) if d.size else None,
+            "rit_expected_mean_us": rit["expected"]["mean"], "rit_expected_p5_us": rit["expected"]["p5"],
+            "rit_submitted_mean_us": rit["submitted"]["mean"], "rit_submitted_p5_us": rit["submitted"]["p5"],
+            "rit_ks_d": rit["ks_d"], "rit_ok": rit["ok"], "rit_problems": rit["problems"],
+        })
+    return rows

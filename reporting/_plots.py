@@ -1,0 +1,319 @@
+"""Figures, matching the paper's where there is one (Figs. 5b, 6, 7, 8, 9),
+as PNG bytes. Every axis says what and in which unit; distributions are
+drawn from precomputed quantile grids, so a 10-million-request run draws
+as fast as a small one."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from wotbench.reporting._analyze import QGRID, Analysis  # noqa: E402
+
+__all__ = ["run_figures", "sweep_figures"]
+
+_PHASE_COLORS = {"calibration": "#d9e8f5", "warmup": "#f2f2f2", "measure": "#ffffff", "cooldown": "#f2f2f2"}
+_C_EXP, _C_SUB, _C_CD, _C_BAD = "#1f77b4", "#d62728", "#2ca02c", "#d62728"
+
+
+def _fig(w: float = 7.5, h: float = 4.2) -> tuple[Figure, plt.Axes]:
+    fig, ax = plt.subplots(figsize=(w, h), dpi=110, layout="constrained")
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _shade_phases(ax: plt.Axes, phases: dict, label: bool = True) -> None:
+    for name in ("calibration", "warmup", "cooldown"):
+        w = phases.get(name)
+        if w:
+            ax.axvspan(w[0] / 1e6, w[1] / 1e6, color=_PHASE_COLORS[name], zorder=0,
+                       label=f"{name} phase" if label else None)
+    m = phases["measure"]
+    ax.axvline(m[0] / 1e6, color="0.5", lw=0.8, ls=":")
+    ax.axvline(m[1] / 1e6, color="0.5", lw=0.8, ls=":")
+
+
+def fig_rit_cdf(an: Analysis, k: int) -> bytes:
+    """Paper Fig. 6: CDF of expected vs submitted RIT, zoom on the lowest decile."""
+    g = an.ges[k]
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(9, 4.2), dpi=110, layout="constrained",
+                                   gridspec_kw={"width_ratios": [1.6, 1]})
+    for a in (ax, zoom):
+        a.grid(True, alpha=0.3)
+        a.plot(g.rit_expected_q, QGRID, color=_C_EXP, lw=2, label="expected (trace)")
+        a.plot(g.rit_submitted_q, QGRID, color=_C_SUB, lw=1.5, ls="--", label="submitted (GE)")
+    pos = g.rit_expected_q[np.isfinite(g.rit_expected_q) & (g.rit_expected_q > 0)]
+    if pos.size:
+        ax.set_xscale("log")
+    ax.set_xlabel("request inter-arrival time (us, log scale)")
+    ax.set_ylabel("cumulative fraction of requests")
+    ax.set_title(f"GE {g.ge}: RIT, expected vs submitted")
+    ax.legend(loc="lower right")
+    lo = QGRID <= 0.1
+    xmax = np.nanmax(np.concatenate([g.rit_expected_q[lo], g.rit_submitted_q[lo]]))
+    if np.isfinite(xmax) and xmax > 0:
+        zoom.set_xlim(0, xmax * 1.05)
+    zoom.set_ylim(0, 0.1)
+    zoom.set_xlabel("request inter-arrival time (us)")
+    zoom.set_ylabel("cumulative fraction")
+    zoom.set_title("zoom: lowest decile")
+    return _png(fig)
+
+
+def _ccdf(ax: plt.Axes, q: np.ndarray, **kw) -> None:
+    y = 1.0 - QGRID
+    keep = np.isfinite(q) & (y > 0)
+    ax.plot(np.maximum(q[keep], 0.1), y[keep], **kw)
+
+
+def fig_send_lag(an: Analysis) -> bytes:
+    fig, ax = _fig()
+    for g in an.ges:
+        _ccdf(ax, g.send_lag_q, lw=1.8, label=f"GE {g.ge}")
+    th = an.result["thresholds"]["send_lag_p99_max_us"]
+    ax.axvline(th, color=_C_BAD, ls=":", lw=1, label=f"p99 limit {th:.0f} us")
+    ax.axhline(0.01, color="0.5", ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("send lag: actual minus intended send time (us, log scale)")
+    ax.set_ylabel("fraction of requests later than x")
+    ax.set_title("Send lag (measurement phase)")
+    ax.legend()
+    return _png(fig)
+
+
+def fig_response_dist(an: Analysis) -> bytes:
+    fig, ax = _fig()
+    for g in an.ges:
+        _ccdf(ax, g.response_q, lw=1.8, label=f"GE {g.ge}: response time (measured from send)")
+        _ccdf(ax, g.latency_intended_q, lw=1.2, ls="--",
+              label=f"GE {g.ge}: latency from intended send (CO-corrected)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("time (us, log scale)")
+    ax.set_ylabel("fraction of responses slower than x")
+    ax.set_title("Response-time distribution (measurement phase)")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def fig_timeline(an: Analysis) -> bytes:
+    fig, ax = _fig(8.5, 4.8)
+    ax2 = ax.twinx()
+    for g in an.ges:
+        ps = g.per_second
+        ax.step(ps["t_s"], ps["ok"], where="post", lw=1.2, label=f"GE {g.ge}: responses/s")
+        ax2.plot(ps["t_s"] + 0.5, ps["response_mean_us"] / 1e3, ".", ms=3, color=_C_SUB,
+                 label=f"GE {g.ge}: mean response time")
+    _shade_phases(ax, an.result["phases"])
+    ax.set_xlabel("time since t0 (s)")
+    ax.set_ylabel("throughput (responses/s)")
+    ax2.set_ylabel("mean response time (ms)", color=_C_SUB)
+    ax.set_title("Throughput and response time over the run")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    fig.legend(h1 + h2, l1 + l2, fontsize=8, loc="outside lower center", ncol=3)
+    ax.set_ylim(bottom=0)
+    return _png(fig)
+
+
+def fig_cd(an: Analysis) -> bytes | None:
+    """CD node R_d over time, windowed median, baseline and contention onset."""
+    cd = an.cd
+    sec = an.result["cd"]
+    if cd is None or sec is None:
+        return None
+    c = sec["contention"]
+    fig, ax = _fig(8.5, 4.4)
+    _shade_phases(ax, an.result["phases"])
+    ax.plot(cd.t_us / 1e6, cd.rd, ".", ms=3, color="0.45", label="R_d per CD request")
+    base = c["baseline"]["median"]
+    if base is not None:
+        ax.axhline(base, color=_C_EXP, lw=1.2, label=f"calibration baseline (median {base:.3f})")
+        ax.axhline(base + c["min_effect"], color=_C_EXP, lw=0.8, ls="--",
+                   label=f"baseline + min effect {c['min_effect']:g}")
+    last = float(np.nanmax(cd.t_us)) / 1e6 if cd.t_us.size else 0.0
+    for i, w in enumerate(c["windows"]):
+        ax.hlines(w["median_rd"], w["start_us"] / 1e6, min(w["end_us"] / 1e6, last), lw=2.5,
+                  color=_C_BAD if w["flagged"] else _C_CD,
+                  label=("window median (flagged)" if w["flagged"] else "window median") if i < 2 else None)
+    if c["onset_us"] is not None:
+        ax.axvline(c["onset_us"] / 1e6, color=_C_BAD, lw=1.5, label=f"contention onset {c['onset_us'] / 1e6:.0f} s")
+    finite = cd.rd[np.isfinite(cd.rd)]
+    if finite.size:
+        lo, hi = np.percentile(finite, [0.5, 99.5])
+        pad = 0.1 * (hi - lo + 1e-3)
+        ax.set_ylim(min(lo, base if base is not None else lo) - pad, hi + pad)
+    ax.set_xlabel("time since t0 (s)")
+    ax.set_ylabel("R_d = (R - S) / S")
+    title = {"contention": "contention detected", "none": "no contention", "inconclusive": "inconclusive",
+             "unknown": "not tested"}.get(c["status"], c["status"])
+    if c["status"] == "contention" and c["onset_us"] is not None:
+        title += f" from t = {c['onset_us'] / 1e6:.0f} s"
+    elif c["p_value"] is not None:
+        title += f" (whole-phase p = {c['p_value']:.2g})"
+    ax.set_title(f"CD node R_d: {title}")
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles))
+    ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left")
+    return _png(fig)
+
+
+def fig_cpu(an: Analysis) -> bytes | None:
+    """Paper Fig. 5b's data over time: CPU utilisation per CPU (and per container role)."""
+    if an.host_cpu is None:
+        return None
+    fig, ax = _fig(8.5, 4.2)
+    _shade_phases(ax, an.result["phases"])
+    h = an.host_cpu
+    for c in h.columns:
+        if c.startswith("cpu"):
+            ax.plot(h["t_s"], h[c], lw=1, label=c)
+    ax.plot(h["t_s"], h["all"], lw=2.2, color="k", label="all CPUs")
+    if an.container_cpu is not None:
+        for role, d in an.container_cpu.groupby("role"):
+            ax.plot(d["t_s"], d["cpu_pct"] / max(1, sum(1 for c in h.columns if c.startswith("cpu"))),
+                    lw=1, ls="--", label=f"containers: {role}")
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("time since t0 (s)")
+    ax.set_ylabel("CPU utilisation (%)")
+    ax.set_title("Host CPU utilisation")
+    ax.legend(fontsize=7, ncol=2)
+    return _png(fig)
+
+
+def fig_devices(an: Analysis) -> bytes | None:
+    """Per-device response time vs per-device throughput (one run's view of Fig. 7) and R_d."""
+    devs = [d for d in an.result["devices"] if d["response_mean_us"] is not None]
+    if not devs:
+        return None
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=110, layout="constrained")
+    for a in (ax, ax2):
+        a.grid(True, alpha=0.3)
+    x = np.array([d["throughput"] for d in devs])
+    ax.scatter(x, [d["response_mean_us"] / 1e3 for d in devs], s=14, label="mean")
+    ax.scatter(x, [d["response_p95_us"] / 1e3 for d in devs], s=10, marker="^", alpha=0.6, label="p95")
+    ax.set_xlabel("per-device throughput (responses/s)")
+    ax.set_ylabel("response time (ms)")
+    ax.set_title("Devices: response time vs throughput")
+    ax.legend(fontsize=8)
+    rd = np.array([d["rd_ratio"] if d["rd_ratio"] is not None else np.nan for d in devs])
+    ids = [d["device_id"] for d in devs]
+    order = np.argsort(ids)
+    ax2.bar(np.arange(len(devs)), rd[order], color=_C_EXP, label="device R_d")
+    cd = an.result["cd"]
+    if cd is not None and cd["contention"]["measure"]["median"] is not None:
+        ax2.axhline(cd["contention"]["measure"]["median"], color=_C_CD, lw=1.5, label="CD node R_d (median)")
+    ax2.set_xlabel("device (by id)" if len(devs) > 30 else "device id")
+    if len(devs) <= 30:
+        ax2.set_xticks(np.arange(len(devs)), [str(ids[i]) for i in order], fontsize=7)
+    ax2.set_ylabel("R_d = (mean R - mean S) / mean S")
+    ax2.set_title("Normalized response-time deviation")
+    ax2.legend(fontsize=8)
+    return _png(fig)
+
+
+def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
+    """(file stem, caption, PNG) for one run, in reading order."""
+    out: list[tuple[str, str | None, bytes | None]] = [
+        ("timeline", "Throughput and mean response time per second; shaded: calibration, warm-up and "
+                     "cool-down phases (dotted lines bound the measurement phase).", fig_timeline(an)),
+    ]
+    for k in range(len(an.ges)):
+        out.append((f"rit-cdf-ge{an.ges[k].ge}", "CDF of expected (trace) vs submitted (GE) request "
+                    "inter-arrival times, with the lowest decile enlarged (paper Fig. 6): a GE that "
+                    "cannot send faster than some minimum gap shows up as a vertical step.", fig_rit_cdf(an, k)))
+    out += [
+        ("send-lag", "How late requests left the GE relative to the schedule (complementary CDF).",
+         fig_send_lag(an)),
+        ("response", "Response time as measured from the actual send, and latency from the intended "
+                     "send (coordinated-omission corrected, as wrk2 reports).", fig_response_dist(an)),
+        ("cd-rd", "Contention detector: R_d of each CD request over time, the calibration baseline, "
+                  "and per-window medians (red: significantly above the baseline).", fig_cd(an)),
+        ("devices", "Per device: mean and p95 response time against throughput, and R_d.", fig_devices(an)),
+        ("cpu", "Host CPU utilisation from the resource monitor (collectl).", fig_cpu(an)),
+    ]
+    return [(n, c, p) for n, c, p in out if p is not None]
+
+
+# --- several runs (a sweep) ------------------------------------------------------
+
+def _by_devices(rows: Sequence[dict]) -> dict[int, list[dict]]:
+    groups: dict[int, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["devices"], []).append(r)
+    return dict(sorted(groups.items()))
+
+
+def _series(ax: plt.Axes, rows: Sequence[dict], x: str, y: str, scale: float = 1.0) -> None:
+    for n, rs in _by_devices(rows).items():
+        pts = sorted((r[x], r[y] * scale) for r in rs if r[x] is not None and r[y] is not None)
+        if pts:
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, "o-", ms=5, label=f"{n} device{'s' if n != 1 else ''}")
+
+
+def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
+    """Multi-run figures from one row per run (see _render.sweep_row)."""
+    out = []
+    fig, ax = _fig()
+    _series(ax, rows, "throughput_per_device", "response_mean_us", 1e-3)
+    ax.set_xlabel("per-device throughput (responses/s)")
+    ax.set_ylabel("mean response time (ms)")
+    ax.set_title("Devices: response time vs per-device throughput")
+    ax.legend(title="configuration")
+    out.append(("sweep-response", "Mean device response time against per-device throughput, one line per "
+                "number of devices (paper Fig. 7): lines that part at high load point to contention.", _png(fig)))
+    fig, ax = _fig()
+    _series(ax, rows, "throughput_per_device", "cd_response_mean_us", 1e-3)
+    svc = [r["cd_service_us"] for r in rows if r["cd_service_us"] is not None]
+    if svc:
+        ax.axhline(np.median(svc) / 1e3, color="0.4", ls=":", label="CD service time S")
+    ax.set_xlabel("per-device throughput (responses/s)")
+    ax.set_ylabel("CD node mean response time (ms)")
+    ax.set_title("CD node: response time vs per-device throughput")
+    ax.legend(title="configuration")
+    out.append(("sweep-cd", "The CD node's mean response time in the same runs (paper Fig. 8).", _png(fig)))
+    fig, ax = _fig()
+    rs = sorted(rows, key=lambda r: r["devices"])
+    n = [r["devices"] for r in rs]
+    ax.plot(n, [r["rd_devices"] if r["rd_devices"] is not None else np.nan for r in rs], "o-",
+            color=_C_EXP, label="devices (R_d of mean response)")
+    ax.plot(n, [r["rd_cd"] if r["rd_cd"] is not None else np.nan for r in rs], "s-", color=_C_CD,
+            label="CD node (mean R_d)")
+    ax.plot(n, [r["rd_cd_baseline"] if r["rd_cd_baseline"] is not None else np.nan for r in rs], ":",
+            color=_C_CD, label="CD node calibration baseline")
+    bad = [r for r in rs if r["contention"] == "contention"]
+    if bad:
+        ax.scatter([r["devices"] for r in bad], [r["rd_cd"] for r in bad], s=160, facecolors="none",
+                   edgecolors=_C_BAD, lw=2, label="contention detected", zorder=5)
+    ax.set_xlabel("number of devices")
+    ax.set_ylabel("R_d = (R - S) / S")
+    ax.set_title("Normalized response-time deviation vs number of devices")
+    ax.legend(fontsize=8)
+    out.append(("sweep-rd", "R_d of the devices and of the CD node against the number of devices "
+                "(paper Fig. 9); circled: runs where the CD module detected contention.", _png(fig)))
+    if any(r["cpu_util"] is not None for r in rows):
+        fig, ax = _fig()
+        ax.plot(n, [r["cpu_util"] if r["cpu_util"] is not None else np.nan for r in rs], "o-")
+        ax.set_ylim(0, 105)
+        ax.set_xlabel("number of devices")
+        ax.set_ylabel("mean CPU utilisation, all CPUs (%)")
+        ax.set_title("Host CPU utilisation vs number of devices")
+        out.append(("sweep-cpu", "Mean host CPU utilisation during the measurement phase (paper Fig. 5b).",
+                    _png(fig)))
+    return out

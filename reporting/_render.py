@@ -1,0 +1,378 @@
+"""Reports: a terminal summary, Markdown, and a self-contained HTML page
+(plots embedded as base64 PNG) per run and per sweep. Files are written
+atomically (temp file + rename)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from wotbench.reporting._analyze import Analysis, analyze
+from wotbench.reporting._load import find_files, read_summary
+from wotbench.reporting._plots import run_figures, sweep_figures
+
+__all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
+
+Figures = list[tuple[str, str, bytes]]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# --- number formatting --------------------------------------------------------
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.2f} s"
+    if abs(v) >= 1e3:
+        return f"{v / 1e3:.2f} ms"
+    return f"{v:.0f} us"
+
+
+def _pct(v: float | None, digits: int = 1) -> str:
+    return "-" if v is None else f"{v:+.{digits}%}"
+
+
+def _f(v: float | None, fmt: str = ".3f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _p(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2g}"
+
+
+# --- tables shared by every output format -------------------------------------------
+
+def run_id(an: Analysis) -> str:
+    files = find_files(an.path)
+    if files.summary is not None:
+        return read_summary(files.summary).run_id
+    return an.path.name
+
+
+def checks_table(r: dict) -> tuple[list[str], list[list[str]]]:
+    return ["check", "result", "detail"], [[c["check"], "PASS" if c["ok"] else "FAIL", c["reason"]]
+                                          for c in r["checks"]]
+
+
+def rit_table(r: dict) -> tuple[list[str], list[list[str]]]:
+    """Paper Table 1 (mean and p5 of expected vs submitted RIT) plus p50/p95/p99 and KS."""
+    head = ["GE", "devices", "RIT", "mean", "p5", "p50", "p95", "p99", "KS D", "KS p", "ok"]
+    rows = []
+    for g in r["ges"]:
+        rit = g["rit"]
+        for label, d in (("expected", rit["expected"]), ("submitted", rit["submitted"])):
+            sub = label == "submitted"
+            rows.append([str(g["ge"]) if not sub else "", str(g["devices"]) if not sub else "", label,
+                         _us(d["mean"]), _us(d["p5"]), _us(d["p50"]), _us(d["p95"]), _us(d["p99"]),
+                         _f(rit["ks_d"]) if sub else "", _p(rit["ks_p"]) if sub else "",
+                         ("yes" if rit["ok"] else "NO") if sub else ""])
+    return head, rows
+
+
+def rate_table(r: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["GE", "target rate", "achieved", "deviation", "send lag p50", "p99", "p99.9", "max",
+            "errors"]
+    rows = [[str(g["ge"]), _f(g["target_rate"], ".1f") + "/s", _f(g["achieved_rate"], ".1f") + "/s",
+             _pct(g["rate_dev"], 2), _us(g["send_lag_us"]["p50"]), _us(g["send_lag_us"]["p99"]),
+             _us(g["send_lag_us"]["p99_9"]), _us(g["send_lag_us"]["max"]),
+             _pct(g["error_rate"], 2).lstrip("+")] for g in r["ges"]]
+    return head, rows
+
+
+def latency_table(r: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["GE", "latency", "mean", "p50", "p90", "p99", "p99.9", "max"]
+    rows = []
+    for g in r["ges"]:
+        for label, key in (("measured (recv - sent)", "response_us"),
+                           ("from intended send", "latency_intended_us")):
+            d = g[key]
+            rows.append([str(g["ge"]) if key == "response_us" else "", label, _us(d["mean"]), _us(d["p50"]),
+                         _us(d["p90"]), _us(d["p99"]), _us(d["p99_9"]), _us(d["max"])])
+    return head, rows
+
+
+def cd_table(r: dict) -> tuple[list[str], list[list[str]]] | None:
+    cd = r["cd"]
+    if cd is None:
+        return None
+    c = cd["contention"]
+    head = ["", "samples", "R_d median", "R_d mean", "R_d p95", "response p50", "response p99"]
+    rows = [["calibration (CD pair alone)", str(c["baseline"]["n"]), _f(c["baseline"]["median"], ".4f"),
+             _f(c["baseline"]["mean"], ".4f"), _f(c["baseline"]["p95"], ".4f"),
+             _us(cd["response_calibration_us"]["p50"]), _us(cd["response_calibration_us"]["p99"])],
+            ["measurement", str(c["measure"]["n"]), _f(c["measure"]["median"], ".4f"),
+             _f(c["measure"]["mean"], ".4f"), _f(c["measure"]["p95"], ".4f"),
+             _us(cd["response_measure_us"]["p50"]), _us(cd["response_measure_us"]["p99"])]]
+    return head, rows
+
+
+def cd_stats_line(r: dict) -> str:
+    cd = r["cd"]
+    if cd is None:
+        return "no CD data"
+    c = cd["contention"]
+    ci = c["shift_ci"]
+    parts = [f"status: {c['status']}", f"S = {_us(cd['service_us'])}"]
+    if c["shift"] is not None:
+        parts += [f"shift {c['shift']:+.4f} ({c['confidence']:.0%} CI {ci[0]:+.4f}..{ci[1]:+.4f})",
+                  f"one-sided Mann-Whitney p = {_p(c['p_value'])} (alpha {c['alpha']:g})",
+                  f"P(R_d above baseline) = {_f(c['prob_superiority'], '.2f')}",
+                  f"min effect {c['min_effect']:g}", f"window {c['window_us'] / 1e6:g} s"]
+    if c["onset_us"] is not None:
+        parts.append(f"onset t = {c['onset_us'] / 1e6:.1f} s")
+    return "; ".join(parts)
+
+
+def device_table(r: dict, limit: int = 40) -> tuple[list[str], list[list[str]], int]:
+    """The devices, worst R_d first (at most ``limit`` rows)."""
+    devs = sorted(r["devices"], key=lambda d: -(d["rd_ratio"] if d["rd_ratio"] is not None else -1e9))
+    head = ["device", "GE", "requests", "throughput", "R mean", "R p95", "R p99", "R_d", "RIT mean exp/sub",
+            "RIT p5 exp/sub", "KS D", "RIT ok"]
+    rows = [[str(d["device_id"]), str(d["ge"]), str(d["requests"]), _f(d["throughput"], ".2f") + "/s",
+             _us(d["response_mean_us"]), _us(d["response_p95_us"]), _us(d["response_p99_us"]),
+             _f(d["rd_ratio"], ".4f"), f"{_us(d['rit_expected_mean_us'])} / {_us(d['rit_submitted_mean_us'])}",
+             f"{_us(d['rit_expected_p5_us'])} / {_us(d['rit_submitted_p5_us'])}", _f(d["rit_ks_d"]),
+             "yes" if d["rit_ok"] else "NO"] for d in devs[:limit]]
+    return head, rows, len(devs)
+
+
+def sweep_row(an: Analysis) -> dict[str, Any]:
+    """One run's numbers for the sweep table and figures."""
+    r = an.result
+    cd = r["cd"]
+    c = cd["contention"] if cd else None
+    return {
+        "run": run_id(an), "devices": r["device_summary"]["devices"], "verdict": r["verdict"],
+        "throughput_per_device": r["device_summary"]["throughput_per_device_mean"],
+        "response_mean_us": r["device_summary"]["response_mean_us"],
+        "rd_devices": r["device_summary"]["rd_ratio_mean"],
+        "cd_response_mean_us": cd["response_measure_us"]["mean"] if cd else None,
+        "cd_service_us": cd["service_us"] if cd else None,
+        "rd_cd": c["measure"]["mean"] if c else None,
+        "rd_cd_baseline": c["baseline"]["mean"] if c else None,
+        "contention": c["status"] if c else "no CD data",
+        "contention_p": c["p_value"] if c else None,
+        "cpu_util": r["monitor"]["cpu_util_mean"],
+    }
+
+
+def sweep_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
+    head = ["run", "devices", "throughput/device", "R mean", "R_d devices", "R_d CD (baseline)",
+            "contention (p)", "CPU %", "verdict"]
+    body = [[r["run"], str(r["devices"]), _f(r["throughput_per_device"], ".2f") + "/s", _us(r["response_mean_us"]),
+             _f(r["rd_devices"], ".4f"), f"{_f(r['rd_cd'], '.4f')} ({_f(r['rd_cd_baseline'], '.4f')})",
+             f"{r['contention']} ({_p(r['contention_p'])})", _f(r["cpu_util"], ".1f"), r["verdict"].upper()]
+            for r in rows]
+    return head, body
+
+
+# --- terminal ---------------------------------------------------------------------------
+
+def terminal_text(an: Analysis) -> str:
+    r = an.result
+    c = r["counts"]
+    lines = [f"== {run_id(an)}: {r['verdict'].upper()}",
+             f"   {c['requests']} requests to {c['devices']} devices via {c['ges']} GE(s) in the "
+             f"measurement phase ({(r['phases']['measure'][1] - r['phases']['measure'][0]) / 1e6:g} s); "
+             f"{c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors", ""]
+    for title, (head, rows) in (("Checks", checks_table(r)), ("Rate and send lag", rate_table(r)),
+                                ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r)),
+                                ("Latency", latency_table(r))):
+        lines += [title, tabulate(rows, head, tablefmt="simple", maxcolwidths=[None, None, 90]
+                                  if title == "Checks" else None), ""]
+    ct = cd_table(r)
+    lines.append("Contention detection")
+    if ct:
+        lines += [tabulate(ct[1], ct[0], tablefmt="simple"), cd_stats_line(r)]
+    else:
+        lines.append("no CD data")
+    lines.append("")
+    if r["warnings"]:
+        lines += ["Warnings"] + [f"  ! {w}" for w in r["warnings"]] + [""]
+    return "\n".join(lines)
+
+
+# --- Markdown ---------------------------------------------------------------------------
+
+def _md_table(t: tuple[list[str], list[list[str]]]) -> str:
+    return tabulate(t[1], t[0], tablefmt="github")
+
+
+def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
+    r = an.result
+    c = r["counts"]
+    out = [f"# WoTbench run {run_id(an)}", "",
+           f"**Verdict: {r['verdict'].upper()}** — {c['requests']} requests, {c['devices']} devices, "
+           f"{c['ges']} GE(s); {c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors.", ""]
+    if r["reasons"]:
+        out += ["Reasons:", ""] + [f"- {x}" for x in r["reasons"]] + [""]
+    out += ["## Checks", "", _md_table(checks_table(r)), ""]
+    if r["warnings"]:
+        out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
+    out += ["## Workload integrity", "", "Rate and send lag:", "", _md_table(rate_table(r)), "",
+            "Request inter-arrival time, expected vs submitted (paper Table 1):", "", _md_table(rit_table(r)), "",
+            "## Latency", "", _md_table(latency_table(r)), "", "## Contention detection", ""]
+    ct = cd_table(r)
+    out += ([_md_table(ct), "", cd_stats_line(r), ""] if ct else ["No CD data.", ""])
+    head, rows, n = device_table(r)
+    out += ["## Devices" + (f" (worst {len(rows)} of {n} by R_d)" if n > len(rows) else ""), "",
+            _md_table((head, rows)), ""]
+    if fig_dir is not None:
+        out += ["## Figures", ""] + [f"![{cap}]({fig_dir}/{name}.png)\n" for name, cap, _ in figures]
+    return "\n".join(out)
+
+
+def sweep_markdown(rows: Sequence[dict], figures: Figures, fig_dir: str) -> str:
+    return "\n".join(["# WoTbench sweep", "", _md_table(sweep_table(rows)), "", "## Figures", ""]
+                     + [f"![{cap}]({fig_dir}/{name}.png)\n" for name, cap, _ in figures])
+
+
+# --- HTML --------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;
+     padding:1.5em 2em;color:#222;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+.verdict{display:inline-block;padding:.25em .8em;border-radius:.4em;font-weight:700;color:#fff;font-size:1.1em}
+.valid{background:#2e7d32} .invalid{background:#c62828}
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}
+th,td{border:1px solid #ddd;padding:.25em .55em;text-align:right;vertical-align:top}
+th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
+td.reason{text-align:left;max-width:680px}
+.pass{color:#2e7d32;font-weight:700} .fail{color:#c62828;font-weight:700}
+.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:.4em .8em;margin:.3em 0}
+.reasons li{color:#c62828}
+figure{margin:1.2em 0} figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.88em;color:#555;max-width:900px}
+.meta{color:#666;font-size:.9em}
+"""
+
+# Records on <body> how many images decoded, so a headless browser test can check them.
+_SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-images', ok + '/' + imgs.length);
+});
+"""
+
+
+def _html_table(t: tuple[list[str], list[list[str]]], reason_col: int | None = None) -> str:
+    head, rows = t
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        cells = []
+        for i, v in enumerate(row):
+            cls = ""
+            if v == "PASS":
+                cls = ' class="pass"'
+            elif v in ("FAIL", "NO", "INVALID"):
+                cls = ' class="fail"'
+            elif i == reason_col:
+                cls = ' class="reason"'
+            cells.append(f"<td{cls}>{html.escape(v)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def _html_figures(figures: Figures) -> str:
+    return "\n".join(
+        f'<figure id="fig-{name}"><img alt="{html.escape(cap)}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode()}"><figcaption>{html.escape(cap)}'
+        f"</figcaption></figure>" for name, cap, png in figures)
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body>\n{body}\n</body></html>\n")
+
+
+def html_page(an: Analysis, figures: Figures) -> str:
+    r = an.result
+    c = r["counts"]
+    rid = run_id(an)
+    parts = [f"<h1>WoTbench run {html.escape(rid)}</h1>",
+             f'<p><span class="verdict {r["verdict"]}">{r["verdict"].upper()}</span> '
+             f"{c['requests']} requests to {c['devices']} devices via {c['ges']} GE(s) in the measurement "
+             f"phase; {c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors.</p>"]
+    if r["reasons"]:
+        parts.append('<ul class="reasons">' + "".join(f"<li>{html.escape(x)}</li>" for x in r["reasons"]) + "</ul>")
+    parts += ["<h2>Checks</h2>", _html_table(checks_table(r), reason_col=2)]
+    if r["warnings"]:
+        parts += ["<h2>Warnings</h2>"] + [f'<div class="warn">{html.escape(w)}</div>' for w in r["warnings"]]
+    parts += ["<h2>Workload integrity</h2>", "<h3>Rate and send lag</h3>", _html_table(rate_table(r)),
+              "<h3>Request inter-arrival time, expected vs submitted (paper Table 1)</h3>", _html_table(rit_table(r)),
+              "<h2>Latency</h2>", _html_table(latency_table(r)), "<h2>Contention detection</h2>"]
+    ct = cd_table(r)
+    parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(r))}</p>",
+              f"<p>{html.escape(r['cd']['contention']['reason'])}</p>"] if ct else ["<p>No CD data.</p>"]
+    head, rows, n = device_table(r)
+    parts += [f"<h2>Devices{f' (worst {len(rows)} of {n} by R_d)' if n > len(rows) else ''}</h2>",
+              _html_table((head, rows)), "<h2>Figures</h2>", _html_figures(figures),
+              "<h2>Thresholds</h2>",
+              _html_table((["threshold", "value"], [[k, str(v)] for k, v in r["thresholds"].items()])),
+              f'<p class="meta">{html.escape(str(an.path))}</p>']
+    return _page(f"WoTbench {rid}", "\n".join(parts))
+
+
+def sweep_html(rows: Sequence[dict], figures: Figures) -> str:
+    parts = [f"<h1>WoTbench sweep of {len(rows)} runs</h1>", _html_table(sweep_table(rows)),
+             "<h2>Figures</h2>", _html_figures(figures)]
+    return _page("WoTbench sweep", "\n".join(parts))
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def _write_set(out: Path, md: str, page: str, figures: Figures) -> None:
+    for name, _, png in figures:
+        write_atomic(out / "figures" / f"{name}.png", png)
+    write_atomic(out / "summary.md", md.encode())
+    write_atomic(out / "index.html", page.encode())
+
+
+def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
+                  echo=print) -> list[Path]:
+    """Analyse each run, write ``RUN_DIR/report/{index.html,summary.md,figures/}``,
+    print the terminal summary with ``echo``; with several runs also the sweep
+    report in ``sweep_out``. Returns the HTML files written."""
+    written = []
+    rows = []
+    for d in run_dirs:
+        an = analyze(Path(d))
+        figs = run_figures(an)
+        out = Path(d) / "report"
+        _write_set(out, markdown(an, figs, "figures"), html_page(an, figs), figs)
+        echo(terminal_text(an))
+        echo(f"   report: {out / 'index.html'}\n")
+        written.append(out / "index.html")
+        rows.append(sweep_row(an))
+        del an, figs
+    if len(rows) > 1:
+        assert sweep_out is not None
+        figs = sweep_figures(rows)
+        _write_set(sweep_out, sweep_markdown(rows, figs, "figures"), sweep_html(rows, figs), figs)
+        echo("== sweep")
+        echo(tabulate(sweep_table(rows)[1], sweep_table(rows)[0], tablefmt="simple"))
+        echo(f"   report: {sweep_out / 'index.html'}")
+        written.append(sweep_out / "index.html")
+    return written

@@ -1,0 +1,160 @@
+"""Validity thresholds: the one documented place for every limit a run is
+judged by. Defaults below; a spec overrides any of them under ``validity:``
+(docs/spec.md), e.g. ``validity: {rate_tolerance: 2%, min_measure: 60s}``.
+
+| key | default | the run is invalid when |
+|---|---|---|
+| ``min_measure`` | ``30s`` | the measurement phase is shorter |
+| ``min_requests`` | ``1000`` | fewer requests were intended in the measurement phase |
+| ``rate_tolerance`` | ``5%`` | a GE's achieved send rate deviates more from its target |
+| ``rit_mean_tolerance`` | ``5%`` | submitted mean RIT deviates more from the expected (per GE and per device) |
+| ``rit_p5_tolerance`` | ``10%`` | submitted 5th-percentile RIT deviates more (beyond ``rit_slack``) |
+| ``rit_slack`` | ``2us`` | absolute deviation always tolerated (clock granularity) |
+| ``rit_ks_max`` | ``0.05`` | the two-sample KS distance between expected and submitted RITs is larger |
+| ``send_lag_p99_max`` | ``1ms`` | a GE's 99th-percentile send lag is larger |
+| ``max_error_rate`` | ``1%`` | more requests timed out or failed |
+| ``cd_alpha`` | ``0.01`` | (significance level of the contention test) |
+| ``cd_min_effect`` | ``0.02`` | (smallest R_d shift over the baseline that counts as contention) |
+| ``cd_window`` | ``10s`` | (window of the R_d time series; grows to hold ~10 CD requests) |
+| ``cd_min_samples`` | ``10`` | (fewer CD samples in calibration or measurement: contention unknown) |
+| ``require_cd`` | ``true`` | contention could not be tested (no CD data) |
+| ``require_monitor`` | ``true`` | monitor data is missing |
+| ``instability_cv`` | ``10%`` | (warning only: spread of per-window mean response times vs their mean) |
+| ``min_device_samples`` | ``100`` | (warning only: a device has fewer measured requests) |
+
+Fractions accept ``5%`` or ``0.05``; durations need a unit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from wotbench._errors import UserError
+from wotbench.harness.units import duration_us, fraction
+
+__all__ = ["Thresholds", "parse_validity"]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every limit the run verdict uses (see the module docstring for the table)."""
+
+    min_measure_us: float = 30e6
+    min_requests: int = 1000
+    rate_tolerance: float = 0.05
+    rit_mean_tolerance: float = 0.05
+    rit_p5_tolerance: float = 0.10
+    rit_slack_us: float = 2.0
+    rit_ks_max: float = 0.05
+    send_lag_p99_max_us: float = 1000.0
+    max_error_rate: float = 0.01
+    cd_alpha: float = 0.01
+    cd_min_effect: float = 0.02
+    cd_window_us: float = 10e6
+    cd_min_samples: int = 10
+    require_cd: bool = True
+    require_monitor: bool = True
+    instability_cv: float = 0.10
+    min_device_samples: int = 100
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            key = _spec_key(f.name)
+            if f.type == "bool":
+                if not isinstance(v, bool):
+                    raise UserError(f"expected true or false, got {v!r}", field=f"validity.{key}")
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise UserError(f"expected a non-negative number, got {v!r}", field=f"validity.{key}")
+            if f.type == "int" and int(v) != v:
+                raise UserError(f"expected an integer, got {v!r}", field=f"validity.{key}")
+        for name in ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max",
+                     "max_error_rate", "instability_cv"):
+            if getattr(self, name) > 1:
+                raise UserError(f"must be at most 100%, got {getattr(self, name)!r}",
+                                field=f"validity.{_spec_key(name)}")
+        if not 0 < self.cd_alpha < 1:
+            raise UserError(f"must be between 0 and 1 (exclusive), got {self.cd_alpha!r}",
+                            field="validity.cd_alpha")
+        if self.cd_window_us <= 0:
+            raise UserError("must be positive", field="validity.cd_window")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _spec_key(attr: str) -> str:
+    """Dataclass attribute -> spec key: durations drop their ``_us`` suffix."""
+    return attr[:-3] if attr.endswith("_us") else attr
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _integer(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"expected an integer, got {v!r}")
+    return v
+
+
+def _boolean(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
+def _converter(attr: str, typ: str):
+    """How a spec value of this threshold is read: units as in docs/spec.md."""
+    if typ == "bool":
+        return _boolean
+    if typ == "int":
+        return _integer
+    if attr.endswith("_us"):
+        return duration_us
+    if attr in ("cd_alpha", "cd_min_effect"):
+        return _number
+    return fraction
+
+
+def parse_validity(mapping: Mapping[str, Any] | None, src: Any = None,
+                   at: tuple[str | int, ...] = ("validity",)) -> Thresholds:
+    """Thresholds from a spec's ``validity:`` mapping (None or {} = defaults).
+
+    ``src`` is an optional :class:`wotbench.yamlsrc.YamlSource`; when given,
+    errors name the spec file and the line of the offending key.
+    """
+    values: dict[str, Any] = {}
+    attrs = {_spec_key(f.name): f for f in fields(Thresholds)}
+
+    def fail(key: str | None, what: str) -> UserError:
+        path = at + ((key,) if key is not None else ())
+        if src is not None:
+            return src.error(what, *path)
+        return UserError(what, field=".".join(str(p) for p in path))
+
+    if mapping is None:
+        mapping = {}
+    if not isinstance(mapping, Mapping):
+        raise fail(None, f"expected a mapping, got {type(mapping).__name__}")
+    for key, raw in mapping.items():
+        f = attrs.get(key)
+        if f is None:
+            raise fail(key, f"unknown key (allowed: {', '.join(sorted(attrs))})")
+        try:
+            val = _converter(f.name, str(f.type))(raw)
+        except ValueError as exc:
+            raise fail(key, str(exc)) from None
+        values[f.name] = val
+    try:
+        return Thresholds(**values)
+    except UserError as err:
+        key = err.field.split(".", 1)[1] if err.field and "." in err.field else None
+        raise fail(key, err.what) from None
