@@ -200,6 +200,35 @@ class Distribution:
             return self.samples[rng.integers(0, self.samples.size, size)]
         raise ValueError("mmpp2 is a process, not iid draws; use tracegen.streams")
 
+    def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """Draws with density x f(x) / mean: the length of the interval that a
+        random instant falls in. U(0,1) times such a draw is the stationary
+        time to the next arrival of a renewal process (iid kinds only)."""
+        k = self.kind
+        if k == "det":
+            return np.full(size, self.mean, dtype=np.float64)
+        if k == "exp":
+            return rng.gamma(2.0, self.mean, size)
+        if k == "uniform":
+            lo2, hi2 = self.low**2, self.high**2
+            return np.sqrt(lo2 + rng.random(size) * (hi2 - lo2))
+        if k == "lognormal":
+            mu, sigma = self.lognormal_params
+            return rng.lognormal(mu + sigma**2, sigma, size)
+        if k == "pareto":
+            # Pareto(x_m, alpha) biased by length is Pareto(x_m, alpha - 1).
+            out = rng.pareto(self.alpha - 1.0, size)
+            out += 1.0
+            out *= self.pareto_scale
+            return out
+        if k == "empirical":
+            assert self.samples is not None
+            cum = np.cumsum(self.samples)
+            if cum[-1] <= 0:
+                return np.zeros(size)
+            return self.samples[np.searchsorted(cum, rng.random(size) * cum[-1], side="right")]
+        raise ValueError("mmpp2 is a process, not iid draws")
+
     def describe(self, percentiles: tuple[int, ...] = (5, 25, 50, 75, 95, 99)) -> dict[str, object]:
         """JSON-friendly summary: text, mean and (iid kinds) percentiles, in us."""
         out: dict[str, object] = {"dist": self.text, "mean_us": round(self.mean_us(), 3)}

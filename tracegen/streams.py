@@ -3,9 +3,11 @@
 A renewal stream (iid RITs) is a row of a (streams x k) matrix of draws,
 cumulatively summed; k covers the horizon with a wide margin, and rows that
 fall short get more columns (rare, so the common case is one matrix). The
-first draw of each row is scaled by U(0,1) so that the streams do not all
-start at t = 0 in lock-step (for det:T this is the stationary phase); it is
-an offset, not an RIT, so it never enters RIT statistics.
+first value of each row is the stationary time to the first arrival,
+U(0,1) times a length-biased draw, as if the stream had been running
+forever: the streams do not start in lock-step at t = 0 and a test of
+length T holds T / mean requests on average, however short. It is an
+offset, not an RIT, so it never enters RIT statistics.
 
 MMPP-2 (on/off bursts): alternating exponential sojourns in the on and off
 states; each state has its own RIT distribution. The arrivals of one state
@@ -28,6 +30,8 @@ __all__ = ["arrivals"]
 # Rows per batch are chosen so that one batch of draws stays near this many
 # values (64 MB of float64): memory stays flat however long the trace.
 _BATCH_VALUES = 1 << 23
+# Streams this short (in draws) are cut with one boolean mask rather than row by row.
+_MASK_MAX_K = 256
 
 
 def arrivals(dist: Distribution, n_streams: int, horizon_us: float,
@@ -58,9 +62,16 @@ def _renewal(dist: Distribution, n_streams: int, horizon_us: float,
     for lo in range(0, n_streams, rows):
         hi = min(n_streams, lo + rows)
         cum = dist.sample(rng, (hi - lo, k + 1))
-        cum[:, 0] *= rng.random(hi - lo)
+        cum[:, 0] = _phase(dist, hi - lo, rng)
         np.cumsum(cum, axis=1, out=cum)
         short = np.flatnonzero(cum[:, -1] < horizon_us)
+        if not short.size and k < _MASK_MAX_K:
+            # Many short rows: one mask beats a Python step per row. Each row
+            # is ascending, so its kept values are a prefix, in row order.
+            inside = cum < horizon_us
+            counts[lo:hi] = inside.sum(axis=1)
+            pieces.append(cum[inside])
+            continue
         extra: dict[int, np.ndarray] = {}
         if short.size:
             extra = dict(zip(short.tolist(), _extend(dist, cum[short, -1], horizon_us, k, rng)))
@@ -75,6 +86,11 @@ def _renewal(dist: Distribution, n_streams: int, horizon_us: float,
     return (np.concatenate(pieces) if pieces else np.empty(0)), counts
 
 
+def _phase(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Time to each stream's first arrival, as if it had been running forever."""
+    return rng.random(n) * dist.sample_length_biased(rng, n)
+
+
 def _long_streams(dist: Distribution, n_streams: int, horizon_us: float,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Streams too long for one batch: each one in blocks of draws, carrying the time."""
@@ -85,7 +101,7 @@ def _long_streams(dist: Distribution, n_streams: int, horizon_us: float,
         while carry < horizon_us:
             block = dist.sample(rng, _BATCH_VALUES)
             if first:
-                block[0] *= rng.random()
+                block[0] = _phase(dist, 1, rng)[0]
                 first = False
             np.cumsum(block, out=block)
             block += carry

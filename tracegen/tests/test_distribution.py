@@ -238,3 +238,36 @@ def test_long_streams_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> No
     assert all((np.diff(p) >= 0).all() and p.max() < 20e6 for p in parts)
     rits = np.concatenate([np.diff(p) for p in parts])
     assert stats.kstest(rits, stats.expon(scale=1000).cdf).pvalue > ALPHA
+
+
+def test_many_short_streams_cut_by_mask_or_by_row_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wotbench.tracegen import streams
+
+    d = parse_distribution("exp:10ms")
+    t, counts = arrivals(d, 20_000, 100e3, np.random.default_rng(6))  # about 10 per stream
+    assert counts.sum() == t.size and counts.mean() == pytest.approx(10, rel=0.02)
+    monkeypatch.setattr(streams, "_MASK_MAX_K", 0)
+    t2, counts2 = arrivals(d, 20_000, 100e3, np.random.default_rng(6))
+    np.testing.assert_array_equal(counts, counts2)
+    np.testing.assert_array_equal(t, t2)
+
+
+@pytest.mark.parametrize("text", ["exp:10ms", "det:10ms", "uniform:2ms,18ms", "lognormal:mean=10ms,cv=1.5",
+                                  "pareto:mean=10ms,alpha=2.5"])
+def test_streams_are_stationary_from_the_start(text: str) -> None:
+    """A short test holds horizon / mean requests on average: no start-up bias."""
+    d = parse_distribution(text)
+    n = 40_000
+    _, counts = arrivals(d, n, 30e3, np.random.default_rng(12))  # 3 means per stream
+    se = counts.std() / np.sqrt(n)
+    assert abs(counts.mean() - 3.0) < 5 * se + 1e-9, (counts.mean(), se)
+
+
+@pytest.mark.parametrize("text", CONTINUOUS)
+def test_length_biased_draws(text: str) -> None:
+    d = parse_distribution(text)
+    x = d.sample_length_biased(np.random.default_rng(3), N)
+    ref = _scipy(text)
+    # The length-biased CDF is F1(x) = E[X; X <= x] / mean = L(F(x)) / mean.
+    cdf = lambda v: d.partial_mean(ref.cdf(v)) / d.mean_us()  # noqa: E731
+    assert stats.kstest(x, cdf).pvalue > ALPHA
