@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wotbench import __version__
 from wotbench._errors import UserError
 from wotbench.formats import METHODS, RESOURCE_COLUMNS
 from wotbench.tracegen import stats
@@ -367,7 +368,7 @@ def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
     ]
     return {
         "format": EXPECTED_FORMAT,
-        "generator": "wotbench.tracegen",
+        "generator": f"wotbench.tracegen {__version__}",
         "seed": spec.seed,
         "rit_scope": spec.rit_scope,
         "duration_us": req.duration_us,
