@@ -3,9 +3,10 @@ sleep-mode devices, and what each device costs in memory.
 
 For every N: create the run's network, start N device containers in
 parallel, wait until all answer CoAP, read host memory (MemTotal -
-MemAvailable) and every container's cgroup memory, then remove everything
-by label. Reports containers/s for bring-up (start + ready) and teardown,
-and MB per device from both the host view and the cgroups.
+MemAvailable; noisy on a shared machine), the containerd shims' PSS and
+every container's cgroup memory, then remove everything by label. Reports
+containers/s for bring-up (start + ready) and teardown, and MB per device
+from the host view, the shims and the cgroups.
 
     python -m wotbench.harness.bench --devices 100 400 [--out FILE]
 """
@@ -38,6 +39,24 @@ def host_used_bytes() -> int:
     return info["MemTotal"] - info["MemAvailable"]
 
 
+def shim_pss_bytes() -> int:
+    """Proportional set size of every containerd shim (one per container):
+    the per-container cost outside the container's own cgroup."""
+    total = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if not (proc / "comm").read_text().startswith("containerd-shim"):
+                continue
+            for line in (proc / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue              # the process ended while we looked
+    return total
+
+
 def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str, Any]:
     import os
 
@@ -47,7 +66,7 @@ def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str,
     group = DeviceGroup("bench", n, mode="sleep", threads=4)
     out: dict[str, Any] = {"devices": n}
     try:
-        mem0 = host_used_bytes()
+        mem0, shim0 = host_used_bytes(), shim_pss_bytes()
         t0 = time.monotonic()
         bed.create_networks(n + 2)
         nodes = [(Node(f"dev-{i}", i, "bench", f"wb-{bed.short}-dev-{i}", net, ip,
@@ -61,7 +80,7 @@ def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str,
         if len(ready) != n:
             raise RuntimeError(f"only {len(ready)} of {n} devices became ready")
         time.sleep(2.0)           # let page cache and shims settle before measuring
-        mem1 = host_used_bytes()
+        mem1, shim1 = host_used_bytes(), shim_pss_bytes()
         cg = [read_cgroup(f)[1] for ct in bed.containers.values()
               if (f := cgroup_files(ct.id)) is not None]
         out.update({
@@ -70,6 +89,7 @@ def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str,
             "ready_s": round(t_ready - t0, 3),
             "up_containers_per_s": round(n / (t_ready - t0), 2),
             "host_mb_per_device": round((mem1 - mem0) / n / 2**20, 3),
+            "shim_mb_per_device": round((shim1 - shim0) / n / 2**20, 3),
             "cgroup_mb_per_device_mean": round(float(np.mean(cg)) / 2**20, 3) if cg else None,
             "cgroup_mb_per_device_max": round(float(np.max(cg)) / 2**20, 3) if cg else None,
             "cgroup_samples": len(cg),
@@ -102,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(r)
             print(f"{n:5d} devices: up+ready {r['ready_s']:7.1f} s ({r['up_containers_per_s']:6.1f} ct/s), "
                   f"teardown {r['teardown_s']:6.1f} s ({r['down_containers_per_s']:6.1f} ct/s), "
-                  f"host {r['host_mb_per_device']:.2f} MB/device, "
-                  f"cgroup {r['cgroup_mb_per_device_mean']} MB/device", flush=True)
+                  f"per device: host {r['host_mb_per_device']:.2f} MB, shim {r['shim_mb_per_device']:.2f} MB, "
+                  f"cgroup {r['cgroup_mb_per_device_mean']} MB", flush=True)
     report = {"format": 1, "benchmark": "harness", "host": res.host_facts(client.version()),
               "results": rows}
     if args.out:

@@ -27,8 +27,9 @@ IMAGES = {
     "ge": f"wotbench/ge:{IMAGE_TAG}",
     "nettools": f"wotbench/nettools:{IMAGE_TAG}",
 }
-#: Parallel Docker API calls when starting or removing many containers.
-WORKERS = 8
+#: Parallel Docker API calls when starting or removing many containers; on
+#: 2 cores more than 4 only makes dockerd contend with itself.
+WORKERS = 4
 
 # Docker's default bridge pools and anything a user may have configured are
 # avoided by inspecting them; these are only the candidates.

@@ -17,6 +17,7 @@ import docker.types
 from tqdm import tqdm
 
 from wotbench.harness import dockerenv
+from wotbench.harness.results import write_atomic
 from wotbench.harness.dockerenv import IMAGES, LABEL_DEVICE, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
 from wotbench.harness.spec import DeviceGroup
 
@@ -174,7 +175,7 @@ class Testbed:
                 data = ct.logs(stdout=True, stderr=True, timestamps=True)
             except docker.errors.APIError as exc:
                 data = f"(logs unavailable: {exc})\n".encode()
-            (logdir / f"{name}.log").write_bytes(data)
+            write_atomic(logdir / f"{name}.log", data)
         with ThreadPoolExecutor(dockerenv.WORKERS) as pool:
             list(pool.map(save, list(self.containers.items())))
 

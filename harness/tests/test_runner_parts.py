@@ -116,3 +116,23 @@ def test_atomic_write_leaves_no_temp_on_error(tmp_path: Path):
 def test_run_ids_are_unique_and_sortable():
     a, b = results.new_run_id("x", 0), results.new_run_id("x", 0)
     assert a != b and a.startswith("19700101-000000-x-")
+
+
+def test_addresses_fill_networks_in_order_and_leave_ge_slots():
+    import ipaddress
+    from types import SimpleNamespace
+
+    from wotbench.harness.dockerenv import NET_CAPACITY
+    from wotbench.harness.testbed import Testbed
+
+    bed = Testbed(None, "20260101-000000-x-abcdef")
+    bed.networks = [SimpleNamespace(name="n0"), SimpleNamespace(name="n1")]
+    bed.subnets = [ipaddress.ip_network("10.210.0.0/22"), ipaddress.ip_network("10.210.4.0/22")]
+    per_net = NET_CAPACITY - 8
+    got = bed.addresses(per_net + 5)
+    assert got[0] == ("n0", "10.210.0.10") and got[per_net] == ("n1", "10.210.4.10")
+    assert len({ip for _, ip in got}) == len(got)
+    assert all(ipaddress.ip_address(ip) in bed.subnets[0 if n == "n0" else 1] for n, ip in got)
+    assert {bed.ge_address(0, k) for k in range(8)} == {f"10.210.0.{i}" for i in range(2, 10)}
+    with pytest.raises(RuntimeError):
+        bed.addresses(2 * per_net + 1)
