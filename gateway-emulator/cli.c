@@ -68,7 +68,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       .coap_type = GE_CON,
       .timeout_ns = 5000LL * 1000000,
       .ack_timeout_ns = 2000LL * 1000000,
-      .late_ns = 100LL * 1000,
+      .late_us = 100,
       .max_retransmit = 4,
       .cpu = -1,
       .start_at_us = -1,
@@ -109,7 +109,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
     case 'L':
       if (num(optarg, 0, 86400000000LL, &v))
         goto bad_num;
-      cfg->late_ns = v * 1000;
+      cfg->late_us = v;
       break;
     case 'R':
       /* The retransmission counter is 8 bits; RFC default is 4. */

@@ -34,7 +34,7 @@ void ge_err_set(struct ge_err *e, const char *file, size_t line,
 struct ge_config {
   const char *trace, *out, *summary, *hosts, *dump_plan;
   uint8_t coap_type; /* 0 = CON, 1 = NON (RFC 7252 type numbers) */
-  int64_t timeout_ns, ack_timeout_ns, late_ns;
+  int64_t timeout_ns, ack_timeout_ns, late_us;
   unsigned max_retransmit;
   int cpu;             /* -1: not pinned */
   int64_t start_at_us; /* -1: start as soon as loaded */
@@ -248,6 +248,10 @@ int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e);
 /* ---- clock ---------------------------------------------------------- */
 
 #include <time.h>
+/* Every time the GE reports is whole microseconds, truncated, so that the
+ * CSV (integer us per docs/formats.md) and the summary agree exactly. */
+static inline int64_t ge_us(int64_t ns) { return ns / 1000; }
+
 static inline int64_t ge_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -141,7 +141,7 @@ static int send_one(struct ge_loop *L, int64_t now) {
   uint32_t peer = L->plan->devs[L->plan->dev[idx]].peer;
   L->peer_sent[peer]++;
   s->sent_ns = now - L->t0;
-  if (s->sent_ns - (int64_t)L->plan->ts_us[idx] * 1000 > L->cfg->late_ns)
+  if (ge_us(s->sent_ns) - (int64_t)L->plan->ts_us[idx] > L->cfg->late_us)
     L->c.late_sends++;
   L->outstanding++;
   s->state = GE_WAIT;

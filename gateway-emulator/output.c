@@ -1,6 +1,6 @@
 /* Per-request CSV (docs/formats.md), written after the loop in large
  * blocks with hand-rolled number formatting: ten million rows must not
- * take longer than the run. Times are us with ns resolution (3 decimals). */
+ * take longer than the run. Times are whole us (ge_us), as the summary's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +43,6 @@ static char *u64(char *p, uint64_t v) {
   return p;
 }
 
-/* ns as us with three decimals */
-static char *us3(char *p, int64_t ns) {
-  p = u64(p, (uint64_t)ns / 1000);
-  unsigned frac = (unsigned)((uint64_t)ns % 1000);
-  *p++ = '.';
-  *p++ = (char)('0' + frac / 100);
-  *p++ = (char)('0' + frac / 10 % 10);
-  *p++ = (char)('0' + frac % 10);
-  return p;
-}
-
 int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   static const char *const status[] = {
       [GE_PENDING] = "error", [GE_WAIT] = "timeout", [GE_SEPARATE] = "timeout",
@@ -71,7 +60,8 @@ int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e) {
       flush(&o);
     const struct ge_slot *s = &L->slots[i];
     const struct ge_template *t = &p->tmpls[p->tmpl[i]];
-    int64_t intended = (int64_t)p->ts_us[i] * 1000;
+    int64_t intended = (int64_t)p->ts_us[i];
+    int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
     char *q = buf + o.len;
     q = u64(q, p->devs[p->dev[i]].id);
     *q++ = ',';
@@ -82,18 +72,18 @@ int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e) {
     *q++ = ',';
     q = u64(q, p->ts_us[i]);
     *q++ = ',';
-    q = us3(q, s->sent_ns);
+    q = u64(q, (uint64_t)sent);
     *q++ = ',';
     if (s->recv_ns >= 0)
-      q = us3(q, s->recv_ns);
+      q = u64(q, (uint64_t)recv);
     *q++ = ',';
     if (s->recv_ns >= 0)
-      q = us3(q, s->recv_ns - s->sent_ns);
+      q = u64(q, (uint64_t)(recv - sent));
     *q++ = ',';
     if (s->recv_ns >= 0)
-      q = us3(q, s->recv_ns - intended);
+      q = u64(q, (uint64_t)(recv - intended));
     *q++ = ',';
-    q = us3(q, s->sent_ns - intended);
+    q = u64(q, (uint64_t)(sent - intended));
     *q++ = ',';
     q = stpcpy(q, status[s->state]);
     *q++ = ',';

@@ -48,7 +48,7 @@ static double pct(const uint64_t *v, size_t n, double q) {
   return (double)v[lo] + ((double)v[hi] - (double)v[lo]) * f;
 }
 
-/* Distribution of n ns values as a JSON object in us; v is sorted. */
+/* Distribution of n values in us as a JSON object; sorts v. */
 static void dist(FILE *f, const char *name, uint64_t *v, size_t n,
                  bool with_mean, bool more) {
   fprintf(f, "  \"%s\": ", name);
@@ -61,14 +61,14 @@ static void dist(FILE *f, const char *name, uint64_t *v, size_t n,
     sum += v[i];
   fprintf(f, "{\"count\": %zu", n);
   if (with_mean)
-    fprintf(f, ", \"mean\": %.3f", (double)(sum / n) / 1000.0);
+    fprintf(f, ", \"mean\": %.3f", (double)(sum / n));
   static const struct {
     const char *k;
     double q;
   } qs[] = {{"p5", .05}, {"p50", .5}, {"p95", .95}, {"p99", .99}};
   for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
-    fprintf(f, ", \"%s\": %.3f", qs[i].k, pct(v, n, qs[i].q) / 1000.0);
-  fprintf(f, ", \"max\": %.3f}%s\n", (double)v[n - 1] / 1000.0, more ? "," : "");
+    fprintf(f, ", \"%s\": %.3f", qs[i].k, pct(v, n, qs[i].q));
+  fprintf(f, ", \"max\": %llu}%s\n", (unsigned long long)v[n - 1], more ? "," : "");
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -104,7 +104,8 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   }
   double intended_span = n > 1 ? (double)(p->ts_us[n - 1] - p->ts_us[0]) : 0;
   double sent_span =
-      n > 1 ? (double)(L->slots[n - 1].sent_ns - L->slots[0].sent_ns) / 1000 : 0;
+      n > 1 ? (double)(ge_us(L->slots[n - 1].sent_ns) - ge_us(L->slots[0].sent_ns))
+            : 0;
   uint64_t garbage = c->truncated + c->unparseable + c->unknown_source +
                      c->unknown_token + c->wrong_source +
                      c->unmatched_empty_ack + c->unmatched_rst +
@@ -121,7 +122,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
           cfg->coap_type == GE_CON ? "con" : "non",
           (long long)(cfg->timeout_ns / 1000000),
           (long long)(cfg->ack_timeout_ns / 1000000), cfg->max_retransmit,
-          cfg->cpu, (long long)(cfg->late_ns / 1000), (long long)cfg->start_at_us);
+          cfg->cpu, (long long)cfg->late_us, (long long)cfg->start_at_us);
   fprintf(f,
           "  \"start_epoch_us\": %lld,\n  \"devices\": %zu,\n  \"peers\": %zu,\n"
           "  \"sockets\": %u,\n  \"templates\": %zu,\n",
@@ -170,24 +171,24 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
 
   size_t m = 0;
   for (size_t i = 1; i < n; i++)
-    v[m++] = (p->ts_us[i] - p->ts_us[i - 1]) * 1000;
+    v[m++] = p->ts_us[i] - p->ts_us[i - 1];
   dist(f, "rit_expected_us", v, m, true, true);
   m = 0;
   for (size_t i = 1; i < n; i++)
-    v[m++] = (uint64_t)(L->slots[i].sent_ns - L->slots[i - 1].sent_ns);
+    v[m++] = (uint64_t)(ge_us(L->slots[i].sent_ns) - ge_us(L->slots[i - 1].sent_ns));
   dist(f, "rit_submitted_us", v, m, true, true);
   for (size_t i = 0; i < n; i++)
-    v[i] = (uint64_t)(L->slots[i].sent_ns - (int64_t)p->ts_us[i] * 1000);
+    v[i] = (uint64_t)(ge_us(L->slots[i].sent_ns) - (int64_t)p->ts_us[i]);
   dist(f, "send_lag_us", v, n, true, true);
   m = 0;
   for (size_t i = 0; i < n; i++)
     if (L->slots[i].recv_ns >= 0)
-      v[m++] = (uint64_t)(L->slots[i].recv_ns - L->slots[i].sent_ns);
+      v[m++] = (uint64_t)(ge_us(L->slots[i].recv_ns) - ge_us(L->slots[i].sent_ns));
   dist(f, "response_us", v, m, true, true);
   m = 0;
   for (size_t i = 0; i < n; i++)
     if (L->slots[i].recv_ns >= 0)
-      v[m++] = (uint64_t)(L->slots[i].recv_ns - (int64_t)p->ts_us[i] * 1000);
+      v[m++] = (uint64_t)(ge_us(L->slots[i].recv_ns) - (int64_t)p->ts_us[i]);
   dist(f, "latency_intended_us", v, m, true, false);
   fprintf(f, "}\n");
   free(v);
