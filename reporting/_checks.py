@@ -47,15 +47,19 @@ def check_rate(a: A, th: Thresholds) -> Check:
 
 
 def check_rit(a: A, th: Thresholds) -> Check:
-    bad = [f"GE {g['ge']}: " + "; ".join(g["rit"]["problems"]) for g in a["ges"] if not g["rit"]["ok"]]
-    dev_bad = [d["device_id"] for d in a["devices"] if not d["rit_ok"]]
+    """Judged on what the devices under test see (paper section 6.1): a GE
+    whose aggregate stream is floored at some minimum gap may still deliver
+    every device's RITs faithfully when the per-device load is low (paper
+    Table 1, ten devices); that case is a warning, not a failure."""
+    dev_bad = [d for d in a["devices"] if not d["rit_ok"]]
     if dev_bad:
-        shown = ", ".join(map(str, dev_bad[:8])) + (" ..." if len(dev_bad) > 8 else "")
-        bad.append(f"{len(dev_bad)} device(s) with deviating RITs ({shown})")
-    if bad:
-        return False, ("submitted workload deviates from the expected one: " + " | ".join(bad)
-                       + ": the GE could not keep up; use more GE instances (gateway.instances)")
-    return True, "submitted RITs match the expected ones (mean, p5, KS) per GE and per device"
+        shown = "; ".join(f"device {d['device_id']}: {', '.join(d['rit_problems'])}" for d in dev_bad[:3])
+        more = f" (and {len(dev_bad) - 3} more)" if len(dev_bad) > 3 else ""
+        ges = sorted({d["ge"] for d in dev_bad})
+        return False, (f"submitted workload deviates from the expected one for {len(dev_bad)} device(s): "
+                       f"{shown}{more}; GE {', '.join(map(str, ges))} could not keep up: "
+                       f"use more GE instances (gateway.instances)")
+    return True, "submitted RITs match the expected ones (mean, p5, KS) for every device"
 
 
 def check_send_lag(a: A, th: Thresholds) -> Check:
@@ -131,14 +135,19 @@ def run_checks(a: A, th: Thresholds) -> tuple[str, list[str], list[dict[str, Any
     for name, fn in CHECKS:
         ok, reason = fn(a, th)
         results.append({"check": name, "ok": bool(ok), "reason": reason})
-    reasons = [f"{r['check']}: {r['reason']}" for r in results if not r["ok"]]
+    reasons = [r["reason"] if r["reason"].startswith(r["check"]) else f"{r['check']}: {r['reason']}"
+               for r in results if not r["ok"]]
     return ("valid" if not reasons else "invalid"), reasons, results
 
 
 def stability_warnings(a: A, th: Thresholds) -> list[str]:
     """pyperf-style warnings: numbers that are not wrong but may not be stable."""
     out = []
+    ges_with_bad_devices = {d["ge"] for d in a["devices"] if not d["rit_ok"]}
     for g in a["ges"]:
+        if not g["rit"]["ok"] and g["ge"] not in ges_with_bad_devices:
+            out.append(f"GE {g['ge']}'s aggregate stream deviates from the trace ({'; '.join(g['rit']['problems'])}); "
+                       f"the devices' RITs are still within tolerance, but more GE instances would remove the doubt")
         cv = g["response_window_cv"]
         if cv is not None and cv > th.instability_cv:
             out.append(f"GE {g['ge']}: mean response time varies {cv:.0%} between the ten slices of "

@@ -274,6 +274,7 @@ def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
     _series(ax, rows, "throughput_per_device", "response_mean_us", 1e-3)
     ax.set_xlabel("per-device throughput (responses/s)")
     ax.set_ylabel("mean response time (ms)")
+    ax.set_ylim(bottom=0)
     ax.set_title("Devices: response time vs per-device throughput")
     ax.legend(title="configuration")
     out.append(("sweep-response", "Mean device response time against per-device throughput, one line per "
@@ -285,6 +286,7 @@ def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
         ax.axhline(np.median(svc) / 1e3, color="0.4", ls=":", label="CD service time S")
     ax.set_xlabel("per-device throughput (responses/s)")
     ax.set_ylabel("CD node mean response time (ms)")
+    ax.set_ylim(bottom=0)
     ax.set_title("CD node: response time vs per-device throughput")
     ax.legend(title="configuration")
     out.append(("sweep-cd", "The CD node's mean response time in the same runs (paper Fig. 8).", _png(fig)))

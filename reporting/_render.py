@@ -258,7 +258,7 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-b
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}
 th,td{border:1px solid #ddd;padding:.25em .55em;text-align:right;vertical-align:top}
 th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
-td.reason{text-align:left;max-width:680px}
+td.reason,th.reason{text-align:left;max-width:680px}
 .pass{color:#2e7d32;font-weight:700} .fail{color:#c62828;font-weight:700}
 .warn{background:#fff8e1;border-left:4px solid #f9a825;padding:.4em .8em;margin:.3em 0}
 .reasons li{color:#c62828}
@@ -279,7 +279,8 @@ window.addEventListener('load', function () {
 
 def _html_table(t: tuple[list[str], list[list[str]]], reason_col: int | None = None) -> str:
     head, rows = t
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    th = ['<th class="reason">' if i == reason_col else "<th>" for i in range(len(head))]
+    out = ["<table><tr>" + "".join(f"{t}{html.escape(h)}</th>" for t, h in zip(th, head)) + "</tr>"]
     for row in rows:
         cells = []
         for i, v in enumerate(row):

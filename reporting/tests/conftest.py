@@ -1,0 +1,23 @@
+"""Synthetic run directories with known properties (reporting._synth)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wotbench.reporting._synth import SynthSpec, synth_run
+
+#: Small and fast, but long enough to pass the default measurement checks.
+BASE = dict(devices=4, rit_us=20_000.0, measure_s=40.0, warmup_s=2.0, cooldown_s=1.0, calibration_s=15.0)
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Callable[..., Path]:
+    """make_run(name, **SynthSpec fields) -> run directory."""
+
+    def make(name: str = "run", **kw) -> Path:
+        return synth_run(tmp_path / name, SynthSpec(**{**BASE, **kw}))
+
+    return make

@@ -1,0 +1,33 @@
+"""wotbench.load_run: DataFrames and the summary for notebooks."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+import wotbench
+from wotbench.formats import GE_OUTPUT_COLUMNS
+
+
+def test_load_run_returns_frames_and_summary(make_run):
+    run = make_run(ges=2, devices=4)
+    (run / "summary.json").write_text(json.dumps(
+        {"format": 1, "run_id": "20260101-000000-x-abcdef", "complete": True, "verdict": "invalid",
+         "reasons": ["monitor: no monitor data"]}))
+    r = wotbench.load_run(run)
+    assert list(r.requests.columns) == ["ge", *GE_OUTPUT_COLUMNS]
+    assert set(r.requests["ge"]) == {0, 1}
+    assert isinstance(r.cd, pd.DataFrame) and (r.cd["intended_us"] < 0).any()  # calibration requests
+    assert r.monitor is not None and "cpu0_idle" in r.monitor.columns
+    assert r.summary.run_id == "20260101-000000-x-abcdef"
+    assert r.summary.verdict == "invalid" and r.summary.reasons == ("monitor: no monitor data",)
+    m = r.measure
+    assert m["intended_us"].min() >= r.phases.measure[0] and m["intended_us"].max() < r.phases.measure[1]
+    # Missing response times are missing, not zero.
+    assert r.requests["response_us"].isna().sum() == (r.requests["status"] != "ok").sum()
+
+
+def test_load_run_without_optional_parts(make_run):
+    r = wotbench.load_run(make_run(cd=False, monitor=False))
+    assert r.cd is None and r.monitor is None and r.summary is None
