@@ -81,7 +81,7 @@ class GeneratedWorkload:
 
 @dataclass
 class Requests:
-    """All requests of a workload, sorted by send time (ties: by device id, then draw order)."""
+    """All requests of a workload, sorted by send time (ties: by device id)."""
 
     t_us: np.ndarray
     dev: np.ndarray
@@ -97,22 +97,45 @@ class Requests:
     """Row index (into the sorted arrays) of each entry of t_grouped, when asked for."""
 
 
-def _sort_by_time(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Stable sort of t: (sorted values, permutation). One int64 sort of unique keys
-    (time, original position) when they fit in 63 bits, which is faster than a stable argsort."""
-    n = t.size
-    if n == 0:
-        return t, np.empty(0, dtype=np.int64)
-    bits = max(1, (n - 1).bit_length())
+def _merge_streams(t: np.ndarray, dev: np.ndarray, n_dev: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted by (time, device). Rows equal in both are indistinguishable
+    here (method and resource are drawn later), so this equals a stable sort
+    of the device-grouped input by time. One sort of int64 keys when they fit."""
+    if t.size == 0:
+        return t, dev
+    bits = max(1, (n_dev - 1).bit_length())
     if int(t.max()) < (1 << (63 - bits)):
         key = t << bits
-        key |= np.arange(n, dtype=np.int64)
+        key |= dev
         key.sort()
-        perm = key & ((1 << bits) - 1)
+        dev_sorted = (key & ((1 << bits) - 1)).astype(np.int32)
         key >>= bits
-        return key, perm
-    perm = np.argsort(t, kind="stable")
-    return t[perm], perm
+        return key, dev_sorted
+    order = np.lexsort((dev, t))
+    return t[order], dev[order]
+
+
+def _keep_first(t_pre: np.ndarray, counts_pre: np.ndarray, last: int, dev_after: np.ndarray,
+                limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Device-grouped times and counts of the first ``limit`` sends in time order.
+
+    ``last`` is the time of the last kept send and ``dev_after`` the devices
+    of the sends sorted after the cut: those at time ``last`` are the ties
+    to drop, each the latest kept send of its device.
+    """
+    keep = t_pre <= last
+    extra = int(np.count_nonzero(keep)) - limit
+    ends = np.cumsum(counts_pre)
+    starts = ends - counts_pre
+    kept = np.concatenate(([0], np.cumsum(keep)))
+    counts = kept[ends] - kept[starts]
+    if extra > 0:
+        devs, times = np.unique(dev_after[:extra], return_counts=True)
+        for d, c in zip(devs.tolist(), times.tolist()):
+            end = int(starts[d] + counts[d])
+            keep[end - c:end] = False
+            counts[d] -= c
+    return t_pre[keep], counts
 
 
 def _group_by_device(dev: np.ndarray, n_dev: int) -> np.ndarray:
@@ -185,28 +208,13 @@ def build_requests(spec: WorkloadSpec, *, rows_by_device: bool = False) -> Reque
         t_grouped = t[order]
         rows = order if rows_by_device else None
     else:
-        t, perm = _sort_by_time(t_pre)
+        t, dev = _merge_streams(t_pre, dev_pre, n_dev)
         duration = int(t[limit]) if cut else int(spec.duration_us or 0)
-        t = t[:limit]
-        dev = dev_pre[perm[:limit]]
-        t_grouped, counts, keep = t_pre, counts_pre, None
+        t_grouped, counts = t_pre, counts_pre
         if cut:
-            # Keep the first `limit` sends: all before the last kept instant, and
-            # of those at that instant (ties) the ones sorted before the cut.
-            keep = t_pre <= t[-1]
-            extra = int(np.count_nonzero(keep)) - limit
-            if extra > 0:
-                keep[perm[limit:limit + extra]] = False
-            t_grouped = t_pre[keep]
-            ends = np.cumsum(counts_pre)
-            kept = np.concatenate(([0], np.cumsum(keep)))
-            counts = kept[ends] - kept[ends - counts_pre]
-        rows = None
-        if rows_by_device:
-            inv = np.empty(t_pre.size, dtype=np.int64)
-            inv[perm] = np.arange(t_pre.size, dtype=np.int64)
-            rows = inv[keep] if keep is not None else inv
-        del perm
+            t_grouped, counts = _keep_first(t_pre, counts_pre, int(t[limit - 1]), dev[limit:], limit)
+            t, dev = t[:limit], dev[:limit]
+        rows = _group_by_device(dev, n_dev) if rows_by_device else None
     method, res = _methods_and_resources(spec, dev, np.random.default_rng(seeds[1]),
                                          np.random.default_rng(seeds[2]))
     return Requests(t, dev, method, res, duration, t_grouped, counts.astype(np.int64), rows)

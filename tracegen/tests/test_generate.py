@@ -327,3 +327,23 @@ def test_a_workload_with_no_requests(load_spec: Load, tmp_path: Path) -> None:
     doc = json.loads(out.expected.read_text())
     assert doc["requests"] == 0 and doc["device_stats"][0]["rit"]["mean_us"] is None
     assert doc["aggregate"]["rit"]["p50_us"] is None and doc["aggregate"]["service"]["mean_us"] is None
+
+
+@pytest.mark.parametrize("n", [997, 1000, 1003])
+def test_request_count_cut_through_ties(load_spec: Load, tmp_path: Path, n: int) -> None:
+    """Many devices sending at the same microsecond: the first n sends are kept exactly,
+    and expected.json's per-device numbers describe exactly those."""
+    spec = load_spec(f"""
+        workload: {{seed: 2, requests: {n}}}
+        devices: [{{count: 400, rit: det:10us, service: det:1ms}}]
+    """)
+    out = generate(spec, tmp_path / "wl")
+    df = read_trace(out.trace)
+    assert len(df) == n and (df.ts == df.ts.iloc[-1]).sum() > 3  # the cut falls among ties
+    doc = json.loads(out.expected.read_text())
+    for row in doc["device_stats"]:
+        sub = df[df.dev == row["id"]].ts.to_numpy()
+        assert row["requests"] == sub.size
+        if sub.size > 1:
+            assert row["rit"]["p50_us"] == pytest.approx(np.median(np.diff(sub)), abs=1e-3)
+    assert out.duration_us >= df.ts.max()
