@@ -122,17 +122,25 @@ class Collectl:
         cores = set(self.cores)
         pin: Callable[[], None] = lambda: os.sched_setaffinity(0, cores)  # noqa: E731
         # -oUmz: epoch-seconds time stamps with ms, uncompressed plot files.
-        self.proc = subprocess.Popen(
-            ["collectl", "-scmnC", "-i1", "-P", "-oUmz", "-F1", "-f", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=open(self.workdir / "collectl.err", "wb"),
-            preexec_fn=pin, start_new_session=True)
+        # A signal arriving inside Popen would leave a collectl nobody
+        # knows about: hold SIGINT/SIGTERM until self.proc is set.
+        held = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            with open(self.workdir / "collectl.err", "wb") as err:
+                self.proc = subprocess.Popen(
+                    ["collectl", "-scmnC", "-i1", "-P", "-oUmz", "-F1", "-f", str(self.workdir)],
+                    stdout=subprocess.DEVNULL, stderr=err, preexec_fn=pin, start_new_session=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM (collectl flushes its files in 1-3 s), SIGKILL after ``grace_s``."""
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.send_signal(signal.SIGTERM)
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -311,10 +311,10 @@ class Run:
                 by_group: dict[str, tuple[list[str], Any]] = {}
                 for _cid, imp, name, gname in imp_targets:
                     by_group.setdefault(gname, ([], imp))[0].append(name)
-                total_s = int((hs.phases.total_us if hs.phases else 3600e6) / 1e6
-                              + hs.cd.calibration_us / 1e6 + 120)
-                logf = open(d / "pumba.log", "wb")
-                applied = impair.apply_pumba(list(by_group.values()), total_s, netem, logf)
+                # Pumba undoes its rules after --duration: cover the whole test.
+                total_s = int((gen.duration_us + hs.cd.calibration_us + drain_us(hs)) / 1e6) + 60
+                with open(d / "pumba.log", "wb") as logf:   # the children keep their own fd
+                    applied = impair.apply_pumba(list(by_group.values()), total_s, netem, logf)
                 self.pumba = applied.processes
             else:
                 applied = impair.apply_sidecars(self.client, self.run_id,
@@ -493,7 +493,7 @@ class Run:
                     p.wait(timeout=5)
         self.sampler.stop()
         if self.collectl:
-            self.collectl.stop()
+            self.collectl.stop(grace_s=2.0)    # only an interrupted run still has it running
         n_ct, n_net, stuck = self.bed.teardown()
         self.opts.say(f"teardown: removed {n_ct} container(s), {n_net} network(s)")
         if stuck:

@@ -53,6 +53,9 @@ class LiveRun:
     def finish(self, timeout: float) -> int:
         try:
             rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running after {timeout} s; stderr:\n"
+                                 + "\n".join(self.lines)) from None
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
