@@ -5,6 +5,7 @@
 #define GE_H
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -225,6 +226,7 @@ struct ge_loop {
   int64_t t0, t_end; /* monotonic ns */
   int64_t start_epoch_us;
   size_t next, outstanding;
+  const volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: abandon the run */
 };
 /* State without sockets (the fuzz harness uses this alone). */
 int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,

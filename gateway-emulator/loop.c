@@ -265,6 +265,10 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
   const int64_t t0 = L->t0;
   int rc = -1;
   while (L->next < p->n || L->outstanding > 0) {
+    if (L->stop && *L->stop) {
+      ge_err_set(e, NULL, 0, "signal", "interrupted; no results written");
+      goto out;
+    }
     int64_t now = ge_now_ns();
     if (L->next < p->n) {
       for (unsigned burst = 0; burst < GE_SEND_BURST && L->next < p->n &&

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,25 @@ static int random_bytes(void *buf, size_t len) {
   return 0;
 }
 
+/* The one piece of process-wide state: a signal cannot reach the loop's
+ * struct any other way. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static int install_signals(struct ge_err *e) {
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL)) {
+    ge_err_set(e, NULL, 0, "sigaction", "%s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   struct ge_config cfg;
   struct ge_err e = {{0}};
@@ -169,7 +189,8 @@ int main(int argc, char **argv) {
     ge_err_set(&e, NULL, 0, "loop", "out of memory");
     goto done;
   }
-  if (ge_loop_open(&L, &e))
+  L.stop = &stop_requested;
+  if (install_signals(&e) || ge_loop_open(&L, &e))
     goto done;
   int64_t offset = mono_minus_real();
   if (cfg.start_at_us >= 0) {

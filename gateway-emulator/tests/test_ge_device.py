@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -162,7 +164,7 @@ def test_separate_response_is_acknowledged(ge_bin, make_device, tmp_path):
 def test_start_at_aligns_t0(ge_bin, make_device, tmp_path):
     dev = make_device(SERVICE)
     trace = write_trace(tmp_path / "t.csv", [(0, i * 100, "GET", dev.uri("/s0")) for i in range(10)])
-    start = int(time.time() * 1e6) + 400_000
+    start = int(time.time() * 1e6) + 1_000_000
     run = run_ge(ge_bin, trace, "--start-at", str(start))
     assert run.returncode == 0, run.stderr
     assert run.summary["start_epoch_us"] == start
@@ -187,3 +189,17 @@ def test_asan_binary_against_device(ge_asan_bin, make_device, tmp_path):
     run = run_ge(ge_asan_bin, trace, "--type", "non", env=SAN_ENV)
     assert run.returncode == 0, run.stderr
     assert run.summary["ok"] == 500
+
+
+def test_sigterm_abandons_the_run_and_writes_nothing(ge_bin, make_device, tmp_path):
+    dev = make_device(SERVICE)
+    trace = write_trace(tmp_path / "t.csv", [(0, i * 100_000, "GET", dev.uri("/s0")) for i in range(100)])
+    out, summary = tmp_path / "o.csv", tmp_path / "s.json"
+    proc = subprocess.Popen([str(ge_bin), "--trace", str(trace), "--out", str(out),
+                             "--summary", str(summary), "--quiet"], stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert err.startswith("error: signal: interrupted")
+    assert not out.exists() and not summary.exists() and not list(tmp_path.glob("*.tmp.*"))
