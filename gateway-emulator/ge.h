@@ -60,6 +60,7 @@ struct ge_hosts {
  * with a reason in *why. */
 int ge_parse_address(const char *s, size_t len, struct sockaddr_in6 *out,
                      bool *has_port, const char **why);
+int ge_parse_port(const char *s, size_t len, uint16_t *port); /* 1..65535 */
 int ge_hosts_load(struct ge_hosts *h, const char *path, struct ge_err *e);
 int ge_hosts_parse_buf(struct ge_hosts *h, const char *name, const char *buf,
                        size_t len, struct ge_err *e);
@@ -234,8 +235,7 @@ int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
 int ge_loop_open(struct ge_loop *L, struct ge_err *e);
 int ge_loop_run(struct ge_loop *L, struct ge_err *e);
 void ge_loop_free(struct ge_loop *L);
-void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state,
-                    int64_t now);
+void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state);
 
 /* recv.c: one received datagram -> state update (no syscalls). */
 void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,

@@ -9,7 +9,7 @@
 
 #include "ge.h"
 
-static int parse_port(const char *s, size_t len, uint16_t *port) {
+int ge_parse_port(const char *s, size_t len, uint16_t *port) {
   if (len == 0 || len > 5)
     return -1;
   unsigned v = 0;
@@ -76,7 +76,7 @@ int ge_parse_address(const char *s, size_t len, struct sockaddr_in6 *out,
   if (rlen == 0)
     return 0;
   uint16_t port;
-  if (rest[0] != ':' || parse_port(rest + 1, rlen - 1, &port)) {
+  if (rest[0] != ':' || ge_parse_port(rest + 1, rlen - 1, &port)) {
     *why = "bad port (expected :1..65535)";
     return -1;
   }

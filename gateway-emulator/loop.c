@@ -94,9 +94,7 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
   return 0;
 }
 
-void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state,
-                    int64_t now) {
-  (void)now;
+void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
   struct ge_slot *s = &L->slots[idx];
   s->state = state;
   s->gen++;
@@ -147,7 +145,7 @@ static int send_one(struct ge_loop *L, int64_t now) {
   s->state = GE_WAIT;
   if (transmit(L, idx)) {
     L->c.send_errors++;
-    ge_loop_finish(L, idx, GE_ERROR, now);
+    ge_loop_finish(L, idx, GE_ERROR);
     return 0;
   }
   struct ge_timer t = {.idx = idx, .gen = s->gen};
@@ -179,7 +177,7 @@ static int fire_timers(struct ge_loop *L, int64_t now) {
         return -1;
       continue;
     }
-    ge_loop_finish(L, t.idx, GE_TIMEOUT, now);
+    ge_loop_finish(L, t.idx, GE_TIMEOUT);
   }
   return 0;
 }

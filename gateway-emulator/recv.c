@@ -9,7 +9,7 @@
 
 static void queue_ack(struct ge_loop *L, const struct sockaddr_in6 *to,
                       unsigned sock, uint16_t mid) {
-  if (L->ackq.n == GE_RECV_BATCH) /* one per datagram of a batch: cannot */
+  if (L->ackq.n == GE_RECV_BATCH) /* at most one per datagram of a batch */
     return;
   L->ackq.v[L->ackq.n].to = *to;
   L->ackq.v[L->ackq.n].sock = (uint16_t)sock;
@@ -48,7 +48,7 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
                          .idx = (uint32_t)idx,
                          .gen = s->gen};
     if (ge_heap_push(&L->heap, t))
-      ge_loop_finish(L, (uint32_t)idx, GE_TIMEOUT, now);
+      ge_loop_finish(L, (uint32_t)idx, GE_TIMEOUT);
     return;
   }
   if (!s || (s->state != GE_WAIT && s->state != GE_SEPARATE)) {
@@ -56,7 +56,7 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
     return;
   }
   L->c.rsts++;
-  ge_loop_finish(L, (uint32_t)idx, GE_ERROR, now);
+  ge_loop_finish(L, (uint32_t)idx, GE_ERROR);
 }
 
 void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
@@ -122,5 +122,5 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
   s->recv_ns = now - L->t0;
   s->code = code;
   s->service_us = service_option(L->pdu);
-  ge_loop_finish(L, idx, code >> 5 == 2 ? GE_OK : GE_ERROR, now);
+  ge_loop_finish(L, idx, code >> 5 == 2 ? GE_OK : GE_ERROR);
 }

@@ -2,6 +2,7 @@
  * is mapped once and parsed by hand in a single pass, every line checked
  * before anything is sent. */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -82,22 +83,12 @@ static const char *resolve(const char *a, size_t len, const struct ge_hosts *h,
   const struct ge_host *hv = h ? ge_hosts_find(h, a, hlen) : NULL;
   if (!hv)
     return "host is not numeric and not in --hosts";
-  struct sockaddr_in6 port_src;
-  if (ge_parse_address("0.0.0.0", 7, &port_src, &has_port, &why))
-    return why;
-  if (colon) {
-    /* reuse the address parser for the port syntax */
-    char tmp[16] = "0.0.0.0";
-    size_t plen = len - hlen;
-    if (plen > 7)
-      return "bad port (expected :1..65535)";
-    memcpy(tmp + 7, colon, plen);
-    if (ge_parse_address(tmp, 7 + plen, &port_src, &has_port, &why))
-      return why;
-  }
+  uint16_t port = GE_DEFAULT_COAP_PORT;
+  if (colon && ge_parse_port(colon + 1, len - hlen - 1, &port))
+    return "bad port (expected :1..65535)";
   *out = hv->addr;
   if (!hv->has_port)
-    out->sin6_port = port_src.sin6_port;
+    out->sin6_port = htons(port);
   return NULL;
 }
 
