@@ -77,7 +77,7 @@ PLOT_SAMPLE = 200_000
 def _q(x: np.ndarray) -> np.ndarray:
     x = x[np.isfinite(x)]
     if x.size > PLOT_SAMPLE:
-        x = np.random.default_rng(0).choice(x, PLOT_SAMPLE, replace=False)
+        x = x[np.random.default_rng(0).integers(0, x.size, PLOT_SAMPLE)]
     return np.quantile(x, QGRID) if x.size else np.full(QGRID.size, np.nan)
 
 
@@ -224,7 +224,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "analysis_format": 1,
         "phases": phases.to_dict(),
         "thresholds": th.to_dict(),
-        "counts": counts,
+        "measure_counts": counts,
         "ges": ges,
         "device_summary": {
             "devices": len(devices),

@@ -22,7 +22,7 @@ def _s(us: float) -> str:
 
 
 def check_measure_length(a: A, th: Thresholds) -> Check:
-    ph, n = a["phases"], a["counts"]["requests"]
+    ph, n = a["phases"], a["measure_counts"]["requests"]
     dur = ph["measure"][1] - ph["measure"][0]
     src = " (no phases.json: the whole trace counts as measurement)" if ph["inferred"] else ""
     if dur < th.min_measure_us:
@@ -72,7 +72,7 @@ def check_send_lag(a: A, th: Thresholds) -> Check:
 
 
 def check_errors(a: A, th: Thresholds) -> Check:
-    c = a["counts"]
+    c = a["measure_counts"]
     rate = (c["requests"] - c["ok"]) / c["requests"] if c["requests"] else 0.0
     what = f"{c['timeouts']} timeouts and {c['errors']} errors of {c['requests']} requests ({rate:.2%})"
     if rate > th.max_error_rate:

@@ -124,7 +124,7 @@ def _ks(expected: np.ndarray, submitted: np.ndarray, max_pairs: int) -> tuple[fl
     keep = np.isfinite(expected) & np.isfinite(submitted)
     e, s = expected[keep], submitted[keep]
     if e.size > max_pairs:
-        idx = np.random.default_rng(0).choice(e.size, max_pairs, replace=False)
+        idx = np.random.default_rng(0).integers(0, e.size, max_pairs)
         e, s = e[idx], s[idx]
     ks = stats.ks_2samp(np.sort(e), np.sort(s), method="asymp")
     return float(ks.statistic), float(ks.pvalue), int(e.size)
@@ -225,7 +225,10 @@ def per_device(a: GeArrays, window: tuple[float, float], th: Thresholds) -> list
     if len(a) == 0:
         return []
     dur_s = (window[1] - window[0]) / 1e6
-    order = np.argsort(a.device, kind="stable")  # keeps trace (time) order within a device
+    # Stable: keeps trace (time) order within a device. Ids that fit 16 bits
+    # (the usual case) sort by radix, about ten times faster than int32.
+    key = a.device.astype(np.uint16) if a.device.min() >= 0 and a.device.max() < 1 << 16 else a.device
+    order = np.argsort(key, kind="stable")
     dev = a.device[order]
     bounds = np.flatnonzero(np.diff(dev)) + 1
     starts = np.concatenate(([0], bounds))

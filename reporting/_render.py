@@ -190,7 +190,7 @@ def sweep_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
 
 def terminal_text(an: Analysis) -> str:
     r = an.result
-    c = r["counts"]
+    c = r["measure_counts"]
     lines = [f"== {run_id(an)}: {r['verdict'].upper()}",
              f"   {c['requests']} requests to {c['devices']} devices via {c['ges']} GE(s) in the "
              f"measurement phase ({(r['phases']['measure'][1] - r['phases']['measure'][0]) / 1e6:g} s); "
@@ -220,7 +220,7 @@ def _md_table(t: tuple[list[str], list[list[str]]]) -> str:
 
 def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     r = an.result
-    c = r["counts"]
+    c = r["measure_counts"]
     out = [f"# WoTbench run {run_id(an)}", "",
            f"**Verdict: {r['verdict'].upper()}** — {c['requests']} requests, {c['devices']} devices, "
            f"{c['ges']} GE(s); {c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors.", ""]
@@ -310,7 +310,7 @@ def _page(title: str, body: str) -> str:
 
 def html_page(an: Analysis, figures: Figures) -> str:
     r = an.result
-    c = r["counts"]
+    c = r["measure_counts"]
     rid = run_id(an)
     parts = [f"<h1>WoTbench run {html.escape(rid)}</h1>",
              f'<p><span class="verdict {r["verdict"]}">{r["verdict"].upper()}</span> '

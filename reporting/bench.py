@@ -31,7 +31,7 @@ def _one_pass(run_dir: Path) -> None:
     wall = time.perf_counter() - t
     cpu = time.process_time() - c
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": rss, "requests": r["counts"]["requests"],
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": rss, "requests": r["measure_counts"]["requests"],
                       "verdict": r["verdict"]}))
 
 

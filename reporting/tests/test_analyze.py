@@ -43,7 +43,7 @@ def test_rates_and_counts(make_run):
     # 4 devices at 50/s each.
     assert g["target_rate"] == pytest.approx(200, rel=0.1)
     assert abs(g["rate_dev"]) < 0.01
-    assert r["counts"]["devices"] == 4
+    assert r["measure_counts"]["devices"] == 4
     assert r["device_summary"]["throughput_per_device_mean"] == pytest.approx(50, rel=0.1)
 
 
@@ -141,7 +141,7 @@ def test_ge_files_alone_are_enough(make_run, tmp_path: Path):
     shutil.copy(run / "ge" / "ge-0.csv", alone / "ge-0.csv")
     r = analyze_run(alone)
     assert r["phases"]["inferred"]
-    assert r["counts"]["requests"] > 0
+    assert r["measure_counts"]["requests"] > 0
     assert any("no phases.json" in w for w in r["warnings"])
     assert r["verdict"] == "invalid"  # no CD, no monitor: said, not guessed
 
