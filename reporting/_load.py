@@ -202,8 +202,11 @@ def read_ge_table(csv: Path, columns: list[str] | None = None, pool: Executor | 
 def read_phases(files: RunFiles, tables: list[pa.Table]) -> Phases:
     """phases.json, or (GE files alone) the span of the intended send times."""
     if files.phases is None:
-        lo = min(float(np.min(t.column("intended_us"))) for t in tables if t.num_rows)
-        hi = max(float(np.max(t.column("intended_us"))) for t in tables if t.num_rows)
+        full = [t.column("intended_us") for t in tables if t.num_rows]
+        if not full:  # nothing was sent: an empty phase, which the checks then report
+            return Phases(measure=(0.0, 0.0), inferred=True)
+        lo = min(float(np.min(c)) for c in full)
+        hi = max(float(np.max(c)) for c in full)
         return Phases(measure=(lo, hi + 1.0), inferred=True)
     doc = read_json(files.phases)
 

@@ -23,6 +23,11 @@ _PHASE_COLORS = {"calibration": "#d9e8f5", "warmup": "#f2f2f2", "measure": "#fff
 _C_EXP, _C_SUB, _C_CD, _C_BAD = "#1f77b4", "#d62728", "#2ca02c", "#d62728"
 
 
+def _legend(ax: plt.Axes, **kw) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
 def _fig(w: float = 7.5, h: float = 4.2) -> tuple[Figure, plt.Axes]:
     fig, ax = plt.subplots(figsize=(w, h), dpi=110, layout="constrained")
     ax.grid(True, alpha=0.3)
@@ -47,9 +52,11 @@ def _shade_phases(ax: plt.Axes, phases: dict, label: bool = True) -> None:
     ax.axvline(m[1] / 1e6, color="0.5", lw=0.8, ls=":")
 
 
-def fig_rit_cdf(an: Analysis, k: int) -> bytes:
+def fig_rit_cdf(an: Analysis, k: int) -> bytes | None:
     """Paper Fig. 6: CDF of expected vs submitted RIT, zoom on the lowest decile."""
     g = an.ges[k]
+    if not _has([g.rit_expected_q, g.rit_submitted_q]):
+        return None
     fig, (ax, zoom) = plt.subplots(1, 2, figsize=(9, 4.2), dpi=110, layout="constrained",
                                    gridspec_kw={"width_ratios": [1.6, 1]})
     for a in (ax, zoom):
@@ -64,8 +71,9 @@ def fig_rit_cdf(an: Analysis, k: int) -> bytes:
     ax.set_title(f"GE {g.ge}: RIT, expected vs submitted")
     ax.legend(loc="lower right")
     lo = QGRID <= 0.1
-    xmax = np.nanmax(np.concatenate([g.rit_expected_q[lo], g.rit_submitted_q[lo]]))
-    if np.isfinite(xmax) and xmax > 0:
+    low = np.concatenate([g.rit_expected_q[lo], g.rit_submitted_q[lo]])
+    xmax = float(np.max(low[np.isfinite(low)])) if np.isfinite(low).any() else 0.0
+    if xmax > 0:
         zoom.set_xlim(0, xmax * 1.05)
     zoom.set_ylim(0, 0.1)
     zoom.set_xlabel("request inter-arrival time (us)")
@@ -80,7 +88,13 @@ def _ccdf(ax: plt.Axes, q: np.ndarray, **kw) -> None:
     ax.plot(np.maximum(q[keep], 0.1), y[keep], **kw)
 
 
-def fig_send_lag(an: Analysis) -> bytes:
+def _has(qs: list[np.ndarray]) -> bool:
+    return any(np.isfinite(q).any() for q in qs)
+
+
+def fig_send_lag(an: Analysis) -> bytes | None:
+    if not _has([g.send_lag_q for g in an.ges]):
+        return None
     fig, ax = _fig()
     for g in an.ges:
         _ccdf(ax, g.send_lag_q, lw=1.8, label=f"GE {g.ge}")
@@ -96,7 +110,9 @@ def fig_send_lag(an: Analysis) -> bytes:
     return _png(fig)
 
 
-def fig_response_dist(an: Analysis) -> bytes:
+def fig_response_dist(an: Analysis) -> bytes | None:
+    if not _has([g.response_q for g in an.ges]):
+        return None
     fig, ax = _fig()
     for g in an.ges:
         _ccdf(ax, g.response_q, lw=1.8, label=f"GE {g.ge}: response time (measured from send)")
@@ -111,7 +127,9 @@ def fig_response_dist(an: Analysis) -> bytes:
     return _png(fig)
 
 
-def fig_timeline(an: Analysis) -> bytes:
+def fig_timeline(an: Analysis) -> bytes | None:
+    if all(g.per_second.empty for g in an.ges):
+        return None
     fig, ax = _fig(8.5, 4.8)
     ax2 = ax.twinx()
     for g in an.ges:
@@ -276,7 +294,7 @@ def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
     ax.set_ylabel("mean response time (ms)")
     ax.set_ylim(bottom=0)
     ax.set_title("Devices: response time vs per-device throughput")
-    ax.legend(title="configuration")
+    _legend(ax, title="configuration")
     out.append(("sweep-response", "Mean device response time against per-device throughput, one line per "
                 "number of devices (paper Fig. 7): lines that part at high load point to contention.", _png(fig)))
     fig, ax = _fig()
@@ -288,7 +306,7 @@ def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
     ax.set_ylabel("CD node mean response time (ms)")
     ax.set_ylim(bottom=0)
     ax.set_title("CD node: response time vs per-device throughput")
-    ax.legend(title="configuration")
+    _legend(ax, title="configuration")
     out.append(("sweep-cd", "The CD node's mean response time in the same runs (paper Fig. 8).", _png(fig)))
     fig, ax = _fig()
     rs = sorted(rows, key=lambda r: r["devices"])
@@ -306,7 +324,7 @@ def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
     ax.set_xlabel("number of devices")
     ax.set_ylabel("R_d = (R - S) / S")
     ax.set_title("Normalized response-time deviation vs number of devices")
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     out.append(("sweep-rd", "R_d of the devices and of the CD node against the number of devices "
                 "(paper Fig. 9); circled: runs where the CD module detected contention.", _png(fig)))
     if any(r["cpu_util"] is not None for r in rows):

@@ -119,3 +119,16 @@ def test_html_opens_in_headless_chromium_with_plots(reported, tmp_path, which):
     # Not blank: plenty of non-white pixels and real contrast (tables, text, plots).
     non_white = np.mean(np.any(pixels < 0.95, axis=-1))
     assert non_white > 0.05 and pixels.std() > 0.1
+
+
+def test_degenerate_runs_still_report(make_run, tmp_path, capsys):
+    """Every request timed out; a GE file with only its header: reports, not tracebacks."""
+    dead = make_run("dead", error_rate=1.0)
+    empty = tmp_path / "empty"
+    (empty / "ge").mkdir(parents=True)
+    header = (dead / "ge" / "ge-0.csv").read_text().splitlines()[0]
+    (empty / "ge" / "ge-0.csv").write_text(header + "\n")
+    assert main(["report", str(dead), str(empty), "--out", str(tmp_path / "sweep")]) == 0
+    out = capsys.readouterr().out
+    assert "== dead: INVALID" in out and "== empty: INVALID" in out
+    assert (tmp_path / "sweep" / "index.html").is_file()
