@@ -252,24 +252,29 @@ class Run:
         return self.dir
 
     def _run(self, plan: Plan, netem: bool) -> None:
-        # The harness (and the monitor it starts) keeps to the reserved cores.
+        # Generation is offline work, done before anything starts: all cores.
+        self.opts.say("generating workload")
+        gen = _generate_workload(self.rs, self.dir / "workload")
+        group_of = self.hs.group_of()
+        names = tuple(self.hs.groups[gi].name for gi in group_of)
+        if tuple(gen.device_group) != names:
+            raise RuntimeError("tracegen numbered the devices differently from the spec's groups")
+        # From here on the harness (and the monitor it starts) keeps to the
+        # reserved cores.
         own_affinity = os.sched_getaffinity(0)
         os.sched_setaffinity(0, set(plan.reserved))
         try:
-            self._run_pinned(plan, netem)
+            self._run_pinned(plan, netem, gen, group_of)
         finally:
             os.sched_setaffinity(0, own_affinity)
 
-    def _run_pinned(self, plan: Plan, netem: bool) -> None:
+    def _run_pinned(self, plan: Plan, netem: bool, gen: Any, group_of: list[int]) -> None:
         hs, say, d = self.hs, self.opts.say, self.dir
         wl = d / "workload"
-        say("generating workload")
-        gen = _generate_workload(self.rs, wl)
         trace = gen.trace
         cd_dir = gen.cd_trace.parent
 
         # Nodes: the CD node first (it takes the first placement slot), then devices.
-        group_of = hs.group_of()
         n_nodes = len(group_of) + (1 if hs.cd.enabled else 0)
         self.bed.create_networks(n_nodes)
         addrs = self.bed.addresses(n_nodes)
@@ -296,7 +301,7 @@ class Run:
         targets = {(n.address, COAP_PORT): n for n, _, _ in nodes}
         ready = probe.wait_ready(targets, timeout_s=30 + 0.05 * len(targets))
         if len(ready) != len(targets):
-            missing = sorted(targets[t].key for t in set(targets) - ready)
+            missing = sorted(targets[tg].key for tg in set(targets) - ready)
             raise RuntimeError(f"{len(missing)} device(s) never answered GET /.well-known/core: "
                                + ", ".join(missing[:10]))
         say(f"  all {len(targets)} ready after {time.monotonic() - t:.1f} s")
@@ -348,7 +353,10 @@ class Run:
         # Timeline: the CD pair calibrates alone, then every GE starts at t0.
         cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
         trace_end_us = int(gen.duration_us)
-        lead_us = int((START_LEAD_S + 0.5 * hs.gateway.instances) * 1e6)
+        # Every GE container must be up before its start instant: allow for
+        # the slowest container start seen so far, per GE, on this host now.
+        n_ge = hs.gateway.instances + (1 if hs.cd.enabled else 0)
+        lead_us = int((START_LEAD_S + 1.5 * n_ge * self.bed.slowest_start_s) * 1e6)
         t0 = time.time_ns() // 1000 + lead_us + cal_us
         ges = []
         con_args = []
@@ -383,6 +391,9 @@ class Run:
                 {str(wl.resolve()): {"bind": "/in", "mode": "ro"},
                  str(ge_dir.resolve()): {"bind": "/out", "mode": "rw"}},
                 [(n, self.bed.ge_address(i, k + 1)) for n, i in net_slots])))
+        if time.time_ns() // 1000 > t0 - cal_us:
+            self.reasons.append("the GE containers were not all up at their start instant "
+                                "(the host was too slow starting containers)")
         windows = hs.phases.windows() if hs.phases else {
             "warmup": [0, 0], "measure": [0, trace_end_us], "cooldown": [trace_end_us, trace_end_us]}
         phases = {"t0_epoch_us": t0, "calibration": [-cal_us, 0], **windows}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class Testbed:
     subnets: list[ipaddress.IPv4Network] = field(default_factory=list)
     containers: dict[str, Any] = field(default_factory=dict)     # name -> Container
     on_started: Callable[[Any, str, str], None] | None = None    # (container, name, role)
+    slowest_start_s: float = 0.0        # longest create+start of one container so far
 
     def __post_init__(self) -> None:
         self.short = self.run_id.rsplit("-", 1)[-1]
@@ -107,12 +109,14 @@ class Testbed:
         if group and group.nano_cpus:
             kwargs["nano_cpus"] = group.nano_cpus
         extra = {LABEL_DEVICE: str(node.device_id)} if node.device_id is not None else {}
+        t = time.monotonic()
         ct = self.client.containers.create(
             IMAGES["device"], cmd, name=node.name, detach=True, cpuset_cpus=node.cpuset,
             labels=self.labels(role, **extra),
             volumes={str(node.resources.resolve()): {"bind": DEVICE_RESOURCES, "mode": "ro"}},
             **self._endpoint(node.network, node.address), **kwargs)
         ct.start()
+        self.slowest_start_s = max(self.slowest_start_s, time.monotonic() - t)
         self.containers[node.name] = ct
         if self.on_started:
             self.on_started(ct, node.name, role)
