@@ -15,7 +15,7 @@ from typing import Any
 from tabulate import tabulate
 
 from wotbench.reporting._analyze import Analysis, analyze
-from wotbench.reporting._load import find_files, read_summary
+from wotbench.reporting._load import find_files, read_json, read_summary
 from wotbench.reporting._plots import run_figures, sweep_figures
 
 __all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
@@ -308,6 +308,18 @@ def _page(title: str, body: str) -> str:
             f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body>\n{body}\n</body></html>\n")
 
 
+def _metadata(an: Analysis) -> list[str]:
+    """The manifest's scalar facts (host, versions, run id, ...) as a table."""
+    files = find_files(an.path)
+    if files.manifest is None:
+        return []
+    m = read_json(files.manifest)
+    if not isinstance(m, dict):
+        return []
+    rows = [[k, str(v)] for k, v in m.items() if isinstance(v, (str, int, float, bool)) and not k.endswith("_sha256")]
+    return ["<h2>Run metadata</h2>", _html_table((["manifest", "value"], rows), reason_col=1)] if rows else []
+
+
 def html_page(an: Analysis, figures: Figures) -> str:
     r = an.result
     c = r["measure_counts"]
@@ -330,14 +342,18 @@ def html_page(an: Analysis, figures: Figures) -> str:
     head, rows, n = device_table(r)
     parts += [f"<h2>Devices{f' (worst {len(rows)} of {n} by R_d)' if n > len(rows) else ''}</h2>",
               _html_table((head, rows)), "<h2>Figures</h2>", _html_figures(figures),
+              *_metadata(an),
               "<h2>Thresholds</h2>",
               _html_table((["threshold", "value"], [[k, str(v)] for k, v in r["thresholds"].items()])),
               f'<p class="meta">{html.escape(str(an.path))}</p>']
     return _page(f"WoTbench {rid}", "\n".join(parts))
 
 
-def sweep_html(rows: Sequence[dict], figures: Figures) -> str:
+def sweep_html(rows: Sequence[dict], figures: Figures, links: Sequence[str] = ()) -> str:
+    runs = "".join(f'<li><a href="{html.escape(link)}">{html.escape(r["run"])}</a></li>'
+                   for r, link in zip(rows, links))
     parts = [f"<h1>WoTbench sweep of {len(rows)} runs</h1>", _html_table(sweep_table(rows)),
+             f"<p>Per-run reports:</p><ul>{runs}</ul>" if runs else "",
              "<h2>Figures</h2>", _html_figures(figures)]
     return _page("WoTbench sweep", "\n".join(parts))
 
@@ -371,7 +387,8 @@ def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
     if len(rows) > 1:
         assert sweep_out is not None
         figs = sweep_figures(rows)
-        _write_set(sweep_out, sweep_markdown(rows, figs, "figures"), sweep_html(rows, figs), figs)
+        links = [os.path.relpath(p, sweep_out) for p in written]
+        _write_set(sweep_out, sweep_markdown(rows, figs, "figures"), sweep_html(rows, figs, links), figs)
         echo("== sweep")
         echo(tabulate(sweep_table(rows)[1], sweep_table(rows)[0], tablefmt="simple"))
         echo(f"   report: {sweep_out / 'index.html'}")

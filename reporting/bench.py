@@ -62,13 +62,17 @@ def main(argv: list[str] | None = None) -> int:
         p.unlink()  # the first pass must convert
     results = {}
     for name in ("first pass (CSV -> Parquet)", "second pass (Parquet cache)"):
+        t = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "wotbench.reporting.bench", "--pass-only", "--dir", str(args.dir)],
                              check=True, capture_output=True, text=True)
+        process_wall = time.perf_counter() - t
         results[name] = json.loads(out.stdout.strip().splitlines()[-1])
         r = results[name]
-        ok = r["wall_s"] <= LIMIT_S and r["peak_rss_bytes"] <= LIMIT_RSS_BYTES
+        r["process_wall_s"] = process_wall  # with interpreter start and imports
+        ok = r["process_wall_s"] <= LIMIT_S and r["peak_rss_bytes"] <= LIMIT_RSS_BYTES
         r["loadavg_1min_after"] = os.getloadavg()[0]
-        print(f"{name}: {r['requests']} requests in the measurement phase, {r['wall_s']:.1f} s wall "
+        print(f"{name}: {r['requests']} requests in the measurement phase, {r['process_wall_s']:.1f} s wall "
+              f"(analyze_run {r['wall_s']:.1f} s) "
               f"({r['cpu_s']:.1f} s CPU, load average {r['loadavg_1min_after']:.1f} on {os.cpu_count()} cores), "
               f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB  [{'ok' if ok else 'OVER LIMIT'}: "
               f"<= {LIMIT_S:.0f} s, <= {LIMIT_RSS_BYTES / 2**30:.0f} GiB]")
@@ -78,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(summary, indent=2) + "\n")
-    worst = max(results.values(), key=lambda r: r["wall_s"])
-    return 0 if worst["wall_s"] <= LIMIT_S and max(r["peak_rss_bytes"] for r in results.values()) <= LIMIT_RSS_BYTES else 1
+    worst = max(results.values(), key=lambda r: r["process_wall_s"])
+    return 0 if worst["process_wall_s"] <= LIMIT_S and max(r["peak_rss_bytes"] for r in results.values()) <= LIMIT_RSS_BYTES else 1
 
 
 if __name__ == "__main__":
