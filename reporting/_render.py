@@ -256,9 +256,9 @@ h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-b
 .verdict{display:inline-block;padding:.25em .8em;border-radius:.4em;font-weight:700;color:#fff;font-size:1.1em}
 .valid{background:#2e7d32} .invalid{background:#c62828}
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}
-th,td{border:1px solid #ddd;padding:.25em .55em;text-align:right;vertical-align:top}
+th,td{border:1px solid #ddd;padding:.25em .55em;text-align:right;vertical-align:top;white-space:nowrap}
 th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
-td.reason,th.reason{text-align:left;max-width:680px}
+td.reason,th.reason{text-align:left;max-width:680px;white-space:normal}
 .pass{color:#2e7d32;font-weight:700} .fail{color:#c62828;font-weight:700}
 .warn{background:#fff8e1;border-left:4px solid #f9a825;padding:.4em .8em;margin:.3em 0}
 .reasons li{color:#c62828}
