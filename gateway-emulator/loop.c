@@ -206,9 +206,51 @@ struct rxbuf {
   uint8_t data[GE_RECV_BATCH][GE_DGRAM_MAX];
 };
 
-/* One batch from every ready socket. timeout_ms 0 never blocks. */
+static void rx_init(struct rxbuf *rx) {
+  for (unsigned i = 0; i < GE_RECV_BATCH; i++) {
+    rx->iov[i] = (struct iovec){rx->data[i], GE_DGRAM_MAX};
+    rx->msgs[i].msg_hdr = (struct msghdr){
+        .msg_name = &rx->from[i],
+        .msg_namelen = sizeof rx->from[i],
+        .msg_iov = &rx->iov[i],
+        .msg_iovlen = 1,
+    };
+  }
+}
+
+/* One recvmmsg batch from socket si, stamped right after the call. */
+static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
+                     struct ge_err *e) {
+  int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
+  int64_t now = ge_now_ns();
+  if (r < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+        errno == ECONNREFUSED)
+      return 0;
+    ge_err_set(e, NULL, 0, "recvmmsg", "%s", strerror(errno));
+    return -1;
+  }
+  for (int i = 0; i < r; i++) {
+    struct msghdr *h = &rx->msgs[i].msg_hdr;
+    if (h->msg_namelen != sizeof(struct sockaddr_in6) ||
+        rx->from[i].sin6_family != AF_INET6)
+      L->c.unknown_source++;
+    else
+      ge_recv_datagram(L, rx->data[i], rx->msgs[i].msg_len,
+                       (h->msg_flags & MSG_TRUNC) != 0, &rx->from[i], si, now);
+    h->msg_namelen = sizeof rx->from[i]; /* the kernel overwrote it */
+  }
+  flush_acks(L);
+  return 0;
+}
+
+/* One batch from every ready socket; timeout_ms 0 never blocks. With a
+ * single socket the non-blocking recvmmsg is itself the poll, which saves
+ * the epoll_wait syscall per reply. */
 static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
                         struct ge_err *e) {
+  if (L->nsock == 1 && timeout_ms == 0)
+    return rx_socket(L, rx, 0, e);
   struct epoll_event ev[16];
   int nev = epoll_wait(L->epfd, ev, 16, timeout_ms);
   if (nev < 0) {
@@ -217,38 +259,9 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
     ge_err_set(e, NULL, 0, "epoll_wait", "%s", strerror(errno));
     return -1;
   }
-  for (int k = 0; k < nev; k++) {
-    unsigned si = ev[k].data.u32;
-    for (unsigned i = 0; i < GE_RECV_BATCH; i++) {
-      rx->iov[i] = (struct iovec){rx->data[i], GE_DGRAM_MAX};
-      rx->msgs[i].msg_hdr = (struct msghdr){
-          .msg_name = &rx->from[i],
-          .msg_namelen = sizeof rx->from[i],
-          .msg_iov = &rx->iov[i],
-          .msg_iovlen = 1,
-      };
-    }
-    int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
-    int64_t now = ge_now_ns();
-    if (r < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-          errno == ECONNREFUSED)
-        continue;
-      ge_err_set(e, NULL, 0, "recvmmsg", "%s", strerror(errno));
+  for (int k = 0; k < nev; k++)
+    if (rx_socket(L, rx, ev[k].data.u32, e))
       return -1;
-    }
-    for (int i = 0; i < r; i++) {
-      const struct msghdr *h = &rx->msgs[i].msg_hdr;
-      if (h->msg_namelen != sizeof(struct sockaddr_in6) ||
-          rx->from[i].sin6_family != AF_INET6) {
-        L->c.unknown_source++;
-        continue;
-      }
-      ge_recv_datagram(L, rx->data[i], rx->msgs[i].msg_len,
-                       (h->msg_flags & MSG_TRUNC) != 0, &rx->from[i], si, now);
-    }
-    flush_acks(L);
-  }
   return 0;
 }
 
@@ -258,6 +271,7 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
     ge_err_set(e, NULL, 0, "loop", "out of memory");
     return -1;
   }
+  rx_init(rx);
   const struct ge_plan *p = L->plan;
   const uint64_t *ts = p->ts_us;
   const int64_t t0 = L->t0;
