@@ -55,3 +55,20 @@ def test_trace_naming_unknown_resource_is_an_error(tmp_path: Path):
 def test_no_resource_files(tmp_path: Path):
     with pytest.raises(UserError, match="no dev-"):
         cd_service_us(tmp_path)
+
+
+def test_agrees_with_tracegen_cd_service_auto(tmp_path: Path):
+    """tracegen sets the CD node's S from the spec (cd.service: auto); the
+    resource files it writes must give the same mean."""
+    import json
+
+    from wotbench.cli import main
+
+    out = tmp_path / "wl"
+    assert main(["tracegen", "--devices", "5", "--duration", "20s", "--rit", "exp:50ms",
+                 "--service", "exp:5ms", "--seed", "3", "--out", str(out)]) == 0
+    cd = json.loads((out / "expected.json").read_text())["cd"]
+    assert cd["service_auto"]
+    assert cd_service_us(out / "resources") == pytest.approx(cd["service_us"], rel=0.01)
+    # Weighted by the trace's actual requests: close, up to sampling noise.
+    assert cd_service_us(out / "resources", out / "trace.csv") == pytest.approx(cd["service_us"], rel=0.1)
