@@ -198,6 +198,7 @@ struct ge_slot {
 struct ge_counters {
   uint64_t ok, timeouts, errors, retransmissions, late_sends, send_errors;
   uint64_t empty_acks, rsts, acks_sent, ack_send_errors;
+  uint64_t mid_reuse_early; /* (socket, peer, MID) reused within 247 s */
   /* datagrams counted and ignored, by kind */
   uint64_t truncated, unparseable, unknown_source, unknown_token,
       wrong_source, unmatched_empty_ack, unmatched_rst, unexpected_message,

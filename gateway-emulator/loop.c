@@ -136,10 +136,20 @@ static int64_t first_interval(struct ge_loop *L) {
 static int send_one(struct ge_loop *L, int64_t now) {
   uint32_t idx = (uint32_t)L->next++;
   struct ge_slot *s = &L->slots[idx];
-  uint32_t peer = L->plan->devs[L->plan->dev[idx]].peer;
-  L->peer_sent[peer]++;
+  const struct ge_plan *p = L->plan;
+  uint32_t peer = p->devs[p->dev[idx]].peer;
+  uint32_t rank = L->peer_sent[peer]++;
   s->sent_ns = now - L->t0;
-  if (ge_us(s->sent_ns) - (int64_t)L->plan->ts_us[idx] > L->cfg->late_us)
+  /* The plan spaces MID reuse by trace time; a GE far behind its
+   * schedule could still compress it, so check the actual send times. */
+  const struct ge_peer *pr = &p->peers[peer];
+  uint64_t cycle = (uint64_t)pr->k * GE_MID_SPACE;
+  if (rank >= cycle) {
+    uint32_t prev = p->peer_reqs[pr->first + rank - cycle];
+    if (s->sent_ns - L->slots[prev].sent_ns <= GE_EXCHANGE_LIFETIME_NS)
+      L->c.mid_reuse_early++;
+  }
+  if (ge_us(s->sent_ns) - (int64_t)p->ts_us[idx] > L->cfg->late_us)
     L->c.late_sends++;
   L->outstanding++;
   s->state = GE_WAIT;

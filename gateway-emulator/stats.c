@@ -132,13 +132,14 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
           "  \"errors\": %llu,\n  \"send_errors\": %llu,\n"
           "  \"retransmissions\": %llu,\n  \"late_sends\": %llu,\n"
           "  \"empty_acks\": %llu,\n  \"rsts\": %llu,\n  \"acks_sent\": %llu,\n"
-          "  \"ack_send_errors\": %llu,\n",
+          "  \"ack_send_errors\": %llu,\n  \"mid_reuse_early\": %llu,\n",
           n, (unsigned long long)c->ok, (unsigned long long)c->timeouts,
           (unsigned long long)c->errors, (unsigned long long)c->send_errors,
           (unsigned long long)c->retransmissions,
           (unsigned long long)c->late_sends, (unsigned long long)c->empty_acks,
           (unsigned long long)c->rsts, (unsigned long long)c->acks_sent,
-          (unsigned long long)c->ack_send_errors);
+          (unsigned long long)c->ack_send_errors,
+          (unsigned long long)c->mid_reuse_early);
   fprintf(f,
           "  \"garbage\": {\"total\": %llu, \"truncated\": %llu, "
           "\"unparseable\": %llu, \"unknown_source\": %llu, "
