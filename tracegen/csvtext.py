@@ -23,7 +23,7 @@ import numpy as np
 
 from wotbench.formats import METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 
-__all__ = ["TraceEncoder", "TRACE_HEADER", "TRACE_HEADER_PAYLOAD", "payload_text"]
+__all__ = ["TraceEncoder", "TRACE_HEADER", "TRACE_HEADER_PAYLOAD", "device_host", "payload_text"]
 
 TRACE_HEADER = (",".join(TRACE_COLUMNS) + "\n").encode()
 TRACE_HEADER_PAYLOAD = (",".join(TRACE_COLUMNS + TRACE_OPTIONAL_COLUMNS) + "\n").encode()
@@ -40,6 +40,11 @@ def _digit_groups(ndig: int) -> list[int]:
     top = ndig % 4 or 4
     return [top] + [4] * ((ndig - top) // 4)
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
+
+
+def device_host(device_id: int) -> str:
+    """Placeholder host of a device in trace URIs (the GE maps it with ``--hosts``)."""
+    return f"dev-{device_id}"
 
 
 def payload_text(n: int) -> str:
