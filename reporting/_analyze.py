@@ -175,6 +175,43 @@ def _placement(files: RunFiles) -> dict[str, Any] | None:
             "notes": [str(n) for n in p.get("notes", []) or []]}
 
 
+def _groups(files: RunFiles) -> dict[int, str]:
+    """device_id -> device group, from the harness's ge/devices-<k>.csv (when present)."""
+    out: dict[int, str] = {}
+    for ge_csv in files.ge_csvs:
+        f = ge_csv.parent / f"devices-{_ge_index(ge_csv)}.csv"
+        df = _read_optional_csv(f)
+        if df is not None and {"device_id", "group"} <= set(df.columns):
+            out.update(zip(df["device_id"].astype(int), df["group"].astype(str)))
+    return out
+
+
+def _read_optional_csv(path: Path) -> pd.DataFrame | None:
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        return None
+
+
+def _group_summary(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per device group (heterogeneous devices): sizes, throughput, response time and R_d."""
+    if not devices or all(d["group"] is None for d in devices):
+        return []
+    df = pd.DataFrame(devices)
+    df["group"] = df["group"].fillna("(unknown)")
+    df["resp_x_ok"] = df["response_mean_us"].astype(float) * df["ok"]
+    out = []
+    for name, g in df.groupby("group", sort=True):
+        ok = int(g["ok"].sum())
+        out.append({"group": str(name), "devices": int(len(g)), "requests": int(g["requests"].sum()),
+                    "throughput_per_device_mean": float(g["throughput"].astype(float).mean()),
+                    "response_mean_us": float(g["resp_x_ok"].sum() / ok) if ok else None,
+                    "rd_ratio_mean": float(g["rd_ratio"].astype(float).mean())})
+    return out
+
+
 def _json_safe(obj: Any) -> Any:
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -211,6 +248,9 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
                                 _q(np.where(a.ok, a.latency_intended, np.nan)), per_sec))
             del a
         del tables, table
+    group_of = _groups(files)
+    for d in devices:
+        d["group"] = group_of.get(d["device_id"])
     counts = {k: int(sum(g[k] for g in ges)) for k in ("requests", "ok", "timeouts", "errors")}
     counts["devices"] = len(devices)
     counts["ges"] = len(ges)
@@ -234,6 +274,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
             "rd_ratio_max": float(rds.max()) if rds.size else None,
         },
         "devices": devices,
+        "groups": _group_summary(devices),
         "cd": cd,
         "monitor": _monitor_section(host, host_raw is not None, phases),
         "placement": _placement(files),

@@ -156,6 +156,14 @@ def device_table(r: dict, limit: int = 40) -> tuple[list[str], list[list[str]], 
     return head, rows, len(devs)
 
 
+def group_table(r: dict) -> tuple[list[str], list[list[str]]] | None:
+    if len(r["groups"]) < 2:
+        return None
+    head = ["group", "devices", "requests", "throughput/device", "R mean", "R_d"]
+    return head, [[g["group"], str(g["devices"]), str(g["requests"]), _f(g["throughput_per_device_mean"], ".2f") + "/s",
+                   _us(g["response_mean_us"]), _f(g["rd_ratio_mean"], ".4f")] for g in r["groups"]]
+
+
 def sweep_row(an: Analysis) -> dict[str, Any]:
     """One run's numbers for the sweep table and figures."""
     r = an.result
@@ -234,6 +242,9 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
             "## Latency", "", _md_table(latency_table(r)), "", "## Contention detection", ""]
     ct = cd_table(r)
     out += ([_md_table(ct), "", cd_stats_line(r), ""] if ct else ["No CD data.", ""])
+    gt = group_table(r)
+    if gt:
+        out += ["## Device groups", "", _md_table(gt), ""]
     head, rows, n = device_table(r)
     out += ["## Devices" + (f" (worst {len(rows)} of {n} by R_d)" if n > len(rows) else ""), "",
             _md_table((head, rows)), ""]
@@ -339,6 +350,9 @@ def html_page(an: Analysis, figures: Figures) -> str:
     ct = cd_table(r)
     parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(r))}</p>",
               f"<p>{html.escape(r['cd']['contention']['reason'])}</p>"] if ct else ["<p>No CD data.</p>"]
+    gt = group_table(r)
+    if gt:
+        parts += ["<h2>Device groups</h2>", _html_table(gt)]
     head, rows, n = device_table(r)
     parts += [f"<h2>Devices{f' (worst {len(rows)} of {n} by R_d)' if n > len(rows) else ''}</h2>",
               _html_table((head, rows)), "<h2>Figures</h2>", _html_figures(figures),

@@ -201,3 +201,17 @@ def test_rd_of_devices_uses_echoed_service_time(make_run):
     # Network time only (about 150 us + jitter) over a 5 ms mean service time.
     assert 0.01 < r["device_summary"]["rd_ratio_mean"] < 0.08
     assert np.isfinite(r["cd"]["contention"]["baseline"]["median"])
+
+
+def test_device_groups_from_the_harness_device_lists(make_run):
+    run = make_run("groups", devices=4)
+    (run / "ge" / "devices-0.csv").write_text(
+        "device_id,group,container,address\n0,sensors,d0,10.0.0.2\n1,sensors,d1,10.0.0.3\n"
+        "2,actuators,d2,10.0.0.4\n3,actuators,d3,10.0.0.5\n")
+    r = analyze_run(run)
+    assert {d["device_id"]: d["group"] for d in r["devices"]} == {0: "sensors", 1: "sensors", 2: "actuators",
+                                                                   3: "actuators"}
+    groups = {g["group"]: g for g in r["groups"]}
+    assert groups["sensors"]["devices"] == 2 and groups["actuators"]["devices"] == 2
+    assert sum(g["requests"] for g in r["groups"]) == r["measure_counts"]["requests"]
+    assert analyze_run(make_run("nogroups"))["groups"] == []
