@@ -14,7 +14,6 @@ from the host view, the shims and the cgroups.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time

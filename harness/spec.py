@@ -13,16 +13,16 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from wotbench import yamlsrc
 from wotbench._errors import UserError
 from wotbench.harness import units
 from wotbench.yamlsrc import YamlSource, field_name
-from wotbench import yamlsrc
 
 TOP_KEYS = {"name", "workload", "devices", "gateway", "cd", "placement", "phases",
             "repetitions", "sweep", "validity"}

@@ -18,8 +18,8 @@ import docker.types
 from tqdm import tqdm
 
 from wotbench.harness import dockerenv
-from wotbench.harness.results import write_atomic
 from wotbench.harness.dockerenv import IMAGES, LABEL_DEVICE, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
+from wotbench.harness.results import write_atomic
 from wotbench.harness.spec import DeviceGroup
 
 COAP_PORT = 5683
