@@ -147,7 +147,8 @@ def _windows(t: np.ndarray, rd: np.ndarray, baseline: np.ndarray, start_us: floa
         p = float(stats.mannwhitneyu(w, baseline, alternative="greater").pvalue)
         med = float(np.median(w))
         flagged = p < alpha / max(tested, 1) and med - base_median >= min_effect
-        out.append(Window(float(edges[i]), float(edges[i + 1]), int(w.size), med, p, flagged))
+        # The first window may start before the first sample (alignment): clip it.
+        out.append(Window(max(float(edges[i]), float(t.min())), float(edges[i + 1]), int(w.size), med, p, flagged))
     return tuple(out)
 
 

@@ -32,11 +32,15 @@ __all__ = ["Phases", "RunSummary", "Run", "RunFiles", "find_files", "read_ge_tab
            "read_phases", "read_json"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
+# Times as float64: the GE writes whole microseconds, but fractional ones
+# (older GE builds, other tools) read just as well, and the analysis works
+# in float64 (NaN for "no response") anyway.
+_US = pa.float64()
 GE_SCHEMA: dict[str, pa.DataType] = {
-    "device_id": pa.int32(), "method": _DICT, "uri": _DICT, "intended_us": pa.int64(),
-    "sent_us": pa.int64(), "recv_us": pa.int64(), "response_us": pa.int64(),
-    "latency_intended_us": pa.int64(), "send_lag_us": pa.int64(), "status": _DICT,
-    "code": _DICT, "retransmissions": pa.int32(), "service_us": pa.int64(),
+    "device_id": pa.int32(), "method": _DICT, "uri": _DICT, "intended_us": _US,
+    "sent_us": _US, "recv_us": _US, "response_us": _US,
+    "latency_intended_us": _US, "send_lag_us": _US, "status": _DICT,
+    "code": _DICT, "retransmissions": pa.int32(), "service_us": _US,
 }
 assert tuple(GE_SCHEMA) == GE_OUTPUT_COLUMNS, "GE_SCHEMA drifted from docs/formats.md"
 _CACHE_KEY = b"wotbench.source"

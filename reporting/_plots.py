@@ -205,7 +205,7 @@ def fig_cpu(an: Analysis) -> bytes | None:
     if an.container_cpu is not None:
         for role, d in an.container_cpu.groupby("role"):
             ax.plot(d["t_s"], d["cpu_pct"] / max(1, sum(1 for c in h.columns if c.startswith("cpu"))),
-                    lw=1, ls="--", label=f"containers: {role}")
+                    lw=1, ls="--", label=f"containers: {role} (share of all CPUs)")
     ax.set_ylim(0, 105)
     ax.set_xlabel("time since t0 (s)")
     ax.set_ylabel("CPU utilisation (%)")
