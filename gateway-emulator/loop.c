@@ -228,7 +228,8 @@ static void rx_init(struct rxbuf *rx) {
   }
 }
 
-/* One recvmmsg batch from socket si, stamped right after the call. */
+/* One recvmmsg batch from socket si, stamped right after the call.
+ * Returns the datagrams read or -1. */
 static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
                      struct ge_err *e) {
   int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
@@ -251,7 +252,7 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
     h->msg_namelen = sizeof rx->from[i]; /* the kernel overwrote it */
   }
   flush_acks(L);
-  return 0;
+  return r;
 }
 
 /* One batch from every ready socket; timeout_ms 0 never blocks. With a
@@ -269,9 +270,35 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
     ge_err_set(e, NULL, 0, "epoll_wait", "%s", strerror(errno));
     return -1;
   }
-  for (int k = 0; k < nev; k++)
-    if (rx_socket(L, rx, ev[k].data.u32, e))
+  int total = 0;
+  for (int k = 0; k < nev; k++) {
+    int r = rx_socket(L, rx, ev[k].data.u32, e);
+    if (r < 0)
       return -1;
+    total += r;
+  }
+  return total;
+}
+
+/* Reads replies at least as fast as requests went out (`owed`: sends of
+ * the last burst), and keeps draining while no send is due, so that
+ * replies are stamped when they arrive, not when a GE behind schedule
+ * gets round to them (and no timer fires for a reply already queued). */
+static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
+                         struct ge_err *e) {
+  const struct ge_plan *p = L->plan;
+  /* bounded, so that a flood cannot starve the timers */
+  for (unsigned round = 0; round < 64; round++) {
+    int got = poll_replies(L, rx, 0, e);
+    if (got < 0)
+      return -1;
+    if (got < GE_RECV_BATCH)
+      return 0; /* the socket(s) had no more */
+    owed = owed > (size_t)got ? owed - (size_t)got : 0;
+    if (!owed && L->next < p->n &&
+        L->t0 + (int64_t)p->ts_us[L->next] * 1000 <= ge_now_ns())
+      return 0; /* a send is due */
+  }
   return 0;
 }
 
@@ -293,8 +320,9 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
     }
     int64_t now = ge_now_ns();
     if (L->next < p->n) {
-      for (unsigned burst = 0; burst < GE_SEND_BURST && L->next < p->n &&
-                               t0 + (int64_t)ts[L->next] * 1000 <= now;
+      unsigned burst = 0;
+      for (; burst < GE_SEND_BURST && L->next < p->n &&
+             t0 + (int64_t)ts[L->next] * 1000 <= now;
            burst++) {
         if (send_one(L, now)) {
           ge_err_set(e, NULL, 0, "timers", "out of memory");
@@ -302,7 +330,7 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
         }
         now = ge_now_ns();
       }
-      if (poll_replies(L, rx, 0, e))
+      if (drain_replies(L, rx, burst, e))
         goto out;
     } else {
       /* All sent: nothing is due until the next timer or reply, so block
@@ -314,7 +342,7 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
         if (wait_ms > 1000)
           wait_ms = 1000;
       }
-      if (poll_replies(L, rx, wait_ms, e))
+      if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
         goto out;
     }
     if (fire_timers(L, ge_now_ns())) {
