@@ -33,7 +33,7 @@ from wotbench.harness import dockerenv, impair, probe
 from wotbench.harness import results as res
 from wotbench.harness.monitor import Collectl, ContainerSampler
 from wotbench.harness.plan import Plan, make_plan
-from wotbench.harness.spec import HarnessSpec, RunSpec
+from wotbench.harness.spec import HarnessSpec, RunSpec, parse_key_path
 from wotbench.harness.testbed import COAP_PORT, Node, Testbed
 
 #: Seconds between starting the GE containers and the CD-GE's start instant.
@@ -204,19 +204,7 @@ class Run:
     # --- checks before anything starts -----------------------------------
 
     def preflight(self) -> tuple[Plan, dict[str, str], bool]:
-        plan = plan_for(self.hs)
-        roles = ["device", "ge"]
-        imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(self.hs.groups)
-                if g.impairment is not None]
-        if imps:
-            roles.append("nettools")
-        images = dockerenv.check_images(self.client, roles)
-        netem = False
-        if imps:
-            if any(imp.needs_netem for _, imp in imps):
-                netem = impair.netem_available(self.client, self.run_id)
-            impair.check_supported(imps, netem, impair.pumba_on_path())
-        return plan, images, netem
+        return preflight(self.hs, self.client)
 
     # --- the run ---------------------------------------------------------
 
@@ -512,9 +500,37 @@ class Run:
                           "(moby#42119); `wotbench clean` retries, restarting dockerd frees it")
 
 
+def preflight(hs: HarnessSpec, client: Any) -> tuple[Plan, dict[str, str], bool]:
+    """What must hold before anything starts: a placement, the images, and
+    kernel support for the impairment asked for. Returns (plan, image ids,
+    netem available)."""
+    plan = plan_for(hs)
+    roles = ["device", "ge"]
+    imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(hs.groups)
+            if g.impairment is not None]
+    if imps:
+        roles.append("nettools")
+    images = dockerenv.check_images(client, roles)
+    netem = False
+    if imps:
+        if any(imp.needs_netem for _, imp in imps):
+            netem = impair.netem_available(client, "preflight")
+        impair.check_supported(imps, netem, impair.pumba_on_path())
+    return plan, images, netem
+
+
 def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
-    """Runs every test of an expanded spec in order; returns their dirs."""
+    """Runs every test of an expanded spec in order; returns their dirs.
+    Every test passes its preflight before the first one starts."""
     client = dockerenv.client()
+    for rs in runs:
+        try:
+            preflight(rs.harness, client)
+        except UserError as err:
+            if err.file is None:         # point at the spec line of the key
+                err.file = rs.source.name
+                err.line = rs.source.line(*(parse_key_path(err.field or "") or ()))
+            raise
     dirs = []
     for i, rs in enumerate(runs, 1):
         if len(runs) > 1:
@@ -528,7 +544,6 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         opts.say(f"results: {run.dir} (verdict: {summary['verdict']}"
                  + (f"; {'; '.join(summary['reasons'][:3])}" if summary["reasons"] else "") + ")")
     return dirs
-
 
 
 def run(spec: str | os.PathLike[str], results: str | os.PathLike[str] = "results",

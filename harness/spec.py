@@ -276,7 +276,7 @@ class Sweep:
             raise _err(src, at, "needs both 'key' and 'values'")
         if not isinstance(m["key"], str):
             raise _err(src, at + ("key",), "expected a key path such as devices[0].count")
-        path = _parse_key_path(m["key"])
+        path = parse_key_path(m["key"])
         if path is None or path[0] in ("sweep", "repetitions", "name"):
             raise _err(src, at + ("key",), f"cannot sweep {m['key']!r}")
         values = m["values"]
@@ -285,7 +285,7 @@ class Sweep:
         return cls(m["key"], path, tuple(values))
 
 
-def _parse_key_path(text: str) -> Path_ | None:
+def parse_key_path(text: str) -> Path_ | None:
     parts: list[str | int] = []
     for m in re.finditer(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", text):
         parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))

@@ -216,3 +216,19 @@ def test_clean_removes_only_labelled_leftovers(docker_client, wotbench_cli):
         assert kept.status == "running"
     finally:
         kept.remove(force=True)
+
+
+def test_delay_without_netem_is_refused_before_anything_starts(docker_client, spec_file, make_spec,
+                                                               tmp_path, wotbench_cli):
+    from wotbench.harness import impair
+
+    if impair.netem_available(docker_client, "test"):
+        pytest.skip("this kernel has netem: delay is supported here")
+    spec = spec_file(make_spec(group_extra="impairment: {loss: 1%, delay: 10ms}\n"))
+    r = wotbench_cli("run", str(spec), "--results", str(tmp_path / "res"))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {spec}:10: devices[0].impairment: ")
+    assert "netem" in lines[0]
+    assert not (tmp_path / "res").exists()
+    assert not docker_client.containers.list(all=True, filters={"label": LABEL_RUN + "=preflight"})
