@@ -69,6 +69,19 @@ def run_id(an: Analysis) -> str:
     return an.path.name
 
 
+def run_notes(an: Analysis) -> list[str]:
+    """What the harness said beyond the analysis: an interrupted run, its own reasons."""
+    files = find_files(an.path)
+    notes = []
+    if files.incomplete is not None:
+        first = files.incomplete.read_text(errors="replace").strip().splitlines()[:1]
+        notes.append("run did not finish (INCOMPLETE)" + (f": {first[0]}" if first else ""))
+    if files.summary is not None:
+        s = read_summary(files.summary)
+        notes += [f"harness: {x}" for x in s.reasons if x not in an.result["reasons"]]
+    return notes
+
+
 def checks_table(r: dict) -> tuple[list[str], list[list[str]]]:
     return ["check", "result", "detail"], [[c["check"], "PASS" if c["ok"] else "FAIL", c["reason"]]
                                           for c in r["checks"]]
@@ -202,7 +215,8 @@ def terminal_text(an: Analysis) -> str:
     lines = [f"== {run_id(an)}: {r['verdict'].upper()}",
              f"   {c['requests']} requests to {c['devices']} devices via {c['ges']} GE(s) in the "
              f"measurement phase ({(r['phases']['measure'][1] - r['phases']['measure'][0]) / 1e6:g} s); "
-             f"{c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors", ""]
+             f"{c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors"]
+    lines += [f"   ! {n}" for n in run_notes(an)] + [""]
     for title, (head, rows) in (("Checks", checks_table(r)), ("Rate and send lag", rate_table(r)),
                                 ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r)),
                                 ("Latency", latency_table(r))):
@@ -234,6 +248,9 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
            f"{c['ges']} GE(s); {c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors.", ""]
     if r["reasons"]:
         out += ["Reasons:", ""] + [f"- {x}" for x in r["reasons"]] + [""]
+    notes = run_notes(an)
+    if notes:
+        out += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
     out += ["## Checks", "", _md_table(checks_table(r)), ""]
     if r["warnings"]:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
@@ -341,6 +358,7 @@ def html_page(an: Analysis, figures: Figures) -> str:
              f"phase; {c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors.</p>"]
     if r["reasons"]:
         parts.append('<ul class="reasons">' + "".join(f"<li>{html.escape(x)}</li>" for x in r["reasons"]) + "</ul>")
+    parts += [f'<div class="warn">{html.escape(n)}</div>' for n in run_notes(an)]
     parts += ["<h2>Checks</h2>", _html_table(checks_table(r), reason_col=2)]
     if r["warnings"]:
         parts += ["<h2>Warnings</h2>"] + [f'<div class="warn">{html.escape(w)}</div>' for w in r["warnings"]]

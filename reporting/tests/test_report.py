@@ -132,3 +132,18 @@ def test_degenerate_runs_still_report(make_run, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== dead: INVALID" in out and "== empty: INVALID" in out
     assert (tmp_path / "sweep" / "index.html").is_file()
+
+
+def test_interrupted_run_and_harness_reasons_are_shown(make_run, capsys):
+    import json
+
+    run = make_run("interrupted")
+    (run / "INCOMPLETE").write_text("interrupted by SIGINT\ntraceback ...\n")
+    (run / "summary.json").write_text(json.dumps({"format": 1, "run_id": "r1", "complete": False,
+                                                  "verdict": "invalid",
+                                                  "reasons": ["collectl is not installed: no host monitor data"]}))
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "! run did not finish (INCOMPLETE): interrupted by SIGINT" in out
+    assert "! harness: collectl is not installed" in out
+    assert "interrupted by SIGINT" in (run / "report" / "index.html").read_text()
