@@ -50,11 +50,13 @@ class Device:
     resources: Path
     port: int = 0
     args: Sequence[str] = ()
+    host: str = "127.0.0.1"
     proc: subprocess.Popen | None = None
 
     def start(self) -> "Device":
-        self.port = self.port or free_port()
-        cmd = [str(self.binary), "--listen", f"127.0.0.1:{self.port}",
+        self.port = self.port or free_port(self.host)
+        listen = f"[{self.host}]" if ":" in self.host else self.host
+        cmd = [str(self.binary), "--listen", f"{listen}:{self.port}",
                "--resources", str(self.resources), *self.args]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)
@@ -66,7 +68,8 @@ class Device:
         return self
 
     def uri(self, path: str) -> str:
-        return f"coap://127.0.0.1:{self.port}{path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"coap://{host}:{self.port}{path}"
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -76,14 +79,14 @@ class Device:
 
 @pytest.fixture
 def make_device(device_bin: Path, tmp_path: Path) -> Iterator:
-    """make_device({path: service_us}, *args) -> started Device."""
+    """make_device({path: service_us}, *args, host=...) -> started Device."""
     started: list[Device] = []
 
-    def factory(resources: dict[str, int], *args: str) -> Device:
+    def factory(resources: dict[str, int], *args: str, host: str = "127.0.0.1") -> Device:
         res = tmp_path / f"res{len(started)}.csv"
         res.write_text("path,service_us\n"
                        + "".join(f"{p},{s}\n" for p, s in resources.items()))
-        dev = Device(device_bin, res, args=args)
+        dev = Device(device_bin, res, args=args, host=host)
         started.append(dev)
         return dev.start()
 

@@ -92,6 +92,15 @@ def test_several_devices(ge_bin, make_device, tmp_path):
         assert mine.uri.str.startswith(f"coap://127.0.0.1:{dev.port}/").all()
 
 
+def test_ipv6_and_ipv4_devices_from_one_dual_stack_socket(ge_bin, make_device, tmp_path):
+    v6, v4 = make_device(SERVICE, host="::1"), make_device(SERVICE)
+    rows = [(i % 2, i * 500, "GET", (v6 if i % 2 else v4).uri("/s0")) for i in range(200)]
+    run = run_ge(ge_bin, write_trace(tmp_path / "t.csv", rows))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["ok"] == 200 and run.summary["sockets"] == 1
+    assert run.rows.uri[1].startswith("coap://[::1]:")
+
+
 def test_hosts_file_maps_placeholders(ge_bin, make_device, tmp_path):
     dev = make_device(SERVICE)
     hosts = tmp_path / "hosts.csv"
