@@ -232,3 +232,21 @@ def test_delay_without_netem_is_refused_before_anything_starts(docker_client, sp
     assert "netem" in lines[0]
     assert not (tmp_path / "res").exists()
     assert not docker_client.containers.list(all=True, filters={"label": LABEL_RUN + "=preflight"})
+
+
+def test_devices_spread_over_several_networks(docker_client, spec_file, make_spec, tmp_path,
+                                              monkeypatch, run_objects):
+    """Past a bridge's port limit the run uses several networks; the GE is on all of them."""
+    from wotbench.harness import runner, spec, testbed
+
+    monkeypatch.setattr(testbed, "NET_CAPACITY", 11)          # 3 nodes per network
+    runs = spec.load(spec_file(make_spec(count=5, measure="3s", name="nets")))
+    [run_dir] = runner.run_spec(runs, runner.RunOptions(results_root=tmp_path, progress=False))
+    hosts = pd.read_csv(run_dir / "ge" / "hosts.csv")
+    subnets = {a.rsplit(".", 1)[0] for a in hosts["address"]}
+    assert len(hosts) == 6 and len(subnets) == 2
+    summary = json.loads((run_dir / "summary.json").read_text())
+    c = summary["counts"]["ge-0"]
+    assert c["rows"] == c["trace_lines"] and c.get("ok", 0) == c["rows"]
+    assert summary["counts"]["cd-ge"].get("ok", 0) == summary["counts"]["cd-ge"]["rows"] > 0
+    _gone(run_objects, run_dir.name, 1)
