@@ -15,11 +15,13 @@ def register(sub: Any) -> None:
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="folder that receives results/<run-id>/ (default: results)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--scale", help="one of the spec's scales (spec key 'scales'; default full)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plan", help="validate a spec and print its placement plan")
     p.add_argument("spec", type=Path)
     p.add_argument("--cores", help="plan for these cores instead of this host's, e.g. 0-7")
+    p.add_argument("--scale", help="one of the spec's scales (spec key 'scales'; default full)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("clean", help="remove containers and networks left by crashed runs")
@@ -45,7 +47,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from wotbench.harness.runner import plan_for
     from wotbench.harness.spec import load
 
-    runs = load(args.spec)
+    runs = load(args.spec, args.scale)
     cores = _cores(args.cores) if args.cores else None
     for rs in runs:
         if rs.repetition > 1:
@@ -61,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wotbench.harness.runner import RunFailed, RunOptions, run_spec
     from wotbench.harness.spec import load
 
-    runs = load(args.spec)            # every variant validated before anything starts
+    runs = load(args.spec, args.scale)  # every variant validated before anything starts
     progress = not args.no_progress and sys.stderr.isatty()
     try:
         dirs = run_spec(runs, RunOptions(results_root=args.results, progress=progress))

@@ -220,7 +220,7 @@ class Run:
         t_start = time.time()
         self.manifest = {
             "format": res.FORMAT, "run_id": self.run_id, "label": self.rs.label,
-            **res.host_facts(self.client.version()), "images": images,
+            "scale": self.rs.scale, **res.host_facts(self.client.version()), "images": images,
             "placement": plan.to_dict(), "cores_shared": plan.cores_shared,
             "start_epoch_us": int(t_start * 1e6),
         }
@@ -469,6 +469,7 @@ class Run:
         notes = [f"cores are shared: {n}" for n in plan.notes] if plan.cores_shared else []
         summary = {
             "format": res.FORMAT, "run_id": self.run_id, "label": self.rs.label, "complete": True,
+            "scale": self.rs.scale,
             "counts": counts, "cores_shared": plan.cores_shared, "notes": notes,
             "containers": {"total": len(states),
                            "nodes_not_running_at_end": sorted(
@@ -547,9 +548,9 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
 
 
 def run(spec: str | os.PathLike[str], results: str | os.PathLike[str] = "results",
-        progress: bool = True) -> list[Path]:
+        progress: bool = True, scale: str | None = None) -> list[Path]:
     """Loads, validates and runs an experiment spec; returns the results
     directory of every test (one per sweep value and repetition)."""
     from wotbench.harness.spec import load
 
-    return run_spec(load(spec), RunOptions(results_root=Path(results), progress=progress))
+    return run_spec(load(spec, scale), RunOptions(results_root=Path(results), progress=progress))

@@ -11,6 +11,7 @@ that an unknown key anywhere is an error.
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -282,7 +283,26 @@ class Sweep:
         values = m["values"]
         if not isinstance(values, list) or not values:
             raise _err(src, at + ("values",), "expected a non-empty list")
-        return cls(m["key"], path, tuple(values))
+        return cls(m["key"], path, tuple(values), at)
+
+    at: Path_ = ("sweep",)            # where the sweep is written (its values at at + ("values", i))
+
+    @classmethod
+    def build_axes(cls, v: Any, src: YamlSource, at: Path_) -> tuple[Sweep, ...]:
+        """One sweep (a mapping) or a grid (a list of them: every combination
+        of their values, the first key varying slowest)."""
+        if not isinstance(v, list):
+            one = cls.build(v, src, at)
+            return () if one is None else (one,)
+        if not v:
+            raise _err(src, at, "expected a sweep {key, values} or a non-empty list of them")
+        axes = tuple(cls.build(item, src, at + (i,)) for i, item in enumerate(v))
+        out = tuple(a for a in axes if a is not None)
+        for i, a in enumerate(out):
+            for b in out[:i]:
+                if a.path[: len(b.path)] == b.path or b.path[: len(a.path)] == a.path:
+                    raise _err(src, a.at + ("key",), f"overlaps the sweep of {b.key!r}")
+        return out
 
 
 def parse_key_path(text: str) -> Path_ | None:
@@ -302,8 +322,9 @@ class HarnessSpec:
     placement: Placement
     phases: Phases | None
     repetitions: int
-    sweep: Sweep | None
+    sweep: Sweep | None                # the first (or only) sweep axis
     validity: Mapping[str, Any]
+    sweep_axes: tuple[Sweep, ...] = ()  # every axis of a grid sweep
 
     @property
     def device_count(self) -> int:
@@ -338,6 +359,7 @@ class HarnessSpec:
 
         parse_validity(m.get("validity"), src)
         validity = m.get("validity") or {}
+        axes = Sweep.build_axes(m.get("sweep"), src, ("sweep",))
         spec = cls(
             name=name,
             groups=groups,
@@ -346,8 +368,9 @@ class HarnessSpec:
             placement=Placement.build(m.get("placement"), src, ("placement",)),
             phases=Phases.build(m.get("phases"), m.get("workload"), src, ("phases",)),
             repetitions=_int(m.get("repetitions", 1), src, ("repetitions",), 1, 1000),
-            sweep=Sweep.build(m.get("sweep"), src, ("sweep",)),
+            sweep=(axes[0] if axes else None),
             validity=dict(validity),
+            sweep_axes=axes,
         )
         if spec.gateway.instances > spec.device_count:
             raise _err(src, ("gateway", "instances"),
@@ -366,6 +389,7 @@ class RunSpec:
     label: str                 # e.g. "devices[0].count=10 rep=1"
     sweep_value: Any = None
     repetition: int = 1
+    scale: str = "full"        # the spec's scale (harness/scales.py)
 
     def yaml(self) -> str:
         return yaml.safe_dump(dict(self.doc), sort_keys=False)
@@ -396,34 +420,58 @@ def _validate_workload(src: YamlSource) -> None:
     tspec.from_source(src)
 
 
-def expand(src: YamlSource) -> list[RunSpec]:
-    """Every test the spec asks for (sweep values x repetitions), each
-    validated, in run order. Nothing is started before all are valid."""
+def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
+    """Every test the spec asks for (sweep values x repetitions) at ``scale``
+    (default the body as written, ``full``), each validated, in run order.
+    Nothing is started before all are valid."""
+    from wotbench.harness import scales
+
+    src, scale_name = scales.apply(src, scale)
+    src = _without_capacity(src)
     doc = src.data
     base = HarnessSpec.build(doc, src)
     variants: list[tuple[Any, YamlSource, Any, str]] = []
-    if base.sweep is None:
+    if not base.sweep_axes:
         variants.append((doc, src, None, ""))
     else:
-        sp = base.sweep.path
-        for i, value in enumerate(base.sweep.values):
-            at = ("sweep", "values", i)
-            vdoc = _substitute(doc, sp, value, src, at)
+        axes = base.sweep_axes
+        for idx in itertools.product(*(range(len(a.values)) for a in axes)):
+            vdoc: Any = doc
+            lines = dict(src.lines)
+            for a, i in zip(axes, idx):
+                at = a.at + ("values", i)
+                vdoc = _substitute(vdoc, a.path, a.values[i], src, at)
+                # A bad swept value is reported at its line in the sweep's values.
+                lines = {p: ln for p, ln in lines.items() if p[: len(a.path)] != a.path}
+                lines[a.path] = src.line(*at) or 0
             del vdoc["sweep"]
-            # A bad swept value is reported at its line in sweep.values.
-            lines = {p: ln for p, ln in src.lines.items() if p[: len(sp)] != sp}
-            lines[sp] = src.line(*at) or 0
+            values = tuple(a.values[i] for a, i in zip(axes, idx))
             vsrc = YamlSource(src.name, vdoc, src.base_dir, lines)
-            variants.append((vdoc, vsrc, value, f"{base.sweep.key}={value}"))
+            label = " ".join(f"{a.key}={v}" for a, v in zip(axes, values))
+            variants.append((vdoc, vsrc, values[0] if len(values) == 1 else values, label))
     runs: list[RunSpec] = []
     for vdoc, vsrc, value, label in variants:
         hs = HarnessSpec.build(vdoc, vsrc)
         _validate_workload(vsrc)
         for rep in range(1, base.repetitions + 1):
             text = " ".join(x for x in (label, f"rep={rep}" if base.repetitions > 1 else "") if x)
-            runs.append(RunSpec(vdoc, vsrc, hs, text, value, rep))
+            runs.append(RunSpec(vdoc, vsrc, hs, text, value, rep, scale_name))
     return runs
 
 
-def load(path: str | Path) -> list[RunSpec]:
-    return expand(yamlsrc.load(path))
+def _without_capacity(src: YamlSource) -> YamlSource:
+    """``capacity:`` belongs to `wotbench capacity` (harness/capacity.py); it
+    is validated here too so that `run` and `plan` reject a bad one."""
+    doc = src.data
+    if not isinstance(doc, Mapping) or "capacity" not in doc:
+        return src
+    from wotbench.harness.capacity import CapacitySpec
+
+    CapacitySpec.build(doc["capacity"], src)
+    rest = {k: v for k, v in doc.items() if k != "capacity"}
+    lines = {p: ln for p, ln in src.lines.items() if not p or p[0] != "capacity"}
+    return YamlSource(src.name, rest, src.base_dir, lines)
+
+
+def load(path: str | Path, scale: str | None = None) -> list[RunSpec]:
+    return expand(yamlsrc.load(path), scale)

@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wotbench.harness import cli as harness_cli
 
     harness_cli.register(sub)
+    from wotbench.harness import capacity
+
+    capacity.register(sub)
     from wotbench.reporting import cli as report_cli
 
     report_cli.register(sub)

@@ -1,0 +1,82 @@
+"""The paper's experiments as specs: every spec is valid at every scale, and
+the `ci` scale of each runs end to end through `wotbench run` and
+`wotbench report` (Docker; bounded: 8-10 s phases, 1-2 tests per spec)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wotbench.harness import scales, spec
+from wotbench.yamlsrc import load as load_yaml
+
+EXP = Path(__file__).resolve().parents[1]
+REPO = EXP.parent
+PAPER = ["ge-bottleneck", "affinity", "contention", "rd-vs-devices", "packet-loss", "heterogeneous"]
+ALL = sorted(p.stem for p in EXP.glob("*.yaml"))
+
+
+def test_every_paper_experiment_has_a_spec():
+    assert set(PAPER) <= set(ALL)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_spec_is_valid_at_every_scale(name):
+    src = load_yaml(EXP / f"{name}.yaml")
+    assert src.data["name"] == name
+    names = scales.names(src)
+    if name != "quickstart":
+        assert {"full", "small", "ci"} <= set(names)
+    for s in names:
+        runs = spec.expand(src, s)
+        assert runs and all(r.scale == s for r in runs)
+
+
+@pytest.mark.parametrize("name", [n for n in PAPER])
+def test_scales_get_smaller(name):
+    """The small and ci scales are scale-downs of the full one: no more tests,
+    no longer measurement, no more devices per test."""
+    src = load_yaml(EXP / f"{name}.yaml")
+    by = {s: spec.expand(src, s) for s in ("full", "small", "ci")}
+    for big, small in (("full", "small"), ("small", "ci")):
+        assert len(by[small]) <= len(by[big])
+        assert max(r.harness.phases.total_us for r in by[small]) <= max(
+            r.harness.phases.total_us for r in by[big])
+        assert max(r.harness.device_count for r in by[small]) <= max(
+            r.harness.device_count for r in by[big])
+    ci_time = sum(r.harness.phases.total_us + r.harness.cd.calibration_us for r in by["ci"]) / 1e6
+    assert ci_time <= 30, f"{name}: ci scale has {ci_time:.0f} s of load"
+
+
+def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "wotbench.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PAPER)
+def test_ci_scale_runs_and_reports(name, docker_client, tmp_path):
+    proc = _cli("run", str(EXP / f"{name}.yaml"), "--scale", "ci", "--results", str(tmp_path),
+                "--no-progress", timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dirs = [Path(line) for line in proc.stdout.split()]
+    assert len(dirs) == len(spec.load(EXP / f"{name}.yaml", "ci"))
+    for d in dirs:
+        summary = json.loads((d / "summary.json").read_text())
+        manifest = json.loads((d / "manifest.json").read_text())
+        assert summary["complete"] and summary["scale"] == "ci" and manifest["scale"] == "ci"
+        assert summary["verdict"] in ("valid", "invalid") and summary["measure_counts"]["requests"] > 0
+        assert not (d / "INCOMPLETE").exists()
+    rep = _cli("report", *map(str, dirs), "-o", str(tmp_path / "report"), timeout=300)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert (tmp_path / "report" / "index.html").is_file()
+    figures = list((tmp_path / "report").rglob("*.png"))
+    assert figures
+    # Nothing of the runs is left behind.
+    left = docker_client.containers.list(all=True, filters={"label": "org.wotbench.run"})
+    assert not [c for c in left if any(d.name.endswith(c.labels["org.wotbench.run"]) for d in dirs)]

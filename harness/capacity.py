@@ -1,0 +1,476 @@
+"""`wotbench capacity SPEC`: the largest number of devices, or the highest
+per-device request rate, this host can emulate with trustworthy results.
+
+The paper leaves automating its deployment process (section 5: raise the
+load until contention shows) as future work; this is it. A spec names what
+to vary and the objective under ``capacity:``::
+
+    capacity:
+      vary: devices[0].count      # or devices[0].rate (requests/s per device)
+      start: 1                    # first probe
+      max: 64                     # never probe above this
+      resolution: 1               # stop when the pass/fail bracket is this narrow
+      max_probes: 12              # hard bound on the number of test runs
+      objective: {p95: 50ms}      # response time of the devices' requests
+                                  # (mean, p50, p90, p95, p99; all must hold)
+
+Each probe is one ordinary ``wotbench run`` of the spec with the varied key
+set (any ``sweep`` is not allowed with ``capacity``). A probe passes when
+the run's verdict is valid (which includes: no contention detected by the
+CD module, RITs as intended, few errors) and every objective holds over the
+measurement phase. The search doubles from ``start`` until a probe fails or
+``max`` passes, then bisects between the last pass and the first failure
+(:func:`search`, pure, testable with a fake probe).
+
+Results: ``<results>/<capacity-run-id>/`` with ``capacity.json`` (the
+answer and every probe's evidence: verdict, reasons, objective values,
+R_d of devices and CD node, contention status, run dir), ``capacity.png``
+and the probes' run dirs under ``probes/``. ``capacity.json`` is rewritten
+(atomically) after every probe, with ``complete: false`` until the end.
+
+Caveat: a probe near the capacity can pass once and fail once on a noisy
+host; bisection assumes monotonicity and reports the bracket it ended with.
+Use ``repetitions:`` in the spec to make each probe require all repetitions
+to pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wotbench._errors import UserError
+from wotbench.yamlsrc import YamlSource
+
+__all__ = ["CapacitySpec", "Objective", "SearchResult", "search", "register", "cmd_capacity",
+           "run_capacity"]
+
+KEYS = {"vary", "start", "max", "resolution", "max_probes", "objective"}
+STATS = ("mean", "p50", "p90", "p95", "p99")
+_VARY_RE = re.compile(r"devices\[(\d+)\]\.(count|rate)")
+#: RIT families whose mean can be set from a rate without changing their shape.
+_RATE_FAMILIES = ("exp", "det")
+
+Path_ = tuple[str | int, ...]
+
+
+# --- the spec section ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Objective:
+    stat: str            # one of STATS
+    limit_us: int
+
+    def value_us(self, response_us: np.ndarray) -> float | None:
+        if response_us.size == 0:
+            return None
+        if self.stat == "mean":
+            return float(response_us.mean())
+        return float(np.percentile(response_us, float(self.stat[1:])))
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    vary: str
+    group: int
+    kind: str            # "count" | "rate"
+    start: float
+    maximum: float
+    resolution: float
+    max_probes: int
+    objectives: tuple[Objective, ...]
+
+    @property
+    def integer(self) -> bool:
+        return self.kind == "count"
+
+    @property
+    def unit(self) -> str:
+        return "devices" if self.kind == "count" else "requests/s per device"
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource) -> CapacitySpec:
+        at: Path_ = ("capacity",)
+        if not isinstance(v, Mapping):
+            raise src.error("expected a mapping with vary, start, max and objective", *at)
+        for k in v:
+            if k not in KEYS:
+                raise src.error(f"unknown key (allowed: {', '.join(sorted(KEYS))})", *at, k)
+        for k in ("vary", "start", "max", "objective"):
+            if k not in v:
+                raise src.error(f"missing key {k!r}", *at)
+        m = _VARY_RE.fullmatch(str(v["vary"]))
+        if m is None:
+            raise src.error(f"expected devices[N].count or devices[N].rate, got {v['vary']!r}", *at, "vary")
+        group, kind = int(m.group(1)), m.group(2)
+        doc = src.data
+        groups = doc.get("devices") if isinstance(doc, Mapping) else None
+        if not isinstance(groups, list) or group >= len(groups):
+            raise src.error(f"devices[{group}] does not exist in the spec", *at, "vary")
+        if isinstance(doc, Mapping) and doc.get("sweep") is not None:
+            raise src.error("capacity cannot be combined with a sweep (remove one)", *at, "vary")
+        if kind == "rate":
+            wl = doc.get("workload") or {}
+            if isinstance(wl, Mapping) and wl.get("rit_scope", "device") != "device":
+                raise src.error("a per-device rate needs workload.rit_scope: device", *at, "vary")
+            rit = groups[group].get("rit") if isinstance(groups[group], Mapping) else None
+            if not isinstance(rit, str) or rit.split(":", 1)[0].strip() not in _RATE_FAMILIES:
+                raise src.error(f"a rate is set through devices[{group}].rit, which must be "
+                                f"{' or '.join(f'{f}:<mean>' for f in _RATE_FAMILIES)} (got {rit!r})",
+                                *at, "vary")
+        integer = kind == "count"
+        start = _number(v["start"], src, at + ("start",), integer)
+        maximum = _number(v["max"], src, at + ("max",), integer)
+        if maximum < start:
+            raise src.error(f"{maximum} is below start ({start})", *at, "max")
+        if integer and maximum > 100_000:
+            raise src.error("at most 100000 devices", *at, "max")
+        resolution = _number(v.get("resolution", 1), src, at + ("resolution",), integer)
+        mp = v.get("max_probes", 12)
+        if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
+            raise src.error(f"expected an integer 1..100, got {mp!r}", *at, "max_probes")
+        obj = v["objective"]
+        if not isinstance(obj, Mapping) or not obj:
+            raise src.error(f"expected a mapping such as {{p95: 50ms}} (statistics: {', '.join(STATS)})",
+                            *at, "objective")
+        from wotbench.harness.units import duration_us
+
+        objectives = []
+        for stat, limit in obj.items():
+            if stat not in STATS:
+                raise src.error(f"unknown statistic (one of {', '.join(STATS)})", *at, "objective", stat)
+            try:
+                limit_us = duration_us(limit)
+            except ValueError as exc:
+                raise src.error(str(exc), *at, "objective", stat) from None
+            if limit_us <= 0:
+                raise src.error("must be positive", *at, "objective", stat)
+            objectives.append(Objective(stat, limit_us))
+        return cls(str(v["vary"]), group, kind, start, maximum, resolution, mp, tuple(objectives))
+
+
+def _number(v: Any, src: YamlSource, at: Path_, integer: bool) -> float:
+    ok = not isinstance(v, bool) and (isinstance(v, int) if integer else isinstance(v, (int, float)))
+    if not ok or not math.isfinite(v) or v <= 0:
+        raise src.error(f"expected a positive {'integer' if integer else 'number'}, got {v!r}", *at)
+    return v
+
+
+# --- the search (pure) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchResult:
+    answer: float | None
+    """Largest value that passed (None: even ``start`` failed)."""
+    first_fail: float | None
+    """Smallest value that failed above the answer (None: ``max`` passed)."""
+    probes: tuple[tuple[float, bool], ...]
+    """(value, passed) in the order they were run."""
+    capped: bool
+    """``max`` passed: the real capacity may be higher."""
+    exhausted: bool
+    """Stopped by ``max_probes`` before the bracket was narrow enough."""
+
+
+def search(passes: Callable[[float], bool], start: float, maximum: float, resolution: float,
+           integer: bool, max_probes: int = 12) -> SearchResult:
+    """Doubling from ``start`` until a failure or ``maximum``, then bisection
+    between the last pass and the first failure until they are at most
+    ``resolution`` apart. Each value is probed at most once."""
+    tried: list[tuple[float, bool]] = []
+
+    def probe(x: float) -> bool:
+        ok = passes(x)
+        tried.append((x, ok))
+        return ok
+
+    lo: float | None = None
+    hi: float | None = None
+    x = start
+    while len(tried) < max_probes:
+        if not probe(x):
+            hi = x
+            break
+        lo = x
+        if x >= maximum:
+            break
+        x = min(x * 2, maximum)
+    while lo is not None and hi is not None and hi - lo > resolution and len(tried) < max_probes:
+        mid = (lo + hi) // 2 if integer else (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if probe(mid):
+            lo = mid
+        else:
+            hi = mid
+    narrow = lo is None or hi is None or hi - lo <= resolution or (integer and hi - lo <= 1)
+    capped = lo is not None and hi is None and lo >= maximum
+    return SearchResult(lo, hi, tuple(tried), capped, exhausted=not (narrow or capped))
+
+
+# --- probes -------------------------------------------------------------------------
+
+@dataclass
+class ProbeResult:
+    value: float
+    passed: bool
+    verdict: str
+    reasons: list[str]
+    objectives: dict[str, float | None]      # stat -> measured value, us
+    objectives_ok: bool
+    rd_devices: float | None                  # mean per-device (sum R - sum S) / sum S
+    rd_cd: float | None                       # CD node mean R_d in the measurement phase
+    rd_cd_baseline: float | None              # ... and in calibration
+    contention: str | None                    # cd-module status
+    requests: int | None
+    run_dirs: list[str] = field(default_factory=list)
+
+
+def probe_source(src: YamlSource, cap: CapacitySpec, value: float) -> YamlSource:
+    """The spec document of one probe: ``capacity`` removed, the varied key set."""
+    doc = {k: v for k, v in src.data.items() if k != "capacity"}
+    groups = [dict(g) for g in doc["devices"]]
+    g = groups[cap.group]
+    at: tuple[str | int, ...] = ("devices", cap.group, "count" if cap.kind == "count" else "rit")
+    if cap.kind == "count":
+        g["count"] = int(value)
+    else:
+        family = str(g["rit"]).split(":", 1)[0].strip()
+        g["rit"] = f"{family}:{max(1, round(1e6 / value))}us"
+    groups[cap.group] = g
+    doc["devices"] = groups
+    lines = {p: ln for p, ln in src.lines.items() if not p or p[0] != "capacity"}
+    lines[at] = src.line("capacity", "vary") or 0
+    return YamlSource(src.name, doc, src.base_dir, lines)
+
+
+def evaluate(run_dir: Path, cap: CapacitySpec) -> ProbeResult:
+    """The evidence of one finished probe run."""
+    import json
+
+    from wotbench.reporting import load_run
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    measure = load_run(run_dir).measure
+    ok = measure[measure["status"] == "ok"]
+    resp = ok["response_us"].to_numpy(dtype=np.float64)
+    values = {o.stat: o.value_us(resp) for o in cap.objectives}
+    obj_ok = all(values[o.stat] is not None and values[o.stat] <= o.limit_us for o in cap.objectives)
+    cd = summary.get("cd") or {}
+    cont = cd.get("contention") or {}
+    ds = summary.get("device_summary") or {}
+    verdict = str(summary.get("verdict"))
+    return ProbeResult(
+        value=0, passed=verdict == "valid" and obj_ok, verdict=verdict,
+        reasons=list(summary.get("reasons") or []), objectives=values, objectives_ok=obj_ok,
+        rd_devices=ds.get("rd_ratio_mean"),
+        rd_cd=(cont.get("measure") or {}).get("mean"),
+        rd_cd_baseline=(cont.get("baseline") or {}).get("mean"),
+        contention=cont.get("status"), requests=int(len(measure)),
+        run_dirs=[os.fspath(run_dir)])
+
+
+def _combine(value: float, results: Sequence[ProbeResult]) -> ProbeResult:
+    """Repetitions of one probe: it passes only if every repetition does."""
+    def mean(xs: list[float | None]) -> float | None:
+        v = [x for x in xs if x is not None]
+        return float(np.mean(v)) if v else None
+
+    worst = {o: (max(v) if (v := [r.objectives[o] for r in results if r.objectives[o] is not None])
+                 else None) for o in results[0].objectives}
+    return ProbeResult(
+        value=value, passed=all(r.passed for r in results),
+        verdict="valid" if all(r.verdict == "valid" for r in results) else "invalid",
+        reasons=sorted({x for r in results for x in r.reasons}), objectives=worst,
+        objectives_ok=all(r.objectives_ok for r in results),
+        rd_devices=mean([r.rd_devices for r in results]), rd_cd=mean([r.rd_cd for r in results]),
+        rd_cd_baseline=mean([r.rd_cd_baseline for r in results]),
+        contention=("contention" if any(r.contention == "contention" for r in results)
+                    else results[0].contention),
+        requests=sum(r.requests or 0 for r in results),
+        run_dirs=[d for r in results for d in r.run_dirs])
+
+
+# --- the command ----------------------------------------------------------------------
+
+def _fmt(cap: CapacitySpec, x: float | None) -> str:
+    if x is None:
+        return "-"
+    return str(int(x)) if cap.integer else f"{x:.4g}"
+
+
+def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None = None,
+                 progress: bool = False, log: Any = sys.stderr) -> Path:
+    """Runs the capacity search of a spec; returns its results folder."""
+    from wotbench import yamlsrc
+    from wotbench.harness import results as res
+    from wotbench.harness import scales
+    from wotbench.harness.runner import RunFailed, RunOptions, run_spec
+    from wotbench.harness.spec import expand
+
+    src, scale_name = scales.apply(yamlsrc.load(spec), scale)
+    if not isinstance(src.data, Mapping) or "capacity" not in src.data:
+        raise UserError("missing key 'capacity' (what to vary and the objective; docs/spec.md)",
+                        src.name, src.line(), "capacity")
+    cap = CapacitySpec.build(src.data["capacity"], src)
+    # Every value the search may probe is valid before anything starts: the
+    # extremes stand for the rest (only the varied key changes).
+    for x in (cap.start, cap.maximum):
+        expand(probe_source(src, cap, x))
+    name = str(src.data.get("name") or Path(spec).stem)
+    out = results / res.new_run_id(f"capacity-{name}")
+    (out / "probes").mkdir(parents=True)
+    opts = RunOptions(results_root=out / "probes", progress=progress, log=log)
+    evidence: list[ProbeResult] = []
+    started = time.time()
+
+    def report(final: SearchResult | None) -> None:
+        doc = {
+            "format": 1, "spec": os.fspath(spec), "scale": scale_name, "capacity": asdict(cap),
+            "complete": final is not None, "started_epoch_s": started, "elapsed_s": time.time() - started,
+            "answer": final.answer if final else None,
+            "first_fail": final.first_fail if final else None,
+            "capped": final.capped if final else None, "exhausted": final.exhausted if final else None,
+            "probes": [asdict(p) for p in evidence],
+        }
+        res.write_json(out / "capacity.json", doc)
+
+    def passes(x: float) -> bool:
+        print(f"capacity: probe {len(evidence) + 1}: {cap.vary.split('.')[-1]} = {_fmt(cap, x)}",
+              file=log, flush=True)
+        try:
+            dirs = run_spec(expand(probe_source(src, cap, x)), opts)
+        except RunFailed as exc:
+            if isinstance(exc.cause, UserError):
+                raise exc.cause from None
+            raise
+        p = _combine(x, [evaluate(d, cap) for d in dirs])
+        evidence.append(p)
+        report(None)
+        print(f"capacity: {_fmt(cap, x)} -> {'PASS' if p.passed else 'FAIL'} ({_why(cap, p)})",
+              file=log, flush=True)
+        return p.passed
+
+    found = search(passes, cap.start, cap.maximum, cap.resolution, cap.integer, cap.max_probes)
+    report(found)
+    res.write_atomic(out / "capacity.png", plot(cap, evidence, found))
+    return out
+
+
+def _why(cap: CapacitySpec, p: ProbeResult) -> str:
+    objs = ", ".join(f"{o.stat} {_ms(p.objectives[o.stat])} (limit {o.limit_us / 1e3:g} ms)"
+                     for o in cap.objectives)
+    rd = f"R_d devices {_num(p.rd_devices)}, CD {_num(p.rd_cd)} (baseline {_num(p.rd_cd_baseline)})"
+    reasons = f"; {'; '.join(p.reasons[:2])}" if p.reasons else ""
+    return f"{p.verdict}; {objs}; {rd}; contention {p.contention}{reasons}"
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1e3:.2f} ms"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) -> bytes:
+    """Objective statistic and R_d of every probe against the varied value."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.5, 6.4), sharex=True, constrained_layout=True)
+    xs = np.array([p.value for p in probes], dtype=float)
+    ok = np.array([p.passed for p in probes], dtype=bool)
+    for o, color in zip(cap.objectives, ("C0", "C1", "C2", "C3", "C4")):
+        ys = np.array([np.nan if p.objectives[o.stat] is None else p.objectives[o.stat] / 1e3
+                       for p in probes])
+        order = np.argsort(xs)
+        ax1.plot(xs[order], ys[order], "-", color=color, alpha=0.5)
+        ax1.scatter(xs[ok], ys[ok], marker="o", color=color, label=f"{o.stat} (pass)", zorder=3)
+        ax1.scatter(xs[~ok], ys[~ok], marker="x", s=60, color=color, label=f"{o.stat} (fail)", zorder=3)
+        ax1.axhline(o.limit_us / 1e3, color=color, ls=":", label=f"{o.stat} objective")
+    for i, p in enumerate(probes, 1):
+        y = next((p.objectives[o.stat] for o in cap.objectives if p.objectives[o.stat] is not None), None)
+        if y is not None:
+            ax1.annotate(str(i), (p.value, y / 1e3), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax1.set_ylabel("device response time (ms)")
+    ax1.set_ylim(bottom=0)
+    ax1.legend(fontsize=7, ncol=2)
+    title = (f"capacity: {_fmt(cap, found.answer)} {cap.unit}" if found.answer is not None
+             else f"capacity: none (even {_fmt(cap, cap.start)} failed)")
+    if found.capped:
+        title += " (the maximum probed; may be higher)"
+    ax1.set_title(title)
+    order = np.argsort(xs)
+    for attr, mk, label in (("rd_devices", "o", "devices R_d"), ("rd_cd", "s", "CD node R_d"),
+                            ("rd_cd_baseline", "", "CD node baseline R_d")):
+        ys = np.array([np.nan if getattr(p, attr) is None else getattr(p, attr) for p in probes])
+        ax2.plot(xs[order], ys[order], (mk + "-") if mk else ":", label=label)
+    bad = [p for p in probes if p.contention == "contention"]
+    if bad:
+        ax2.scatter([p.value for p in bad], [p.rd_cd if p.rd_cd is not None else np.nan for p in bad],
+                    s=160, facecolors="none", edgecolors="red", lw=2, label="contention detected", zorder=5)
+    inv = [p for p in probes if p.verdict != "valid"]
+    if inv:
+        ax2.scatter([p.value for p in inv], [0] * len(inv), marker="v", color="red", label="verdict invalid")
+    for ax in (ax1, ax2):
+        if found.answer is not None:
+            ax.axvline(found.answer, color="green", lw=1)
+        if found.first_fail is not None:
+            ax.axvline(found.first_fail, color="red", lw=1, ls="--")
+    ax2.set_ylabel("R_d = (R - S) / S")
+    ax2.set_xlabel(cap.vary.replace(".rate", ".rate (requests/s per device)"))
+    ax2.legend(fontsize=7)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("capacity", help="search the largest device count or per-device rate "
+                       "that stays valid and meets the spec's response-time objective")
+    p.add_argument("spec", type=Path, help="experiment spec (YAML) with a 'capacity' section")
+    p.add_argument("--scale", help="one of the spec's scales (spec key 'scales'; default full)")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="folder that receives results/<capacity-run-id>/ (default: results)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_capacity)
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    import json
+
+    progress = not args.no_progress and sys.stderr.isatty()
+    out = run_capacity(args.spec, args.results, args.scale, progress)
+    doc = json.loads((out / "capacity.json").read_text())
+    cap = CapacitySpec(**{**doc["capacity"], "objectives": tuple(
+        Objective(**o) for o in doc["capacity"]["objectives"])})
+    print(f"{'#':>2}  {cap.vary:<18} {'result':<6} evidence")
+    for i, p in enumerate(doc["probes"], 1):
+        pr = ProbeResult(**p)
+        print(f"{i:>2}  {_fmt(cap, pr.value):<18} {'PASS' if pr.passed else 'FAIL':<6} {_why(cap, pr)}")
+    ans = doc["answer"]
+    if ans is None:
+        print(f"capacity: none; even {cap.vary} = {_fmt(cap, cap.start)} failed")
+    else:
+        more = (" (the maximum allowed; the real capacity may be higher)" if doc["capped"] else
+                f" (first failure at {_fmt(cap, doc['first_fail'])})")
+        more += " (max_probes reached before the bracket was narrow)" if doc["exhausted"] else ""
+        print(f"capacity: {cap.vary} = {_fmt(cap, ans)} {cap.unit}{more}")
+    print(os.fspath(out))
+    return 0
