@@ -70,7 +70,7 @@ def small_spec(count: int = 3, measure: str = "8s", *, name: str = "t", extra: s
             mode: sleep
             threads: 2
         """) + textwrap.indent(textwrap.dedent(group_extra), "    ") + textwrap.dedent(f"""\
-        gateway: {{type: con, timeout: 1s, ack_timeout: 100ms, max_retransmit: 2}}
+        gateway: {{type: con, timeout: 1s, ack_timeout: 500ms, max_retransmit: 2}}
         cd: {{enabled: true, rit: 200ms, calibration: 2s}}
         phases: {{warmup: 1s, measure: {measure}, cooldown: 1s}}
         validity: {{min_measure: 1s, min_requests: 10}}

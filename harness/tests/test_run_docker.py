@@ -100,7 +100,7 @@ def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spe
     assert (out["device_id"].to_numpy() == trace["device_id"].to_numpy()).all()
     assert (out["intended_us"].to_numpy() == trace["send_ts_us"].to_numpy()).all()
     assert set(out["status"]) <= {"ok", "timeout", "error"}
-    assert (out["status"] == "ok").mean() > 0.99
+    assert (out["status"] == "ok").mean() > 0.98
     ok = out[out["status"] == "ok"]
     assert (ok["response_us"] >= ok["service_us"]).all()   # R >= S by construction
 
