@@ -320,13 +320,19 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
 
     src, scale_name = scales.apply(yamlsrc.load(spec), scale)
     if not isinstance(src.data, Mapping) or "capacity" not in src.data:
-        raise UserError("missing key 'capacity' (what to vary and the objective; docs/spec.md)",
+        raise UserError("missing: the section saying what to vary and the objective (docs/spec.md)",
                         src.name, src.line(), "capacity")
     cap = CapacitySpec.build(src.data["capacity"], src)
     # Every value the search may probe is valid before anything starts: the
     # extremes stand for the rest (only the varied key changes).
+    # Images, impairment support and placement too (as `wotbench run` does).
+    from wotbench.harness import dockerenv
+    from wotbench.harness.runner import preflight
+
+    client = dockerenv.client()
     for x in (cap.start, cap.maximum):
-        expand(probe_source(src, cap, x))
+        for rs in expand(probe_source(src, cap, x)):
+            preflight(rs.harness, client)
     name = str(src.data.get("name") or Path(spec).stem)
     out = results / res.new_run_id(f"capacity-{name}")
     (out / "probes").mkdir(parents=True)
