@@ -25,7 +25,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("clean", help="remove containers and networks left by crashed runs")
-    p.add_argument("--run", help="only this run id")
+    p.add_argument("--run", help="only this run id (even if its harness still runs)")
+    p.add_argument("--all", action="store_true",
+                   help="also the runs of harness processes still running on this host")
     p.set_defaults(func=cmd_clean)
 
 
@@ -80,8 +82,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from wotbench.harness import dockerenv
 
-    n_ct, n_net, stuck = dockerenv.remove_labelled(dockerenv.client(), args.run)
+    c = dockerenv.client()
+    keep = set() if args.run or args.all else dockerenv.live_runs(c)
+    n_ct, n_net, stuck = dockerenv.remove_labelled(c, args.run, keep=keep)
     print(f"removed {n_ct} container(s) and {n_net} network(s)")
+    if keep:
+        print(f"left alone (their harness is still running): {', '.join(sorted(keep))}")
     if stuck:
         print(f"not removable (stale endpoint in the engine, moby#42119; restart dockerd): "
               f"{', '.join(stuck)}", file=sys.stderr)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -20,6 +22,25 @@ from wotbench._errors import UserError
 LABEL_RUN = "org.wotbench.run"
 LABEL_ROLE = "org.wotbench.role"
 LABEL_DEVICE = "org.wotbench.device"
+#: Host and pid of the harness that owns a run, so that `wotbench clean`
+#: leaves the runs of live harnesses alone.
+LABEL_OWNER = "org.wotbench.owner"
+
+
+def owner_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the harness that labelled a run still runs on this host."""
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"wotbench" in cmdline or b"pytest" in cmdline
 
 IMAGE_TAG = os.environ.get("WOTBENCH_IMAGE_TAG", "latest")
 IMAGES = {
@@ -114,12 +135,30 @@ def free_subnets(used: list[ipaddress.IPv4Network], count: int) -> list[ipaddres
     raise UserError(f"no free private /{_PREFIX} subnet for {count} network(s)")
 
 
-def remove_labelled(c: docker.DockerClient, run_id: str | None = None) -> tuple[int, int, list[str]]:
+def live_runs(c: docker.DockerClient) -> set[str]:
+    """Run ids whose owning harness is still running on this host."""
+    runs: dict[str, str] = {}
+    for obj in [*c.containers.list(all=True, filters={"label": LABEL_RUN}, ignore_removed=True),
+                *c.networks.list(filters={"label": LABEL_RUN})]:
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+        runs.setdefault(labels.get(LABEL_RUN, ""), labels.get(LABEL_OWNER, ""))
+    return {run for run, owner in runs.items() if owner_alive(owner)}
+
+
+def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
+                    keep: set[str] | frozenset[str] = frozenset()) -> tuple[int, int, list[str]]:
     """Removes every container, then every network, carrying the run label
-    (of one run, or of any run when ``run_id`` is None). Returns the counts
-    removed and the names of networks the engine refused to remove."""
+    (of one run, or of any run but those in ``keep`` when ``run_id`` is
+    None). Returns the counts removed and the names of networks the engine
+    refused to remove."""
     flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
-    containers = c.containers.list(all=True, filters=flt, ignore_removed=True)
+
+    def kept(obj: Any) -> bool:
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+        return labels.get(LABEL_RUN) in keep
+
+    containers = [ct for ct in c.containers.list(all=True, filters=flt, ignore_removed=True)
+                  if not kept(ct)]
 
     def rm(ct: Any) -> int:
         try:
@@ -135,7 +174,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None) -> tuple[
     with ThreadPoolExecutor(WORKERS) as pool:
         n_ct = sum(pool.map(rm, containers))
     n_net, stuck = 0, []
-    for net in c.networks.list(filters=flt):
+    for net in [n for n in c.networks.list(filters=flt) if not kept(n)]:
         # The engine releases the endpoints of just-removed containers a
         # moment after the removal returns; a network whose endpoint it
         # never releases (moby#42119) is reported, not fatal.

@@ -19,7 +19,7 @@ import docker
 import docker.errors
 
 from wotbench._errors import UserError
-from wotbench.harness.dockerenv import IMAGES, LABEL_ROLE, LABEL_RUN
+from wotbench.harness.dockerenv import IMAGES, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_label
 from wotbench.harness.spec import Impairment
 
 
@@ -30,7 +30,7 @@ def netem_available(c: docker.DockerClient, run_id: str) -> bool:
         c.containers.run(IMAGES["nettools"], ["tc", "qdisc", "add", "dev", "lo", "root",
                                               "netem", "delay", "1ms"],
                          network_mode="none", cap_drop=["ALL"], cap_add=["NET_ADMIN"],
-                         labels={LABEL_RUN: run_id, LABEL_ROLE: "probe"}, remove=True)
+                         labels={LABEL_RUN: run_id, LABEL_ROLE: "probe", LABEL_OWNER: owner_label()}, remove=True)
     except docker.errors.ContainerError:
         return False
     return True
@@ -89,7 +89,8 @@ def apply_sidecars(c: docker.DockerClient, run_id: str, targets: Sequence[tuple[
             c.containers.run(IMAGES["nettools"], ["sh", "-ec", script],
                              network_mode=f"container:{cid}", cap_drop=["ALL"],
                              cap_add=["NET_ADMIN"], security_opt=["no-new-privileges"],
-                             labels={LABEL_RUN: run_id, LABEL_ROLE: "nettools"}, remove=True)
+                             labels={LABEL_RUN: run_id, LABEL_ROLE: "nettools",
+                                     LABEL_OWNER: owner_label()}, remove=True)
         except docker.errors.ContainerError as exc:
             raise RuntimeError(f"impairment sidecar for {cid[:12]} failed: {exc.stderr!r}") from None
     return Applied("sidecar-netem" if netem else "sidecar-iptables", len(targets), [])

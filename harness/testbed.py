@@ -18,7 +18,8 @@ import docker.types
 from tqdm import tqdm
 
 from wotbench.harness import dockerenv
-from wotbench.harness.dockerenv import IMAGES, LABEL_DEVICE, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
+from wotbench.harness.dockerenv import (IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN,
+                                        NET_CAPACITY)
 from wotbench.harness.results import write_atomic
 from wotbench.harness.spec import DeviceGroup
 
@@ -51,12 +52,13 @@ class Testbed:
     containers: dict[str, Any] = field(default_factory=dict)     # name -> Container
     on_started: Callable[[Any, str, str], None] | None = None    # (container, name, role)
     slowest_start_s: float = 0.0        # longest create+start of one container so far
+    owner: str = field(default_factory=dockerenv.owner_label)
 
     def __post_init__(self) -> None:
         self.short = self.run_id.rsplit("-", 1)[-1]
 
     def labels(self, role: str, **extra: str) -> dict[str, str]:
-        return {LABEL_RUN: self.run_id, LABEL_ROLE: role, **extra}
+        return {LABEL_RUN: self.run_id, LABEL_ROLE: role, LABEL_OWNER: self.owner, **extra}
 
     # --- networks --------------------------------------------------------
 

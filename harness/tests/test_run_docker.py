@@ -250,3 +250,33 @@ def test_devices_spread_over_several_networks(docker_client, spec_file, make_spe
     assert c["rows"] == c["trace_lines"] and c.get("ok", 0) == c["rows"]
     assert summary["counts"]["cd-ge"].get("ok", 0) == summary["counts"]["cd-ge"]["rows"] > 0
     _gone(run_objects, run_dir.name, 1)
+
+
+def test_clean_leaves_runs_of_live_harnesses_alone(docker_client):
+    import socket
+
+    from wotbench.harness import dockerenv
+
+    host = socket.gethostname()
+    live, dead = f"owned-{os.getpid()}", f"orphan-{os.getpid()}"
+    try:
+        for run_id, owner in ((live, f"{host}:{os.getpid()}"), (dead, f"{host}:4194999")):
+            docker_client.containers.create(IMAGES["nettools"], ["true"], labels={
+                LABEL_RUN: run_id, dockerenv.LABEL_OWNER: owner})
+        runs = dockerenv.live_runs(docker_client)
+        assert live in runs and dead not in runs
+        assert dockerenv.remove_labelled(docker_client, dead, keep=runs)[0] == 1
+        assert dockerenv.remove_labelled(docker_client, live, keep=runs)[0] == 0   # kept
+    finally:
+        dockerenv.remove_labelled(docker_client, live)
+        dockerenv.remove_labelled(docker_client, dead)
+
+
+def test_owner_label_parsing():
+    import socket
+
+    from wotbench.harness.dockerenv import owner_alive
+
+    assert owner_alive(f"{socket.gethostname()}:{os.getpid()}")
+    assert not owner_alive(f"{socket.gethostname()}:4194999")
+    assert not owner_alive(f"elsewhere:{os.getpid()}") and not owner_alive(None)
