@@ -114,11 +114,11 @@ def used_subnets(c: docker.DockerClient) -> list[ipaddress.IPv4Network]:
     for word in out.split():
         if "/" in word or word[:1].isdigit():
             try:
-                net = ipaddress.ip_network(word, strict=False)
+                found = ipaddress.ip_network(word, strict=False)
             except ValueError:
                 continue
-            if isinstance(net, ipaddress.IPv4Network) and net.prefixlen > 0:
-                nets.append(net)
+            if isinstance(found, ipaddress.IPv4Network) and found.prefixlen > 0:
+                nets.append(found)
     return nets
 
 
@@ -126,7 +126,7 @@ def free_subnets(used: list[ipaddress.IPv4Network], count: int) -> list[ipaddres
     """``count`` /22 subnets overlapping nothing in ``used``."""
     found: list[ipaddress.IPv4Network] = []
     for pool in _CANDIDATE_POOLS:
-        for cand in ipaddress.ip_network(pool).subnets(new_prefix=_PREFIX):
+        for cand in ipaddress.IPv4Network(pool).subnets(new_prefix=_PREFIX):
             if any(cand.overlaps(u) for u in used + found):
                 continue
             found.append(cand)

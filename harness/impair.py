@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import docker
 import docker.errors
@@ -118,13 +119,13 @@ def pumba_commands(names: Sequence[str], imp: Impairment, duration_s: int, netem
 
 
 def apply_pumba(groups: Sequence[tuple[list[str], Impairment]], duration_s: int,
-                netem: bool, log: object) -> Applied:
+                netem: bool, log: BinaryIO) -> Applied:
     """Starts one Pumba process per impairment kind and group; they run for
     the whole test and are stopped at teardown."""
     procs = []
     for names, imp in groups:
         for cmd in pumba_commands(names, imp, duration_s, netem):
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))  # type: ignore[arg-type]
+            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
     return Applied("pumba", sum(len(n) for n, _ in groups), procs)
 
 

@@ -62,11 +62,11 @@ def wait_ready(targets: Iterable[tuple[str, int]], timeout_s: float,
                         data, _addr = sock.recvfrom(2048)
                     except (BlockingIOError, ConnectionRefusedError):
                         break
-                    mid = _answer_mid(data)
-                    t = inflight.pop(mid, None) if mid is not None else None
-                    if t is not None and t in pending:
-                        del pending[t]
-                        ready.add(t)
+                    answered = _answer_mid(data)
+                    who = inflight.pop(answered) if answered in inflight else None
+                    if who is not None and who in pending:
+                        del pending[who]
+                        ready.add(who)
     return ready
 
 

@@ -5,6 +5,7 @@ or raises ValueError with a message fit for a UserError."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
 _DURATION_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
@@ -16,7 +17,7 @@ _RATE_BPS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9,
              "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9}
 
 
-def _split(text: object, units: dict[str, float], what: str, example: str) -> tuple[float, str]:
+def _split(text: object, units: Mapping[str, float], what: str, example: str) -> tuple[float, str]:
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ValueError(f"expected a {what} such as {example!r}, got {text!r}")
     m = re.fullmatch(_NUMBER + r"\s*([A-Za-z]*)", str(text).strip())
