@@ -31,7 +31,8 @@ static const char usage[] =
     "usage: wotbench-ge --trace FILE --out FILE --summary FILE\n"
     "         [--type con|non] [--timeout-ms N] [--ack-timeout-ms N]\n"
     "         [--max-retransmit N] [--cpu N] [--start-at EPOCH_US]\n"
-    "         [--hosts FILE] [--late-us N] [--dump-plan FILE] [--quiet]\n";
+    "         [--hosts FILE] [--late-us N] [--spin-us N] [--dump-plan FILE]\n"
+    "         [--quiet]\n";
 
 /* Whole-string unsigned decimal within [lo, hi]. */
 static int num(const char *s, long long lo, long long hi, long long *out) {
@@ -59,6 +60,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       {"start-at", required_argument, 0, 'S'},
       {"hosts", required_argument, 0, 'H'},
       {"late-us", required_argument, 0, 'L'},
+      {"spin-us", required_argument, 0, 'P'},
       {"dump-plan", required_argument, 0, 'D'},
       {"quiet", no_argument, 0, 'q'},
       {"help", no_argument, 0, 'h'},
@@ -72,6 +74,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       .max_retransmit = 4,
       .cpu = -1,
       .start_at_us = -1,
+      .spin_us = -1,
   };
   opterr = 0;
   optind = 1;
@@ -110,6 +113,11 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       if (num(optarg, 0, 86400000000LL, &v))
         goto bad_num;
       cfg->late_us = v;
+      break;
+    case 'P':
+      if (num(optarg, 0, 86400000000LL, &v))
+        goto bad_num;
+      cfg->spin_us = v;
       break;
     case 'R':
       /* The retransmission counter is 8 bits; RFC default is 4. */

@@ -39,6 +39,8 @@ struct ge_config {
   unsigned max_retransmit;
   int cpu;             /* -1: not pinned */
   int64_t start_at_us; /* -1: start as soon as loaded */
+  int64_t spin_us;     /* -1: always spin; else block while the next send
+                          is more than this far away */
   bool quiet;
 };
 /* 0 ok, 1 help printed, -1 bad usage (message in e). */

@@ -1,6 +1,7 @@
 /* The single busy loop: send each request when its trace time is due,
  * otherwise poll replies without blocking, then fire due timers. It
- * never sleeps while a send is still to come. */
+ * never sleeps while a send is still to come, unless --spin-us asks it
+ * to block until shortly before the next send. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,21 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
       }
       if (drain_replies(L, rx, burst, e))
         goto out;
+      /* --spin-us: a GE that shares its core (the CD-GE on a small host)
+       * blocks while the next send and the next timer are far away, and
+       * spins only the last spin_us before the send. */
+      if (L->cfg->spin_us >= 0 && L->next < p->n) {
+        int64_t now2 = ge_now_ns();
+        int64_t wake = t0 + (int64_t)ts[L->next] * 1000 - L->cfg->spin_us * 1000;
+        if (L->heap.n && L->heap.v[0].deadline < wake)
+          wake = L->heap.v[0].deadline;
+        int64_t d = wake - now2;
+        if (d >= 1000000) {
+          int wait_ms = d > 1000000000 ? 1000 : (int)(d / 1000000);
+          if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
+            goto out;
+        }
+      }
     } else {
       /* All sent: nothing is due until the next timer or reply, so block
        * instead of spinning on a shared machine. */

@@ -361,7 +361,11 @@ class Run:
             cmd = ["--trace", "/in/trace.csv", "--hosts", "/hosts/hosts.csv",
                    "--out", "/out/cd-ge.raw.csv", "--summary", "/out/cd-ge.summary.json",
                    "--type", "con", "--timeout-ms", str(max(1, hs.gateway.timeout_us // 1000)),
-                   *con_args, "--start-at", str(t0 - cal_us)]
+                   *con_args, "--start-at", str(t0 - cal_us),
+                   # Its requests are cd.rit apart (1 s): spinning between
+                   # them would only take CPU from whatever shares its core
+                   # (the devices, on a small host), i.e. cause contention.
+                   "--spin-us", "2000"]
             if plan.cd_ge_cpuset and plan.cd_ge_cpuset.isdigit():
                 cmd += ["--cpu", plan.cd_ge_cpuset]
             ges.append(("cd-ge", self.bed.start_ge(
