@@ -253,11 +253,13 @@ def _check_keys(src: YamlSource, section: Mapping[str, Any], allowed: frozenset[
 
 
 def _payload(value: object, field_: str) -> int:
+    """A byte count: an integer, or a string with B or KB (``16``, ``"512B"``, ``"1KB"``)."""
     if isinstance(value, str):
         text = value.strip()
         for unit, mult in (("KB", 1024), ("B", 1)):
             if text.upper().endswith(unit) and text[: -len(unit)].strip().isdigit():
-                return int(text[: -len(unit)].strip()) * mult
+                value = int(text[: -len(unit)].strip()) * mult
+                break
     return parse_count(value, field_, minimum=0, maximum=MAX_PAYLOAD_BYTES)
 
 
@@ -277,7 +279,8 @@ def _group(src: YamlSource, item: object, i: int) -> GroupWorkload:
     _check_keys(src, item, GROUP_KEYS | _harness_group_keys(), *path)
     for key in ("count", "service"):
         if key not in item:
-            raise src.error(f"missing key {key!r}", *path)
+            raise src.error("missing", *path, key)
+
     def fname(key: str) -> str:
         return f"devices[{i}].{key}"
 

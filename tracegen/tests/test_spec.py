@@ -184,6 +184,20 @@ def _error(load_spec: Load, text: str) -> UserError:
      """, 2, "devices[0].service", "limit"),
     ("""
      workload: {duration: 10s}
+     devices:
+       - count: 1
+         rit: exp:1s
+         service: det:1ms
+         payload_bytes: 2KB
+     """, 6, "devices[0].payload_bytes", "at most 1024"),
+    ("""
+     workload: {duration: 10s}
+     devices:
+       - rit: exp:1s
+         service: det:1ms
+     """, 3, "devices[0].count", "missing"),
+    ("""
+     workload: {duration: 10s}
      devices: [{count: 1, rit: exp:1s, service: det:1ms}]
      phases: {measure: 20s}
      """, 1, "workload.duration", "differs from phases"),
