@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,8 +119,6 @@ class Collectl:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        cores = set(self.cores)
-        pin: Callable[[], None] = lambda: os.sched_setaffinity(0, cores)  # noqa: E731
         # -oUmz: epoch-seconds time stamps with ms, uncompressed plot files.
         # A signal arriving inside Popen would leave a collectl nobody
         # knows about: hold SIGINT/SIGTERM until self.proc is set.
@@ -130,7 +128,10 @@ class Collectl:
             with open(self.workdir / "collectl.err", "wb") as err:
                 self.proc = subprocess.Popen(
                     ["collectl", "-scmnC", "-i1", "-P", "-oUmz", "-F1", "-f", str(self.workdir)],
-                    stdout=subprocess.DEVNULL, stderr=err, preexec_fn=pin, start_new_session=True)
+                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+            # Pinned from outside: a preexec_fn in a process with threads can
+            # deadlock the child between fork and exec.
+            os.sched_setaffinity(self.proc.pid, set(self.cores))
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 

@@ -60,8 +60,18 @@ class LiveRun:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+                self._remove_leftovers()
         self._reader.join(timeout=5)
         return rc
+
+    def _remove_leftovers(self) -> None:
+        """A harness killed by the test cannot tear down: do it for it."""
+        from wotbench.harness import dockerenv
+
+        for line in self.lines:
+            m = re.match(r"run (\S+)", line)
+            if m:
+                dockerenv.remove_labelled(dockerenv.client(), m.group(1))
 
 
 def _gone(run_objects, run_id: str, within_s: float) -> float:
