@@ -527,6 +527,11 @@ def preflight(hs: HarnessSpec, client: Any) -> tuple[Plan, dict[str, str], bool]
 def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     """Runs every test of an expanded spec in order; returns their dirs.
     Every test passes its preflight before the first one starts."""
+    with _signals_raise():           # SIGTERM between tests unwinds like Ctrl-C
+        return _run_all(runs, opts)
+
+
+def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     client = dockerenv.client()
     for rs in runs:
         try:
