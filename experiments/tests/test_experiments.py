@@ -74,9 +74,11 @@ def test_ci_scale_runs_and_reports(name, docker_client, tmp_path):
         assert not (d / "INCOMPLETE").exists()
     rep = _cli("report", *map(str, dirs), "-o", str(tmp_path / "report"), timeout=300)
     assert rep.returncode == 0, rep.stderr[-3000:]
-    assert (tmp_path / "report" / "index.html").is_file()
-    figures = list((tmp_path / "report").rglob("*.png"))
-    assert figures
+    for d in dirs:
+        assert (d / "report" / "index.html").is_file() and list((d / "report").rglob("*.png"))
+    if len(dirs) > 1:        # several runs: also the sweep report (paper Figs. 7-9)
+        assert (tmp_path / "report" / "index.html").is_file()
+        assert list((tmp_path / "report").rglob("*.png"))
     # Nothing of the runs is left behind.
     left = docker_client.containers.list(all=True, filters={"label": "org.wotbench.run"})
     assert not [c for c in left if any(d.name.endswith(c.labels["org.wotbench.run"]) for d in dirs)]

@@ -191,7 +191,7 @@ def test_capacity_end_to_end(docker_client, tmp_path):
     """A sleep-mode device with one thread, deterministic 20 ms service and
     deterministic RITs saturates at 50 requests/s: above it the queue, and
     the p95 response time, grow without bound; below it R ~= S. The search
-    (30 -> 60 -> 45 -> 52.5, resolution 10) must bracket 50."""
+    (30 -> 60 -> 45, resolution 20) must bracket 50."""
     proc = subprocess.run([sys.executable, "-m", "wotbench.cli", "capacity", str(FAST), "--results",
                            str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -200,7 +200,7 @@ def test_capacity_end_to_end(docker_client, tmp_path):
     assert doc["complete"] and doc["scale"] == "full"
     assert doc["answer"] is not None and 30 <= doc["answer"] < 50.5, proc.stdout
     assert doc["first_fail"] is not None and 50 <= doc["first_fail"] <= 60, proc.stdout
-    assert len(doc["probes"]) <= 5
+    assert len(doc["probes"]) <= 4
     for p in doc["probes"]:
         run = Path(p["run_dirs"][0])
         assert (run / "summary.json").is_file() and run.parent == out / "probes"
