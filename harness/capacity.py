@@ -438,6 +438,10 @@ def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) 
             ax.axvline(found.answer, color="green", lw=1)
         if found.first_fail is not None:
             ax.axvline(found.first_fail, color="red", lw=1, ls="--")
+    if cap.integer:
+        from matplotlib.ticker import MaxNLocator
+
+        ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.set_ylabel("R_d = (R - S) / S")
     ax2.set_xlabel(cap.vary.replace(".rate", ".rate (requests/s per device)"))
     ax2.legend(fontsize=7)
