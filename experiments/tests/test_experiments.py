@@ -82,3 +82,15 @@ def test_ci_scale_runs_and_reports(name, docker_client, tmp_path):
     # Nothing of the runs is left behind.
     left = docker_client.containers.list(all=True, filters={"label": "org.wotbench.run"})
     assert not [c for c in left if any(d.name.endswith(c.labels["org.wotbench.run"]) for d in dirs)]
+
+
+@pytest.mark.parametrize("cmd", ["run", "plan", "capacity"])
+def test_unknown_scale_is_one_error_line_and_exit_2(cmd, tmp_path):
+    spec_path = EXP / ("capacity.yaml" if cmd == "capacity" else "contention.yaml")
+    proc = _cli(cmd, str(spec_path), "--scale", "huge", *(["--results", str(tmp_path)] if cmd != "plan" else []),
+                timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {spec_path}:")
+    assert ": scales: unknown scale 'huge' (the spec has: full, small, ci)" in lines[0]
+    assert not list(tmp_path.iterdir())             # nothing written
