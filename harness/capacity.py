@@ -265,7 +265,7 @@ def evaluate(run_dir: Path, cap: CapacitySpec) -> ProbeResult:
     ok = measure[measure["status"] == "ok"]
     resp = ok["response_us"].to_numpy(dtype=np.float64)
     values = {o.stat: o.value_us(resp) for o in cap.objectives}
-    obj_ok = all(values[o.stat] is not None and values[o.stat] <= o.limit_us for o in cap.objectives)
+    obj_ok = all((v := values[o.stat]) is not None and v <= o.limit_us for o in cap.objectives)
     cd = summary.get("cd") or {}
     cont = cd.get("contention") or {}
     ds = summary.get("device_summary") or {}
@@ -286,8 +286,11 @@ def _combine(value: float, results: Sequence[ProbeResult]) -> ProbeResult:
         v = [x for x in xs if x is not None]
         return float(np.mean(v)) if v else None
 
-    worst = {o: (max(v) if (v := [r.objectives[o] for r in results if r.objectives[o] is not None])
-                 else None) for o in results[0].objectives}
+    def worst_of(stat: str) -> float | None:
+        v = [x for r in results if (x := r.objectives[stat]) is not None]
+        return max(v) if v else None
+
+    worst = {o: worst_of(o) for o in results[0].objectives}
     return ProbeResult(
         value=value, passed=all(r.passed for r in results),
         verdict="valid" if all(r.verdict == "valid" for r in results) else "invalid",
@@ -402,8 +405,7 @@ def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) 
     xs = np.array([p.value for p in probes], dtype=float)
     ok = np.array([p.passed for p in probes], dtype=bool)
     for o, color in zip(cap.objectives, ("C0", "C1", "C2", "C3", "C4")):
-        ys = np.array([np.nan if p.objectives[o.stat] is None else p.objectives[o.stat] / 1e3
-                       for p in probes])
+        ys = np.array([np.nan if (y := p.objectives[o.stat]) is None else y / 1e3 for p in probes])
         order = np.argsort(xs)
         ax1.plot(xs[order], ys[order], "-", color=color, alpha=0.5)
         ax1.scatter(xs[ok], ys[ok], marker="o", color=color, label=f"{o.stat} (pass)", zorder=3)
