@@ -22,7 +22,7 @@ STATIC_LDFLAGS := -static -pthread
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 
-.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge clean-build venv images bench-harness bench-report
+.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge bench-harness bench-report images clean-build venv images bench-harness bench-report
 
 all: build
 
@@ -56,7 +56,8 @@ fuzz: fuzz-build
 	  $$f -runs=$(FUZZ_RUNS) -max_len=2048 $(BUILD)/corpus/$$n $$(ls -d */fuzz/seeds/$$n 2>/dev/null) 2>&1 | tail -n 2; \
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 
-bench: bench-ge
+# Every benchmark; each prints medians and writes JSON under build/bench/.
+bench: bench-ge bench-device bench-tracegen bench-report bench-harness
 
 # Docker images with no registry: static binaries FROM scratch, and a
 # debootstrap base (docker import) for the network-tools sidecar.
