@@ -215,3 +215,25 @@ def test_device_groups_from_the_harness_device_lists(make_run):
     assert groups["sensors"]["devices"] == 2 and groups["actuators"]["devices"] == 2
     assert sum(g["requests"] for g in r["groups"]) == r["measure_counts"]["requests"]
     assert analyze_run(make_run("nogroups"))["groups"] == []
+
+
+def test_deterministic_rit_with_clock_jitter_passes_but_a_real_deviation_fails():
+    """A point-mass RIT (det:33ms) sent with 1 us of jitter is intact: the KS
+    distance ignores deviations within rit_slack. A GE that was stalled and
+    sent a tenth of its requests late still fails."""
+    from wotbench.reporting._integrity import rit_compare
+    from wotbench.reporting._thresholds import Thresholds
+
+    th = Thresholds()
+    rng = np.random.default_rng(3)
+    expected = np.full(2000, 33_333.0)
+    jitter = expected + rng.integers(-1, 2, expected.size)
+    ok = rit_compare(expected, jitter, th)
+    assert ok["ok"], ok["problems"]
+    assert ok["ks_d"] < th.rit_ks_max
+
+    stalled = expected.copy()
+    stalled[::10] = 5.0  # sent back to back after a stall
+    bad = rit_compare(expected, stalled, th)
+    assert not bad["ok"]
+    assert bad["ks_d"] >= 0.09
