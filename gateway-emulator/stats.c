@@ -118,11 +118,12 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
           ",\n  \"type\": \"%s\",\n"
           "  \"config\": {\"timeout_ms\": %lld, \"ack_timeout_ms\": %lld, "
           "\"max_retransmit\": %u, \"cpu\": %d, \"late_us\": %lld, "
-          "\"start_at_us\": %lld},\n",
+          "\"start_at_us\": %lld, \"spin_us\": %lld},\n",
           cfg->coap_type == GE_CON ? "con" : "non",
           (long long)(cfg->timeout_ns / 1000000),
           (long long)(cfg->ack_timeout_ns / 1000000), cfg->max_retransmit,
-          cfg->cpu, (long long)cfg->late_us, (long long)cfg->start_at_us);
+          cfg->cpu, (long long)cfg->late_us, (long long)cfg->start_at_us,
+          (long long)cfg->spin_us);
   fprintf(f,
           "  \"start_epoch_us\": %lld,\n  \"devices\": %zu,\n  \"peers\": %zu,\n"
           "  \"sockets\": %u,\n  \"templates\": %zu,\n",

@@ -26,6 +26,7 @@ def test_spin_us_blocks_between_sends(asan, ge_bin, ge_asan_bin, make_device, tm
     assert run.returncode == 0, run.stderr
     assert (run.rows.status == "ok").all() and len(run.rows) == 6
     assert (run.rows.response_us >= run.rows.service_us).all()
+    assert run.summary["config"]["spin_us"] == 2000
     # 1.2 s of trace: a spinning loop burns about that much CPU; a blocking
     # one a few ms per send plus start-up (ASan's is larger).
     assert cpu < 0.5, f"{cpu:.3f} s of CPU in a 1.2 s run: the GE did not block"
