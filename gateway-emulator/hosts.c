@@ -107,20 +107,11 @@ const struct ge_host *ge_hosts_find(const struct ge_hosts *h, const char *name,
 
 int ge_hosts_parse_buf(struct ge_hosts *h, const char *name, const char *buf,
                        size_t len, struct ge_err *e) {
-  const char *p = buf, *end = buf + len;
-  size_t line = 0;
+  struct ge_lines it = {buf, buf + len, 0};
+  const char *p, *le;
   bool first = true;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end;
-    const char *next = nl ? nl + 1 : end;
-    line++;
-    while (le > p && (le[-1] == '\r' || le[-1] == ' '))
-      le--;
-    if (le == p || *p == '#') {
-      p = next;
-      continue;
-    }
+  while (ge_next_line(&it, &p, &le)) {
+    const size_t line = it.no;
     const char *comma = memchr(p, ',', (size_t)(le - p));
     if (!comma) {
       ge_err_set(e, name, line, "address", "missing (expected host,address)");
@@ -132,7 +123,6 @@ int ge_hosts_parse_buf(struct ge_hosts *h, const char *name, const char *buf,
     size_t nlen = (size_t)(comma - p);
     if (first && nlen == 4 && !memcmp(p, "host", 4)) {
       first = false;
-      p = next;
       continue;
     }
     first = false;
@@ -163,7 +153,6 @@ int ge_hosts_parse_buf(struct ge_hosts *h, const char *name, const char *buf,
       h->v = nv;
     }
     h->v[h->n++] = hv;
-    p = next;
   }
   return 0;
 }

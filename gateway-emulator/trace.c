@@ -112,21 +112,13 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
     return -1;
   }
   p->text = buf;
-  size_t line = 0;
+  struct ge_lines it = {buf, end, 0};
+  const char *s, *le;
   uint64_t prev_ts = 0;
   bool seen_content = false;
   const char *why;
-  for (const char *s = buf; s < end;) {
-    const char *nl = memchr(s, '\n', (size_t)(end - s));
-    const char *le = nl ? nl : end;
-    const char *next = nl ? nl + 1 : end;
-    line++;
-    while (le > s && (le[-1] == '\r' || le[-1] == ' '))
-      le--;
-    if (le == s || *s == '#') {
-      s = next;
-      continue;
-    }
+  while (ge_next_line(&it, &s, &le)) {
+    const size_t line = it.no;
     struct field f[5];
     size_t nf = 0;
     for (const char *fs = s;;) {
@@ -142,7 +134,6 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
     }
     if (!seen_content && f[0].len == 9 && !memcmp(f[0].s, "device_id", 9)) {
       seen_content = true;
-      s = next;
       continue;
     }
     seen_content = true;
@@ -261,14 +252,13 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
     p->uri_len[i] = (uint16_t)f[3].len;
     p->dev[i] = (uint32_t)d;
     p->tmpl[i] = (uint32_t)t;
-    s = next;
   }
   if (p->n == 0) {
-    ge_err_set(e, name, line ? line : 1, "device_id", "the trace has no requests");
+    ge_err_set(e, name, it.no ? it.no : 1, "device_id", "the trace has no requests");
     return -1;
   }
   if (p->n > UINT32_MAX - 1) {
-    ge_err_set(e, name, line, NULL, "more than 2^32-2 requests");
+    ge_err_set(e, name, it.no, NULL, "more than 2^32-2 requests");
     return -1;
   }
   return 0;
