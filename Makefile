@@ -72,7 +72,7 @@ run: setup build images
 
 # Bring-up/teardown rate and memory per device for 100 and 400 devices.
 bench-harness: setup build images
-	$(PY) -m wotbench.harness.bench --devices 100 400 --out $(BUILD)/bench/harness.json
+	$(PY) -m wotbench.bench --devices 100 400 --out $(BUILD)/bench/harness.json
 
 clean-build:
 	rm -rf $(BUILD)

@@ -1,5 +1,5 @@
 /* The formats wotbench-ge shares with Python, one definition each
- * (docs/formats.md; mirrored by harness/wotbench/formats.py). */
+ * (docs/formats.md; mirrored by harness/formats.py). */
 #ifndef GE_FORMAT_H
 #define GE_FORMAT_H
 

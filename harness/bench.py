@@ -8,7 +8,7 @@ every container's cgroup memory, then remove everything by label. Reports
 containers/s for bring-up (start + ready) and teardown, and MB per device
 from the host view, the shims and the cgroups.
 
-    python -m wotbench.harness.bench --devices 100 400 [--out FILE]
+    python -m wotbench.bench --devices 100 400 [--out FILE]
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from wotbench.harness import dockerenv, probe
-from wotbench.harness import results as res
-from wotbench.harness.monitor import cgroup_files, read_cgroup
-from wotbench.harness.plan import make_plan
-from wotbench.harness.spec import DeviceGroup
-from wotbench.harness.testbed import COAP_PORT, Node, Testbed
+from wotbench import _dockerenv as dockerenv, _probe as probe
+from wotbench import _results as res
+from wotbench._monitor import cgroup_files, read_cgroup
+from wotbench._plan import make_plan
+from wotbench._spec import DeviceGroup
+from wotbench._testbed import COAP_PORT, Node, Testbed
 
 
 def host_used_bytes() -> int:
@@ -103,7 +103,7 @@ def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m wotbench.harness.bench", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m wotbench.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--devices", type=int, nargs="+", default=[100, 400])
     ap.add_argument("--out", type=Path, help="also write the results as JSON here")

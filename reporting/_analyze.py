@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench import yamlsrc
+from wotbench import _yamlsrc as yamlsrc
 from wotbench.cd import detect_contention, normalized_deviation
 from wotbench.reporting._checks import run_checks, stability_warnings
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist, ge_integrity, per_device

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from wotbench._errors import UserError
-from wotbench.harness.units import duration_us, fraction
+from wotbench._units import duration_us, fraction
 
 __all__ = ["Thresholds", "parse_validity"]
 
@@ -128,7 +128,7 @@ def parse_validity(mapping: Mapping[str, Any] | None, src: Any = None,
                    at: tuple[str | int, ...] = ("validity",)) -> Thresholds:
     """Thresholds from a spec's ``validity:`` mapping (None or {} = defaults).
 
-    ``src`` is an optional :class:`wotbench.yamlsrc.YamlSource`; when given,
+    ``src`` is an optional :class:`wotbench._yamlsrc.YamlSource`; when given,
     errors name the spec file and the line of the offending key.
     """
     values: dict[str, Any] = {}

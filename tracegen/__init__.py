@@ -3,7 +3,7 @@
 Public API (imported lazily, so that ``wotbench --help`` does not load NumPy)::
 
     from wotbench.tracegen import generate, parse_workload, WorkloadSpec
-    spec = parse_workload(src.data, src)          # src: wotbench.yamlsrc.YamlSource
+    spec = parse_workload(src.data, src)          # src: wotbench._yamlsrc.YamlSource
     out = generate(spec, Path("results/x/workload"))
 
 See tracegen/README.md for the files written and how resources are chosen.
@@ -21,11 +21,11 @@ __all__ = [
 ]
 
 _WHERE = {
-    "generate": "generate", "GeneratedWorkload": "generate", "build_requests": "generate",
-    "device_host": "generate",
-    "WorkloadSpec": "spec", "GroupWorkload": "spec", "Distribution": "spec",
-    "parse_workload": "spec", "parse_duration": "spec", "parse_distribution": "spec",
-    "spec_from_file": "spec",
+    "generate": "_generate", "GeneratedWorkload": "_generate", "build_requests": "_generate",
+    "device_host": "_generate",
+    "WorkloadSpec": "_spec", "GroupWorkload": "_spec", "Distribution": "_spec",
+    "parse_workload": "_spec", "parse_duration": "_spec", "parse_distribution": "_spec",
+    "spec_from_file": "_spec",
 }
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench.harness import scales, spec
-from wotbench.yamlsrc import load as load_yaml
+from wotbench import _scales as scales, _spec as spec
+from wotbench._yamlsrc import load as load_yaml
 
 EXP = Path(__file__).resolve().parents[1]
 REPO = EXP.parent

@@ -1,4 +1,4 @@
-"""ge_format.h says what harness/wotbench/formats.py says."""
+"""ge_format.h says what harness/formats.py says."""
 
 from __future__ import annotations
 

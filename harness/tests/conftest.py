@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from wotbench.harness.dockerenv import IMAGES, LABEL_RUN
+from wotbench._dockerenv import IMAGES, LABEL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from wotbench import UserError
-from wotbench.harness import capacity, spec
-from wotbench.harness.capacity import CapacitySpec, Objective, ProbeResult, search
-from wotbench.yamlsrc import loads
+from wotbench import _capacity as capacity, _spec as spec
+from wotbench._capacity import CapacitySpec, Objective, ProbeResult, search
+from wotbench._yamlsrc import loads
 
 REPO = Path(__file__).resolve().parents[2]
 

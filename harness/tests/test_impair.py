@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from wotbench import UserError
-from wotbench.harness import dockerenv, impair, probe
-from wotbench.harness import results as res
-from wotbench.harness.spec import DeviceGroup, Impairment
-from wotbench.harness.testbed import COAP_PORT, Node, Testbed
+from wotbench import _dockerenv as dockerenv, _impair as impair, _probe as probe
+from wotbench import _results as res
+from wotbench._spec import DeviceGroup, Impairment
+from wotbench._testbed import COAP_PORT, Node, Testbed
 
 
 def test_iptables_splits_loss_over_both_directions():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wotbench.harness.dockerenv import IMAGES, LABEL_RUN
+from wotbench._dockerenv import IMAGES, LABEL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.docker
@@ -66,7 +66,7 @@ class LiveRun:
 
     def _remove_leftovers(self) -> None:
         """A harness killed by the test cannot tear down: do it for it."""
-        from wotbench.harness import dockerenv
+        from wotbench import _dockerenv as dockerenv
 
         for line in self.lines:
             m = re.match(r"run (\S+)", line)
@@ -230,7 +230,7 @@ def test_clean_removes_only_labelled_leftovers(docker_client, wotbench_cli):
 
 def test_delay_without_netem_is_refused_before_anything_starts(docker_client, spec_file, make_spec,
                                                                tmp_path, wotbench_cli):
-    from wotbench.harness import impair
+    from wotbench import _impair as impair
 
     if impair.netem_available(docker_client, "test"):
         pytest.skip("this kernel has netem: delay is supported here")
@@ -247,7 +247,7 @@ def test_delay_without_netem_is_refused_before_anything_starts(docker_client, sp
 def test_devices_spread_over_several_networks(docker_client, spec_file, make_spec, tmp_path,
                                               monkeypatch, run_objects):
     """Past a bridge's port limit the run uses several networks; the GE is on all of them."""
-    from wotbench.harness import runner, spec, testbed
+    from wotbench import _runner as runner, _spec as spec, _testbed as testbed
 
     monkeypatch.setattr(testbed, "NET_CAPACITY", 11)          # 3 nodes per network
     runs = spec.load(spec_file(make_spec(count=5, measure="3s", name="nets")))
@@ -265,7 +265,7 @@ def test_devices_spread_over_several_networks(docker_client, spec_file, make_spe
 def test_clean_leaves_runs_of_live_harnesses_alone(docker_client):
     import socket
 
-    from wotbench.harness import dockerenv
+    from wotbench import _dockerenv as dockerenv
 
     host = socket.gethostname()
     live, dead = f"owned-{os.getpid()}", f"orphan-{os.getpid()}"
@@ -285,7 +285,7 @@ def test_clean_leaves_runs_of_live_harnesses_alone(docker_client):
 def test_owner_label_parsing():
     import socket
 
-    from wotbench.harness.dockerenv import owner_alive
+    from wotbench._dockerenv import owner_alive
 
     assert owner_alive(f"{socket.gethostname()}:{os.getpid()}")
     assert not owner_alive(f"{socket.gethostname()}:4194999")

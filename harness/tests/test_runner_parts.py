@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wotbench.harness import monitor, results, runner
-from wotbench.harness.spec import Gateway, HarnessSpec
+from wotbench import _monitor as monitor, _results as results, _runner as runner
+from wotbench._spec import Gateway, HarnessSpec
 
 TRACE = """device_id,send_ts_us,method,uri,payload
 0,10,GET,coap://dev-0/r/1,
@@ -122,8 +122,8 @@ def test_addresses_fill_networks_in_order_and_leave_ge_slots():
     import ipaddress
     from types import SimpleNamespace
 
-    from wotbench.harness.dockerenv import NET_CAPACITY
-    from wotbench.harness.testbed import Testbed
+    from wotbench._dockerenv import NET_CAPACITY
+    from wotbench._testbed import Testbed
 
     bed = Testbed(None, "20260101-000000-x-abcdef")
     bed.networks = [SimpleNamespace(name="n0"), SimpleNamespace(name="n1")]

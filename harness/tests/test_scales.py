@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from wotbench import UserError
-from wotbench.harness import scales, spec
-from wotbench.yamlsrc import loads
+from wotbench import _scales as scales, _spec as spec
+from wotbench._yamlsrc import loads
 
 BASE = """\
 name: t

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from wotbench import UserError
-from wotbench.harness import spec, units
+from wotbench import _spec as spec, _units as units
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wotbench import UserError, yamlsrc
+from wotbench import UserError, _yamlsrc as yamlsrc
 from wotbench.reporting import Thresholds, parse_validity
 
 

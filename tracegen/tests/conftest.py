@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import yamlsrc
-from wotbench.tracegen.spec import WorkloadSpec, parse_workload
+from wotbench import _yamlsrc as yamlsrc
+from wotbench.tracegen._spec import WorkloadSpec, parse_workload
 
 
 @pytest.fixture

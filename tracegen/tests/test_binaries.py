@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from wotbench.formats import GE_OUTPUT_COLUMNS
-from wotbench.tracegen.generate import generate
-from wotbench.tracegen.spec import WorkloadSpec
+from wotbench.tracegen._generate import generate
+from wotbench.tracegen._spec import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from wotbench.formats import METHODS
-from wotbench.tracegen import csvtext
-from wotbench.tracegen.csvtext import TraceEncoder
+from wotbench.tracegen import _csvtext as csvtext
+from wotbench.tracegen._csvtext import TraceEncoder
 
 
 def reference(ids, hosts, t, dev, method, res, payload_of_dev, payload_column) -> bytes:

@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from wotbench import UserError
-from wotbench.tracegen.distribution import parse_distribution
-from wotbench.tracegen.spec import resource_service_times
-from wotbench.tracegen.streams import arrivals
-from wotbench.tracegen.units import parse_duration, parse_time_us
+from wotbench.tracegen._distribution import parse_distribution
+from wotbench.tracegen._spec import resource_service_times
+from wotbench.tracegen._streams import arrivals
+from wotbench.tracegen._units import parse_duration, parse_time_us
 
 N = 20_000
 ALPHA = 0.001  # a correct generator fails a test at this rate with this fixed seed: never here
@@ -228,7 +228,7 @@ def test_det_service_has_one_value() -> None:
 
 
 def test_long_streams_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wotbench.tracegen import streams
+    from wotbench.tracegen import _streams as streams
 
     monkeypatch.setattr(streams, "_BATCH_VALUES", 1000)  # force the block path
     d = parse_distribution("exp:1ms")
@@ -241,7 +241,7 @@ def test_long_streams_are_drawn_in_blocks(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_many_short_streams_cut_by_mask_or_by_row_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wotbench.tracegen import streams
+    from wotbench.tracegen import _streams as streams
 
     d = parse_distribution("exp:10ms")
     t, counts = arrivals(d, 20_000, 100e3, np.random.default_rng(6))  # about 10 per stream

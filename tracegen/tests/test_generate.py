@@ -16,9 +16,9 @@ from scipy import stats
 
 from wotbench import UserError
 from wotbench.formats import METHODS, RESOURCE_COLUMNS, TRACE_COLUMNS
-from wotbench.tracegen import generate as gen_mod
-from wotbench.tracegen.generate import generate
-from wotbench.tracegen.spec import WorkloadSpec
+from wotbench.tracegen import _generate as gen_mod
+from wotbench.tracegen._generate import generate
+from wotbench.tracegen._spec import WorkloadSpec
 
 Load = Callable[[str], WorkloadSpec]
 ALPHA = 0.001
@@ -298,7 +298,7 @@ def test_empty_existing_directory_is_fine(load_spec: Load, tmp_path: Path) -> No
 def test_both_text_builders_give_the_same_bytes(load_spec: Load, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Large device x resource counts use three small tables instead of one fused table."""
-    from wotbench.tracegen.csvtext import TraceEncoder
+    from wotbench.tracegen._csvtext import TraceEncoder
 
     spec = load_spec(MIXED)
     fused = generate(spec, tmp_path / "fused").trace.read_bytes()
@@ -308,7 +308,7 @@ def test_both_text_builders_give_the_same_bytes(load_spec: Load, tmp_path: Path,
 
 def test_one_and_two_encoder_threads_give_the_same_bytes(load_spec: Load, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from wotbench.tracegen import csvtext
+    from wotbench.tracegen import _csvtext as csvtext
 
     spec = load_spec(MIXED)
     two = generate(spec, tmp_path / "two").trace.read_bytes()

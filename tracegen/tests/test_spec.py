@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from wotbench import UserError
-from wotbench.tracegen.spec import WorkloadSpec
+from wotbench.tracegen._spec import WorkloadSpec
 
 Load = Callable[[str], WorkloadSpec]
 

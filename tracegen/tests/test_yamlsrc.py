@@ -1,4 +1,4 @@
-"""wotbench.yamlsrc: plain data plus the line of every key."""
+"""wotbench._yamlsrc: plain data plus the line of every key."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import UserError, yamlsrc
+from wotbench import UserError, _yamlsrc as yamlsrc
 
 DOC = """\
 name: x

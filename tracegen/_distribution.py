@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench.tracegen.units import parse_time_us
+from wotbench.tracegen._units import parse_time_us
 
 __all__ = ["Distribution", "parse_distribution", "KINDS", "load_empirical"]
 

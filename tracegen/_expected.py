@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wotbench import __version__
-from wotbench.tracegen import stats
-from wotbench.tracegen.csvtext import device_host
-from wotbench.tracegen.distribution import Distribution
-from wotbench.tracegen.spec import WorkloadSpec
+from wotbench.tracegen import _stats as stats
+from wotbench.tracegen._csvtext import device_host
+from wotbench.tracegen._distribution import Distribution
+from wotbench.tracegen._spec import WorkloadSpec
 
 if TYPE_CHECKING:
-    from wotbench.tracegen.generate import Requests
+    from wotbench.tracegen._generate import Requests
 
 __all__ = ["expected_stats", "expected_json", "EXPECTED_FORMAT"]
 

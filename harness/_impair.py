@@ -20,8 +20,8 @@ import docker
 import docker.errors
 
 from wotbench._errors import UserError
-from wotbench.harness.dockerenv import IMAGES, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_label
-from wotbench.harness.spec import Impairment
+from wotbench._dockerenv import IMAGES, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_label
+from wotbench._spec import Impairment
 
 
 def netem_available(c: docker.DockerClient, run_id: str) -> bool:

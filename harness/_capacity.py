@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench.yamlsrc import YamlSource
+from wotbench._yamlsrc import YamlSource
 
 __all__ = ["CapacitySpec", "Objective", "SearchResult", "search", "register", "cmd_capacity",
            "run_capacity"]
@@ -143,7 +143,7 @@ class CapacitySpec:
         if not isinstance(obj, Mapping) or not obj:
             raise src.error(f"expected a mapping such as {{p95: 50ms}} (statistics: {', '.join(STATS)})",
                             *at, "objective")
-        from wotbench.harness.units import duration_us
+        from wotbench._units import duration_us
 
         objectives = []
         for stat, limit in obj.items():
@@ -315,11 +315,11 @@ def _fmt(cap: CapacitySpec, x: float | None) -> str:
 def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None = None,
                  progress: bool = False, log: Any = sys.stderr) -> Path:
     """Runs the capacity search of a spec; returns its results folder."""
-    from wotbench import yamlsrc
-    from wotbench.harness import results as res
-    from wotbench.harness import scales
-    from wotbench.harness.runner import RunFailed, RunOptions, run_spec
-    from wotbench.harness.spec import expand
+    from wotbench import _yamlsrc as yamlsrc
+    from wotbench import _results as res
+    from wotbench import _scales as scales
+    from wotbench._runner import RunFailed, RunOptions, run_spec
+    from wotbench._spec import expand
 
     src, scale_name = scales.apply(yamlsrc.load(spec), scale)
     if not isinstance(src.data, Mapping) or "capacity" not in src.data:
@@ -329,8 +329,8 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
     # Every value the search may probe is valid before anything starts: the
     # extremes stand for the rest (only the varied key changes).
     # Images, impairment support and placement too (as `wotbench run` does).
-    from wotbench.harness import dockerenv
-    from wotbench.harness.runner import preflight
+    from wotbench import _dockerenv as dockerenv
+    from wotbench._runner import preflight
 
     client = dockerenv.client()
     for x in (cap.start, cap.maximum):

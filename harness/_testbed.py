@@ -17,11 +17,11 @@ import docker.errors
 import docker.types
 from tqdm import tqdm
 
-from wotbench.harness import dockerenv
-from wotbench.harness.dockerenv import (IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN,
+from wotbench import _dockerenv as dockerenv
+from wotbench._dockerenv import (IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN,
                                         NET_CAPACITY)
-from wotbench.harness.results import write_atomic
-from wotbench.harness.spec import DeviceGroup
+from wotbench._results import write_atomic
+from wotbench._spec import DeviceGroup
 
 COAP_PORT = 5683
 DEVICE_RESOURCES = "/resources.csv"

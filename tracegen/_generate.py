@@ -27,10 +27,10 @@ import numpy as np
 
 from wotbench._errors import UserError
 from wotbench.formats import METHODS, RESOURCE_COLUMNS
-from wotbench.tracegen.csvtext import TraceEncoder, device_host
-from wotbench.tracegen.expected import EXPECTED_FORMAT, expected_json, expected_stats
-from wotbench.tracegen.spec import WorkloadSpec
-from wotbench.tracegen.streams import arrivals
+from wotbench.tracegen._csvtext import TraceEncoder, device_host
+from wotbench.tracegen._expected import EXPECTED_FORMAT, expected_json, expected_stats
+from wotbench.tracegen._spec import WorkloadSpec
+from wotbench.tracegen._streams import arrivals
 
 __all__ = ["generate", "GeneratedWorkload", "Requests", "build_requests", "device_host",
            "CD_HOST", "CD_PATH", "EXPECTED_FORMAT"]

@@ -29,12 +29,12 @@ import pandas as pd
 import requests
 
 from wotbench._errors import UserError
-from wotbench.harness import dockerenv, impair, probe
-from wotbench.harness import results as res
-from wotbench.harness.monitor import Collectl, ContainerSampler
-from wotbench.harness.plan import Plan, make_plan
-from wotbench.harness.spec import HarnessSpec, RunSpec, parse_key_path
-from wotbench.harness.testbed import COAP_PORT, Node, Testbed
+from wotbench import _dockerenv as dockerenv, _impair as impair, _probe as probe
+from wotbench import _results as res
+from wotbench._monitor import Collectl, ContainerSampler
+from wotbench._plan import Plan, make_plan
+from wotbench._spec import HarnessSpec, RunSpec, parse_key_path
+from wotbench._testbed import COAP_PORT, Node, Testbed
 
 #: Seconds between starting the GE containers and the CD-GE's start instant.
 START_LEAD_S = 2.0
@@ -119,8 +119,8 @@ def split_devices(device_ids: Sequence[int], instances: int) -> list[np.ndarray]
 
 
 def _generate_workload(rs: RunSpec, outdir: Path) -> Any:
-    from wotbench.tracegen.generate import generate
-    from wotbench.tracegen.spec import from_source
+    from wotbench.tracegen._generate import generate
+    from wotbench.tracegen._spec import from_source
 
     return generate(from_source(rs.source), outdir)
 
@@ -560,6 +560,6 @@ def run(spec: str | os.PathLike[str], results: str | os.PathLike[str] = "results
         progress: bool = True, scale: str | None = None) -> list[Path]:
     """Loads, validates and runs an experiment spec; returns the results
     directory of every test (one per sweep value and repetition)."""
-    from wotbench.harness.spec import load
+    from wotbench._spec import load
 
     return run_spec(load(spec, scale), RunOptions(results_root=Path(results), progress=progress))

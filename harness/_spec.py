@@ -4,7 +4,7 @@ phases, repetitions, sweeps and validity thresholds.
 
 Every value is checked when the dataclasses are built; a bad one raises
 :class:`wotbench.UserError` naming the file, line and key. The workload keys
-belong to :mod:`wotbench.tracegen.spec`; this module only knows their names so
+belong to :mod:`wotbench.tracegen._spec`; this module only knows their names so
 that an unknown key anywhere is an error.
 """
 
@@ -20,14 +20,14 @@ from typing import Any
 
 import yaml
 
-from wotbench import yamlsrc
+from wotbench import _yamlsrc as yamlsrc
 from wotbench._errors import UserError
-from wotbench.harness import units
-from wotbench.yamlsrc import YamlSource, field_name
+from wotbench import _units as units
+from wotbench._yamlsrc import YamlSource, field_name
 
 TOP_KEYS = {"name", "workload", "devices", "gateway", "cd", "placement", "phases",
             "repetitions", "sweep", "validity"}
-#: Device-group keys validated by wotbench.tracegen.spec.
+#: Device-group keys validated by wotbench.tracegen._spec.
 WORKLOAD_GROUP_KEYS = {"name", "count", "rit", "service", "methods", "payload_bytes", "resources"}
 HARNESS_GROUP_KEYS = {"mode", "threads", "queue", "cpus", "memory", "impairment"}
 MODES = ("sleep", "busy")
@@ -389,7 +389,7 @@ class RunSpec:
     label: str                 # e.g. "devices[0].count=10 rep=1"
     sweep_value: Any = None
     repetition: int = 1
-    scale: str = "full"        # the spec's scale (harness/scales.py)
+    scale: str = "full"        # the spec's scale (harness/_scales.py)
 
     def yaml(self) -> str:
         return yaml.safe_dump(dict(self.doc), sort_keys=False)
@@ -415,7 +415,7 @@ def _substitute(doc: Any, path: Path_, value: Any, src: YamlSource, sweep_at: Pa
 
 def _validate_workload(src: YamlSource) -> None:
     """The workload keys are tracegen's: its validator sees every variant."""
-    from wotbench.tracegen import spec as tspec
+    from wotbench.tracegen import _spec as tspec
 
     tspec.from_source(src)
 
@@ -424,7 +424,7 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
     """Every test the spec asks for (sweep values x repetitions) at ``scale``
     (default the body as written, ``full``), each validated, in run order.
     Nothing is started before all are valid."""
-    from wotbench.harness import scales
+    from wotbench import _scales as scales
 
     src, scale_name = scales.apply(src, scale)
     src = _without_capacity(src)
@@ -460,12 +460,12 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
 
 
 def _without_capacity(src: YamlSource) -> YamlSource:
-    """``capacity:`` belongs to `wotbench capacity` (harness/capacity.py); it
+    """``capacity:`` belongs to `wotbench capacity` (harness/_capacity.py); it
     is validated here too so that `run` and `plan` reject a bad one."""
     doc = src.data
     if not isinstance(doc, Mapping) or "capacity" not in doc:
         return src
-    from wotbench.harness.capacity import CapacitySpec
+    from wotbench._capacity import CapacitySpec
 
     CapacitySpec.build(doc["capacity"], src)
     rest = {k: v for k, v in doc.items() if k != "capacity"}

@@ -53,9 +53,9 @@ def register(subparsers: Any) -> None:
 
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The WorkloadSpec described by the parsed arguments (spec file or flags)."""
-    from wotbench import yamlsrc
-    from wotbench.tracegen.spec import parse_workload
-    from wotbench.tracegen.units import parse_count
+    from wotbench import _yamlsrc as yamlsrc
+    from wotbench.tracegen._spec import parse_workload
+    from wotbench.tracegen._units import parse_count
 
     seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     if args.spec is not None:
@@ -70,10 +70,10 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
-    from wotbench.tracegen.distribution import parse_distribution
-    from wotbench.tracegen.spec import (DEFAULT_RESOURCES, MAX_DEVICES, MAX_RESOURCES, GroupWorkload,
+    from wotbench.tracegen._distribution import parse_distribution
+    from wotbench.tracegen._spec import (DEFAULT_RESOURCES, MAX_DEVICES, MAX_RESOURCES, GroupWorkload,
                                         WorkloadSpec, parse_methods)
-    from wotbench.tracegen.units import parse_count, parse_duration
+    from wotbench.tracegen._units import parse_count, parse_duration
 
     cwd = Path.cwd()
     if args.devices is None:
@@ -127,7 +127,7 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
 
 
 def cmd_tracegen(args: argparse.Namespace) -> int:
-    from wotbench.tracegen.generate import generate
+    from wotbench.tracegen._generate import generate
 
     start = time.perf_counter()
     spec = spec_from_args(args)

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from wotbench.tracegen.distribution import Distribution
+from wotbench.tracegen._distribution import Distribution
 
 __all__ = ["arrivals"]
 

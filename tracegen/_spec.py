@@ -19,9 +19,9 @@ import numpy as np
 
 from wotbench._errors import UserError
 from wotbench.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
-from wotbench.tracegen.distribution import Distribution, parse_distribution
-from wotbench.tracegen.units import parse_count, parse_duration
-from wotbench.yamlsrc import YamlSource, field_name
+from wotbench.tracegen._distribution import Distribution, parse_distribution
+from wotbench.tracegen._units import parse_count, parse_duration
+from wotbench._yamlsrc import YamlSource, field_name
 
 __all__ = [
     "Distribution", "GroupWorkload", "WorkloadSpec", "parse_workload", "parse_duration",
@@ -266,7 +266,7 @@ def _payload(value: object, field_: str) -> int:
 def _harness_group_keys() -> frozenset[str]:
     """The harness owns these keys; its own list is the authority when it is importable."""
     try:
-        from wotbench.harness.spec import HARNESS_GROUP_KEYS as theirs
+        from wotbench._spec import HARNESS_GROUP_KEYS as theirs
     except ImportError:
         return HARNESS_GROUP_KEYS
     return HARNESS_GROUP_KEYS | frozenset(theirs)
@@ -426,7 +426,7 @@ def from_source(src: YamlSource) -> WorkloadSpec:
 
 def spec_from_file(path: str | Path) -> WorkloadSpec:
     """Load a YAML spec file and build its WorkloadSpec."""
-    from wotbench import yamlsrc
+    from wotbench import _yamlsrc as yamlsrc
 
     src = yamlsrc.load(path)
     return parse_workload(src.data, src)

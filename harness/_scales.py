@@ -22,7 +22,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from wotbench.yamlsrc import YamlSource
+from wotbench._yamlsrc import YamlSource
 
 SCALES_KEY = "scales"
 FULL = "full"
@@ -40,7 +40,7 @@ def names(src: YamlSource) -> list[str]:
 
 def apply(src: YamlSource, scale: str | None) -> tuple[YamlSource, str]:
     """The document at ``scale`` (default ``full``) and the scale's name."""
-    from wotbench.harness.spec import parse_key_path
+    from wotbench._spec import parse_key_path
 
     doc = src.data
     name = FULL if scale is None else scale
@@ -87,7 +87,7 @@ def _set(doc: dict[str, Any], path: KeyPath, value: Any, src: YamlSource, at: Ke
         ok = (isinstance(node, Mapping) and isinstance(part, str) and part in node) or (
             isinstance(node, list) and isinstance(part, int) and part < len(node))
         if not ok:
-            from wotbench.yamlsrc import field_name
+            from wotbench._yamlsrc import field_name
 
             raise src.error(f"{field_name(path[: i + 1])} does not exist in the spec", *at)
         node = node[part]

@@ -1,0 +1,95 @@
+"""`wotbench run`, `wotbench plan` and `wotbench clean`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="run an experiment spec on a Docker testbed")
+    p.add_argument("spec", type=Path, help="experiment spec (YAML)")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="folder that receives results/<run-id>/ (default: results)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--scale", help="one of the spec's scales (spec key 'scales'; default full)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plan", help="validate a spec and print its placement plan")
+    p.add_argument("spec", type=Path)
+    p.add_argument("--cores", help="plan for these cores instead of this host's, e.g. 0-7")
+    p.add_argument("--scale", help="one of the spec's scales (spec key 'scales'; default full)")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("clean", help="remove containers and networks left by crashed runs")
+    p.add_argument("--run", help="only this run id (even if its harness still runs)")
+    p.add_argument("--all", action="store_true",
+                   help="also the runs of harness processes still running on this host")
+    p.set_defaults(func=cmd_clean)
+
+
+def _cores(text: str) -> list[int]:
+    from wotbench._errors import UserError
+
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            a, _, b = part.partition("-")
+            out += list(range(int(a), int(b or a) + 1))
+    except ValueError:
+        raise UserError(f"expected a core list such as 0-7 or 0,2,4, got {text!r}",
+                        field="--cores") from None
+    return out
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from wotbench._runner import plan_for
+    from wotbench._spec import load
+
+    runs = load(args.spec, args.scale)
+    cores = _cores(args.cores) if args.cores else None
+    for rs in runs:
+        if rs.repetition > 1:
+            continue
+        if len(runs) > 1:
+            print(f"== {rs.label}")
+        print(plan_for(rs.harness, cores).render())
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from wotbench._errors import UserError
+    from wotbench._runner import RunFailed, RunOptions, run_spec
+    from wotbench._spec import load
+
+    runs = load(args.spec, args.scale)  # every variant validated before anything starts
+    progress = not args.no_progress and sys.stderr.isatty()
+    try:
+        dirs = run_spec(runs, RunOptions(results_root=args.results, progress=progress))
+    except RunFailed as exc:
+        if isinstance(exc.cause, UserError):
+            raise exc.cause from None
+        print(f"error: run failed: {exc} (details: {exc.run_dir / 'INCOMPLETE'})", file=sys.stderr)
+        return 1
+    for d in dirs:
+        print(os.fspath(d))
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from wotbench import _dockerenv as dockerenv
+
+    c = dockerenv.client()
+    keep = set() if args.run or args.all else dockerenv.live_runs(c)
+    n_ct, n_net, stuck = dockerenv.remove_labelled(c, args.run, keep=keep)
+    print(f"removed {n_ct} container(s) and {n_net} network(s)")
+    if keep:
+        print(f"left alone (their harness is still running): {', '.join(sorted(keep))}")
+    if stuck:
+        print(f"not removable (stale endpoint in the engine, moby#42119; restart dockerd): "
+              f"{', '.join(stuck)}", file=sys.stderr)
+        return 1
+    return 0
