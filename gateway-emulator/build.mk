@@ -1,6 +1,6 @@
 # wotbench-ge: the gateway emulator (included by the top-level Makefile).
 GE_DIR  := gateway-emulator
-GE_SRCS := cli.c hosts.c trace.c plan.c wire.c timers.c loop.c recv.c stats.c output.c
+GE_SRCS := cli.c hosts.c trace.c plan.c wire.c timers.c loop.c recv.c counters.c stats.c output.c
 GE_HDRS := $(GE_DIR)/ge.h $(GE_DIR)/ge_format.h
 GE_OBJ  := $(BUILD)/obj/gateway-emulator
 GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_SRCS:.c=.o))

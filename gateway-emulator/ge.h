@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ge_format.h"
@@ -226,14 +227,39 @@ struct ge_slot {
   uint32_t service_us;      /* UINT32_MAX: none */
   uint8_t state, code, retrans, gen;
 };
+/* Every counter of the loop, in summary JSON order: adding a counter is one
+ * line here, and the struct field, its summary key and its part of the
+ * stderr line follow (counters.c). GE_COUNTERS are top-level summary keys;
+ * GE_GARBAGE_COUNTERS are datagrams counted and ignored, by kind, in the
+ * summary's "garbage" object (with their "total"). */
+#define GE_COUNTERS(X)                                                         \
+  X(ok)                                                                        \
+  X(timeouts)                                                                  \
+  X(errors)                                                                    \
+  X(send_errors)                                                               \
+  X(retransmissions)                                                           \
+  X(late_sends)                                                                \
+  X(empty_acks)                                                                \
+  X(rsts)                                                                      \
+  X(acks_sent)                                                                 \
+  X(ack_send_errors)                                                           \
+  X(mid_reuse_early) /* (socket, peer, MID) reused within 247 s */
+#define GE_GARBAGE_COUNTERS(X)                                                 \
+  X(truncated)                                                                 \
+  X(unparseable)                                                               \
+  X(unknown_source)                                                            \
+  X(unknown_token)                                                             \
+  X(wrong_source)                                                              \
+  X(unmatched_empty_ack)                                                       \
+  X(unmatched_rst)                                                             \
+  X(unexpected_message)                                                        \
+  X(late_response)                                                             \
+  X(duplicate_response)
 struct ge_counters {
-  uint64_t ok, timeouts, errors, retransmissions, late_sends, send_errors;
-  uint64_t empty_acks, rsts, acks_sent, ack_send_errors;
-  uint64_t mid_reuse_early; /* (socket, peer, MID) reused within 247 s */
-  /* datagrams counted and ignored, by kind */
-  uint64_t truncated, unparseable, unknown_source, unknown_token,
-      wrong_source, unmatched_empty_ack, unmatched_rst, unexpected_message,
-      late_response, duplicate_response;
+#define GE_COUNTER_FIELD(name) uint64_t name;
+  GE_COUNTERS(GE_COUNTER_FIELD)
+  GE_GARBAGE_COUNTERS(GE_COUNTER_FIELD)
+#undef GE_COUNTER_FIELD
 };
 struct ge_ackq {
   struct {
@@ -274,7 +300,15 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
                       bool truncated, const struct sockaddr_in6 *src,
                       unsigned sock, int64_t now);
 
-/* ---- stats.c, output.c ---------------------------------------------- */
+/* ---- counters.c, stats.c, output.c --------------------------------- */
+
+/* The counters as summary JSON members, one "  key: value,\n" line each,
+ * then the "garbage" object. */
+void ge_counters_json(FILE *f, const struct ge_counters *c);
+/* The end-of-run stderr line: "wotbench-ge: N requests in T s: key=value
+ * ... garbage=TOTAL" with the summary's keys. */
+void ge_counters_print(FILE *f, const struct ge_counters *c, size_t requests,
+                       double seconds);
 
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e);
 int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e);

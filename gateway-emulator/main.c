@@ -214,13 +214,7 @@ int main(int argc, char **argv) {
       tmp_commit(&out, &e) || tmp_commit(&sum, &e))
     goto done;
   if (!cfg.quiet)
-    fprintf(stderr,
-            "wotbench-ge: %zu requests in %.3f s: %llu ok, %llu timeouts, "
-            "%llu errors, %llu retransmissions, %llu late sends\n",
-            plan.n, (double)(L.t_end - L.t0) / 1e9, (unsigned long long)L.c.ok,
-            (unsigned long long)L.c.timeouts, (unsigned long long)L.c.errors,
-            (unsigned long long)L.c.retransmissions,
-            (unsigned long long)L.c.late_sends);
+    ge_counters_print(stderr, &L.c, plan.n, (double)(L.t_end - L.t0) / 1e9);
   status = 0;
 done:
   tmp_discard(&out);

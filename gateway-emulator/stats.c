@@ -1,7 +1,8 @@
-/* Summary JSON (fields documented in README.md): counters, rates, and the
- * expected-versus-submitted inter-arrival comparison of the paper's
- * Table 1. Percentiles interpolate linearly between order statistics,
- * as NumPy's default does, so Python can recompute them exactly. */
+/* Summary JSON (fields documented in README.md): counters (written by
+ * counters.c), rates, and the expected-versus-submitted inter-arrival
+ * comparison of the paper's Table 1. Percentiles interpolate linearly
+ * between order statistics, as NumPy's default does, so Python can
+ * recompute them exactly. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,6 @@ static void json_str(FILE *f, const char *s) {
 
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   const struct ge_plan *p = L->plan;
-  const struct ge_counters *c = &L->c;
   const struct ge_config *cfg = L->cfg;
   size_t n = p->n;
   uint64_t *v = malloc((n ? n : 1) * sizeof *v);
@@ -106,11 +106,6 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   double sent_span =
       n > 1 ? (double)(ge_us(L->slots[n - 1].sent_ns) - ge_us(L->slots[0].sent_ns))
             : 0;
-  uint64_t garbage = c->truncated + c->unparseable + c->unknown_source +
-                     c->unknown_token + c->wrong_source +
-                     c->unmatched_empty_ack + c->unmatched_rst +
-                     c->unexpected_message + c->late_response +
-                     c->duplicate_response;
   fprintf(f, "{\n  \"format\": %d,\n  \"tool\": \"wotbench-ge\",\n  \"trace\": ",
           GE_SUMMARY_FORMAT);
   json_str(f, cfg->trace);
@@ -128,36 +123,8 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
           "  \"start_epoch_us\": %lld,\n  \"devices\": %zu,\n  \"peers\": %zu,\n"
           "  \"sockets\": %u,\n  \"templates\": %zu,\n",
           (long long)L->start_epoch_us, p->ndev, p->npeer, p->nsock, p->ntmpl);
-  fprintf(f,
-          "  \"requests\": %zu,\n  \"ok\": %llu,\n  \"timeouts\": %llu,\n"
-          "  \"errors\": %llu,\n  \"send_errors\": %llu,\n"
-          "  \"retransmissions\": %llu,\n  \"late_sends\": %llu,\n"
-          "  \"empty_acks\": %llu,\n  \"rsts\": %llu,\n  \"acks_sent\": %llu,\n"
-          "  \"ack_send_errors\": %llu,\n  \"mid_reuse_early\": %llu,\n",
-          n, (unsigned long long)c->ok, (unsigned long long)c->timeouts,
-          (unsigned long long)c->errors, (unsigned long long)c->send_errors,
-          (unsigned long long)c->retransmissions,
-          (unsigned long long)c->late_sends, (unsigned long long)c->empty_acks,
-          (unsigned long long)c->rsts, (unsigned long long)c->acks_sent,
-          (unsigned long long)c->ack_send_errors,
-          (unsigned long long)c->mid_reuse_early);
-  fprintf(f,
-          "  \"garbage\": {\"total\": %llu, \"truncated\": %llu, "
-          "\"unparseable\": %llu, \"unknown_source\": %llu, "
-          "\"unknown_token\": %llu, \"wrong_source\": %llu, "
-          "\"unmatched_empty_ack\": %llu, \"unmatched_rst\": %llu, "
-          "\"unexpected_message\": %llu, \"late_response\": %llu, "
-          "\"duplicate_response\": %llu},\n",
-          (unsigned long long)garbage, (unsigned long long)c->truncated,
-          (unsigned long long)c->unparseable,
-          (unsigned long long)c->unknown_source,
-          (unsigned long long)c->unknown_token,
-          (unsigned long long)c->wrong_source,
-          (unsigned long long)c->unmatched_empty_ack,
-          (unsigned long long)c->unmatched_rst,
-          (unsigned long long)c->unexpected_message,
-          (unsigned long long)c->late_response,
-          (unsigned long long)c->duplicate_response);
+  fprintf(f, "  \"requests\": %zu,\n", n);
+  ge_counters_json(f, &L->c);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
           (double)(L->t_end - L->t0) / 1e9, sent_span / 1e6);
   if (intended_span > 0)
