@@ -1,5 +1,5 @@
-/* The counter set as a table so that the stderr line and the JSON file
- * cannot disagree. */
+/* The counter set (DEV_COUNTERS in counters.h) as a table so that the
+ * stderr line and the JSON file cannot disagree. */
 #include "counters.h"
 
 #include <errno.h>
@@ -12,12 +12,8 @@ static const struct {
 	const char *name;
 	size_t off;
 } fields[] = {
-#define F(x) { #x, offsetof(struct dev_counters, x) }
-	F(datagrams), F(requests), F(served), F(ok), F(inline_zero), F(not_found),
-	F(bad_method), F(bad_option), F(overflow), F(wkc), F(duplicates), F(dup_replies),
-	F(garbage), F(ignored), F(pings), F(dropped), F(send_errors), F(dedup_evictions),
-	F(separate), F(retransmits), F(sep_acked), F(sep_reset), F(sep_gave_up),
-	F(sep_untracked),
+#define F(x) { #x, offsetof(struct dev_counters, x) },
+	DEV_COUNTERS(F)
 #undef F
 };
 
@@ -54,7 +50,7 @@ int counters_write_json(const char *file, const struct dev_counters *c)
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
 	fputs("}\n", f);
-	ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+	ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
 	if (fclose(f) != 0 || !ok) {
 		unlink(tmp);
 		goto err;
