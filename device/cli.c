@@ -15,159 +15,164 @@
 #define MAX_DEDUP (1u << 24)
 
 static const char usage[] =
-	"usage: wotbench-device [--listen ADDR:PORT] --resources FILE [--mode sleep|busy]\n"
-	"                       [--threads N] [--queue N] [--dedup-entries N] [--stats FILE]\n"
-	"  --listen ADDR:PORT     IPv4 or [IPv6] address and UDP port (default 0.0.0.0:5683)\n"
-	"  --resources FILE       resource CSV: path,service_us[,payload_bytes]\n"
-	"  --mode sleep|busy      emulate service time sleeping or burning thread CPU (sleep)\n"
-	"  --threads N            worker threads serving in parallel (4)\n"
-	"  --queue N              requests waiting for a worker before 5.03 (65536)\n"
-	"  --dedup-entries N      remembered exchanges for duplicate detection (262144)\n"
-	"  --stats FILE           write the final counts as JSON (atomically)\n";
+    "usage: wotbench-device [--listen ADDR:PORT] --resources FILE "
+    "[--mode sleep|busy]\n"
+    "                       [--threads N] [--queue N] [--dedup-entries N] "
+    "[--stats FILE]\n"
+    "  --listen ADDR:PORT     IPv4 or [IPv6] address and UDP port "
+    "(default 0.0.0.0:5683)\n"
+    "  --resources FILE       resource CSV: path,service_us[,payload_bytes]\n"
+    "  --mode sleep|busy      emulate service time sleeping or burning "
+    "thread CPU (sleep)\n"
+    "  --threads N            worker threads serving in parallel (4)\n"
+    "  --queue N              requests waiting for a worker before 5.03 "
+    "(65536)\n"
+    "  --dedup-entries N      remembered exchanges for duplicate detection "
+    "(262144)\n"
+    "  --stats FILE           write the final counts as JSON (atomically)\n";
 
-static int bad(const char *field, const char *what, const char *value)
-{
-	fprintf(stderr, "error: %s: %s '%s'\n", field, what, value);
-	return 2;
+static int bad(const char *field, const char *what, const char *value) {
+  fprintf(stderr, "error: %s: %s '%s'\n", field, what, value);
+  return 2;
 }
 
-static int parse_count(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
+static int parse_count(const char *s, unsigned long min, unsigned long max,
+                       unsigned long *out) {
+  char *end;
+  unsigned long v;
 
-	if (*s < '0' || *s > '9')
-		return -1;
-	v = strtoul(s, &end, 10);
-	if (*end != '\0' || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
+  if (*s < '0' || *s > '9')
+    return -1;
+  v = strtoul(s, &end, 10);
+  if (*end != '\0' || v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
 }
 
 /* ADDR:PORT with ADDR numeric IPv4 or [IPv6]. */
-static int parse_listen(const char *s, struct dev_config *cfg)
-{
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *colon, *start = s;
-	unsigned long port;
-	size_t n;
+static int parse_listen(const char *s, struct dev_config *cfg) {
+  char host[INET6_ADDRSTRLEN + 1];
+  const char *colon, *start = s;
+  unsigned long port;
+  size_t n;
 
-	if (*s == '[') {
-		const char *close = strchr(s, ']');
+  if (*s == '[') {
+    const char *close = strchr(s, ']');
 
-		if (close == NULL || close[1] != ':')
-			return -1;
-		start = s + 1;
-		n = (size_t)(close - start);
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL)
-			return -1;
-		n = (size_t)(colon - s);
-	}
-	if (n == 0 || n >= sizeof(host))
-		return -1;
-	memcpy(host, start, n);
-	host[n] = '\0';
-	if (parse_count(colon + 1, 0, 65535, &port) < 0)
-		return -1;
-	memset(&cfg->listen, 0, sizeof(cfg->listen));
-	if (*s == '[') {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&cfg->listen;
+    if (close == NULL || close[1] != ':')
+      return -1;
+    start = s + 1;
+    n = (size_t)(close - start);
+    colon = close + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (colon == NULL)
+      return -1;
+    n = (size_t)(colon - s);
+  }
+  if (n == 0 || n >= sizeof(host))
+    return -1;
+  memcpy(host, start, n);
+  host[n] = '\0';
+  if (parse_count(colon + 1, 0, 65535, &port) < 0)
+    return -1;
+  memset(&cfg->listen, 0, sizeof(cfg->listen));
+  if (*s == '[') {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&cfg->listen;
 
-		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
-			return -1;
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons((uint16_t)port);
-		cfg->listen_len = sizeof(*a);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)&cfg->listen;
+    if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+      return -1;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((uint16_t)port);
+    cfg->listen_len = sizeof(*a);
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)&cfg->listen;
 
-		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-			return -1;
-		a->sin_family = AF_INET;
-		a->sin_port = htons((uint16_t)port);
-		cfg->listen_len = sizeof(*a);
-	}
-	return 0;
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+      return -1;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    cfg->listen_len = sizeof(*a);
+  }
+  return 0;
 }
 
-int cli_parse(int argc, char **argv, struct dev_config *cfg)
-{
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "resources", required_argument, NULL, 'r' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "queue", required_argument, NULL, 'q' },
-		{ "dedup-entries", required_argument, NULL, 'd' },
-		{ "stats", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	unsigned long v;
-	int c;
+int cli_parse(int argc, char **argv, struct dev_config *cfg) {
+  static const struct option opts[] = {
+      {"listen", required_argument, NULL, 'l'},
+      {"resources", required_argument, NULL, 'r'},
+      {"mode", required_argument, NULL, 'm'},
+      {"threads", required_argument, NULL, 't'},
+      {"queue", required_argument, NULL, 'q'},
+      {"dedup-entries", required_argument, NULL, 'd'},
+      {"stats", required_argument, NULL, 's'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  unsigned long v;
+  int c;
 
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->listen_text = "0.0.0.0:5683";
-	cfg->mode = DEV_MODE_SLEEP;
-	cfg->threads = 4;
-	cfg->queue_cap = 65536;
-	cfg->dedup_entries = 262144;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'l':
-			cfg->listen_text = optarg;
-			break;
-		case 'r':
-			cfg->resources_file = optarg;
-			break;
-		case 'm':
-			if (strcmp(optarg, "sleep") == 0)
-				cfg->mode = DEV_MODE_SLEEP;
-			else if (strcmp(optarg, "busy") == 0)
-				cfg->mode = DEV_MODE_BUSY;
-			else
-				return bad("--mode", "expected sleep or busy, got", optarg);
-			break;
-		case 't':
-			if (parse_count(optarg, 1, MAX_THREADS, &v) < 0)
-				return bad("--threads", "expected an integer 1..1024, got", optarg);
-			cfg->threads = (unsigned)v;
-			break;
-		case 'q':
-			if (parse_count(optarg, 1, MAX_QUEUE, &v) < 0)
-				return bad("--queue", "expected an integer 1..16777216, got", optarg);
-			cfg->queue_cap = (uint32_t)v;
-			break;
-		case 'd':
-			if (parse_count(optarg, 1, MAX_DEDUP, &v) < 0)
-				return bad("--dedup-entries", "expected an integer 1..16777216, got",
-					   optarg);
-			cfg->dedup_entries = (uint32_t)v;
-			break;
-		case 's':
-			cfg->stats_file = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case ':':
-			return bad("option", "missing value for", argv[optind - 1]);
-		default:
-			return bad("option", "unknown option", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return bad("argument", "unexpected", argv[optind]);
-	if (cfg->resources_file == NULL) {
-		fprintf(stderr, "error: --resources: required (a CSV %s)\n", DEV_RESOURCE_COLUMNS);
-		return 2;
-	}
-	if (parse_listen(cfg->listen_text, cfg) < 0)
-		return bad("--listen", "expected IPv4:PORT or [IPv6]:PORT, got", cfg->listen_text);
-	return 0;
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->listen_text = "0.0.0.0:5683";
+  cfg->mode = DEV_MODE_SLEEP;
+  cfg->threads = 4;
+  cfg->queue_cap = 65536;
+  cfg->dedup_entries = 262144;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:s:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'l':
+      cfg->listen_text = optarg;
+      break;
+    case 'r':
+      cfg->resources_file = optarg;
+      break;
+    case 'm':
+      if (strcmp(optarg, "sleep") == 0)
+        cfg->mode = DEV_MODE_SLEEP;
+      else if (strcmp(optarg, "busy") == 0)
+        cfg->mode = DEV_MODE_BUSY;
+      else
+        return bad("--mode", "expected sleep or busy, got", optarg);
+      break;
+    case 't':
+      if (parse_count(optarg, 1, MAX_THREADS, &v) < 0)
+        return bad("--threads", "expected an integer 1..1024, got", optarg);
+      cfg->threads = (unsigned)v;
+      break;
+    case 'q':
+      if (parse_count(optarg, 1, MAX_QUEUE, &v) < 0)
+        return bad("--queue", "expected an integer 1..16777216, got", optarg);
+      cfg->queue_cap = (uint32_t)v;
+      break;
+    case 'd':
+      if (parse_count(optarg, 1, MAX_DEDUP, &v) < 0)
+        return bad("--dedup-entries", "expected an integer 1..16777216, got",
+                   optarg);
+      cfg->dedup_entries = (uint32_t)v;
+      break;
+    case 's':
+      cfg->stats_file = optarg;
+      break;
+    case 'h':
+      fputs(usage, stdout);
+      return 1;
+    case ':':
+      return bad("option", "missing value for", argv[optind - 1]);
+    default:
+      return bad("option", "unknown option", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return bad("argument", "unexpected", argv[optind]);
+  if (cfg->resources_file == NULL) {
+    fprintf(stderr, "error: --resources: required (a CSV %s)\n",
+            DEV_RESOURCE_COLUMNS);
+    return 2;
+  }
+  if (parse_listen(cfg->listen_text, cfg) < 0)
+    return bad("--listen", "expected IPv4:PORT or [IPv6]:PORT, got",
+               cfg->listen_text);
+  return 0;
 }

@@ -9,15 +9,15 @@
 enum dev_mode { DEV_MODE_SLEEP, DEV_MODE_BUSY };
 
 struct dev_config {
-	struct sockaddr_storage listen;
-	socklen_t listen_len;
-	const char *listen_text;
-	const char *resources_file;
-	const char *stats_file; /* NULL: no JSON stats */
-	enum dev_mode mode;
-	unsigned threads;
-	uint32_t queue_cap;
-	uint32_t dedup_entries;
+  struct sockaddr_storage listen;
+  socklen_t listen_len;
+  const char *listen_text;
+  const char *resources_file;
+  const char *stats_file; /* NULL: no JSON stats */
+  enum dev_mode mode;
+  unsigned threads;
+  uint32_t queue_cap;
+  uint32_t dedup_entries;
 };
 
 /* Returns 0 (run), 1 (--help printed: exit 0) or 2 (error printed). */

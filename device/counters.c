@@ -9,60 +9,57 @@
 #include <unistd.h>
 
 static const struct {
-	const char *name;
-	size_t off;
+  const char *name;
+  size_t off;
 } fields[] = {
-#define F(x) { #x, offsetof(struct dev_counters, x) },
-	DEV_COUNTERS(F)
+#define F(x) {#x, offsetof(struct dev_counters, x)},
+    DEV_COUNTERS(F)
 #undef F
 };
 
-static uint64_t get(const struct dev_counters *c, size_t i)
-{
-	uint64_t v;
+static uint64_t get(const struct dev_counters *c, size_t i) {
+  uint64_t v;
 
-	memcpy(&v, (const char *)c + fields[i].off, sizeof(v));
-	return v;
+  memcpy(&v, (const char *)c + fields[i].off, sizeof(v));
+  return v;
 }
 
-void counters_print(FILE *f, const struct dev_counters *c)
-{
-	fputs("wotbench-device:", f);
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		fprintf(f, " %s=%llu", fields[i].name, (unsigned long long)get(c, i));
-	fputc('\n', f);
+void counters_print(FILE *f, const struct dev_counters *c) {
+  fputs("wotbench-device:", f);
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+    fprintf(f, " %s=%llu", fields[i].name, (unsigned long long)get(c, i));
+  fputc('\n', f);
 }
 
-int counters_write_json(const char *file, const struct dev_counters *c)
-{
-	size_t n = strlen(file);
-	char *tmp = malloc(n + 16);
-	FILE *f;
-	int ok;
+int counters_write_json(const char *file, const struct dev_counters *c) {
+  size_t n = strlen(file);
+  char *tmp = malloc(n + 16);
+  FILE *f;
+  int ok;
 
-	if (tmp == NULL)
-		return -1;
-	snprintf(tmp, n + 16, "%s.tmp%ld", file, (long)getpid());
-	f = fopen(tmp, "w");
-	if (f == NULL)
-		goto err;
-	fputs("{\"format\": 1", f);
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
-	fputs("}\n", f);
-	ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-	if (fclose(f) != 0 || !ok) {
-		unlink(tmp);
-		goto err;
-	}
-	if (rename(tmp, file) != 0) {
-		unlink(tmp);
-		goto err;
-	}
-	free(tmp);
-	return 0;
+  if (tmp == NULL)
+    return -1;
+  snprintf(tmp, n + 16, "%s.tmp%ld", file, (long)getpid());
+  f = fopen(tmp, "w");
+  if (f == NULL)
+    goto err;
+  fputs("{\"format\": 1", f);
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+    fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
+  fputs("}\n", f);
+  ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+  if (fclose(f) != 0 || !ok) {
+    unlink(tmp);
+    goto err;
+  }
+  if (rename(tmp, file) != 0) {
+    unlink(tmp);
+    goto err;
+  }
+  free(tmp);
+  return 0;
 err:
-	fprintf(stderr, "error: %s: %s\n", file, strerror(errno));
-	free(tmp);
-	return -1;
+  fprintf(stderr, "error: %s: %s\n", file, strerror(errno));
+  free(tmp);
+  return -1;
 }

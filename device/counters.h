@@ -9,34 +9,34 @@
 /* Every counter, in output order: adding a counter is one line here, and
  * the struct field and its key in the stderr line and the JSON follow. */
 #define DEV_COUNTERS(X)                                                        \
-	X(datagrams)   /* received */                                          \
-	X(requests)    /* well-formed requests, duplicates included */         \
-	X(served)      /* requests answered (any code), duplicates excluded */ \
-	X(ok)          /* of which 2.xx */                                     \
-	X(inline_zero) /* of which answered by the network thread (S = 0) */   \
-	X(not_found)   /* 4.04 */                                              \
-	X(bad_method)  /* 4.05 */                                              \
-	X(bad_option)  /* 4.02 */                                              \
-	X(overflow)    /* 5.03: the job queue (--queue) was full */            \
-	X(wkc)         /* /.well-known/core answers */                         \
-	X(duplicates)  /* requests recognised as retransmissions */            \
-	X(dup_replies) /* ... answered again (finished or separate) */         \
-	X(garbage)     /* datagrams that are not CoAP */                       \
-	X(ignored)     /* CoAP but nothing to do (responses, stray ACK/RST) */ \
-	X(pings)       /* empty CON answered with RST */                       \
-	X(dropped)     /* accepted but unanswered at shutdown */               \
-	X(send_errors)     /* datagrams sendmmsg failed to send */ \
-	X(dedup_evictions) /* live exchanges overwritten (--dedup-entries) */ \
-	X(separate)        /* separate CON responses sent (S >= 2 s) */ \
-	X(retransmits)     /* ... retransmissions of them */ \
-	X(sep_acked)       /* ... ended by the client's empty ACK */ \
-	X(sep_reset)       /* ... ended by the client's RST */ \
-	X(sep_gave_up)     /* ... unacknowledged after 4 retransmissions */ \
-	X(sep_untracked)   /* ... sent once, the retransmission table full */
+  X(datagrams)       /* received */                                            \
+  X(requests)        /* well-formed requests, duplicates included */           \
+  X(served)          /* requests answered (any code), duplicates excluded */   \
+  X(ok)              /* of which 2.xx */                                       \
+  X(inline_zero)     /* of which answered by the network thread (S = 0) */     \
+  X(not_found)       /* 4.04 */                                                \
+  X(bad_method)      /* 4.05 */                                                \
+  X(bad_option)      /* 4.02 */                                                \
+  X(overflow)        /* 5.03: the job queue (--queue) was full */              \
+  X(wkc)             /* /.well-known/core answers */                           \
+  X(duplicates)      /* requests recognised as retransmissions */              \
+  X(dup_replies)     /* ... answered again (finished or separate) */           \
+  X(garbage)         /* datagrams that are not CoAP */                         \
+  X(ignored)         /* CoAP but nothing to do (responses, stray ACK/RST) */   \
+  X(pings)           /* empty CON answered with RST */                         \
+  X(dropped)         /* accepted but unanswered at shutdown */                 \
+  X(send_errors)     /* datagrams sendmmsg failed to send */                   \
+  X(dedup_evictions) /* live exchanges overwritten (--dedup-entries) */        \
+  X(separate)        /* separate CON responses sent (S >= 2 s) */              \
+  X(retransmits)     /* ... retransmissions of them */                         \
+  X(sep_acked)       /* ... ended by the client's empty ACK */                 \
+  X(sep_reset)       /* ... ended by the client's RST */                       \
+  X(sep_gave_up)     /* ... unacknowledged after 4 retransmissions */          \
+  X(sep_untracked)   /* ... sent once, the retransmission table full */
 
 struct dev_counters {
 #define DEV_COUNTER_FIELD(name) uint64_t name;
-	DEV_COUNTERS(DEV_COUNTER_FIELD)
+  DEV_COUNTERS(DEV_COUNTER_FIELD)
 #undef DEV_COUNTER_FIELD
 };
 

@@ -9,7 +9,7 @@
 #define DEV_RESOURCE_OPTIONAL_COLUMNS "payload_bytes"
 #define DEV_METHODS "GET,PUT,POST,DELETE"
 
-/* CoAP option (elective, experimental range) carrying the service time in us. */
+/* CoAP option (elective, experimental range): the service time in us. */
 #define DEV_SERVICE_TIME_OPTION 65000
 #define DEV_DEFAULT_COAP_PORT 5683
 #define DEV_MAX_SERVICE_US 1000000000ULL
@@ -17,12 +17,12 @@
 #define DEV_MAX_PATH_BYTES 255
 
 /* Response codes, as (class << 5 | detail). */
-#define DEV_CODE_CONTENT 0x45       /* 2.05 GET */
-#define DEV_CODE_CHANGED 0x44       /* 2.04 PUT, POST */
-#define DEV_CODE_DELETED 0x42       /* 2.02 DELETE */
-#define DEV_CODE_BAD_OPTION 0x82    /* 4.02 */
-#define DEV_CODE_NOT_FOUND 0x84     /* 4.04 */
-#define DEV_CODE_BAD_METHOD 0x85    /* 4.05 */
-#define DEV_CODE_UNAVAILABLE 0xa3   /* 5.03 queue full */
+#define DEV_CODE_CONTENT 0x45     /* 2.05 GET */
+#define DEV_CODE_CHANGED 0x44     /* 2.04 PUT, POST */
+#define DEV_CODE_DELETED 0x42     /* 2.02 DELETE */
+#define DEV_CODE_BAD_OPTION 0x82  /* 4.02 */
+#define DEV_CODE_NOT_FOUND 0x84   /* 4.04 */
+#define DEV_CODE_BAD_METHOD 0x85  /* 4.05 */
+#define DEV_CODE_UNAVAILABLE 0xa3 /* 5.03 queue full */
 
 #endif

@@ -13,183 +13,178 @@
 #include "net.h"
 #include "service.h"
 
-static int receive(struct loop *L)
-{
-	for (int round = 0; round < RX_BATCHES_PER_WAKE; round++) {
-		int n;
-		int64_t now;
+static int receive(struct loop *L) {
+  for (int round = 0; round < RX_BATCHES_PER_WAKE; round++) {
+    int n;
+    int64_t now;
 
-		for (int i = 0; i < RX_BATCH; i++) {
-			L->riov[i].iov_base = L->rbuf[i];
-			L->riov[i].iov_len = RX_MAX;
-			memset(&L->rmsgs[i].msg_hdr, 0, sizeof(L->rmsgs[i].msg_hdr));
-			L->rmsgs[i].msg_hdr.msg_name = &L->rpeers[i].u;
-			L->rmsgs[i].msg_hdr.msg_namelen = sizeof(L->rpeers[i].u);
-			L->rmsgs[i].msg_hdr.msg_iov = &L->riov[i];
-			L->rmsgs[i].msg_hdr.msg_iovlen = 1;
-		}
-		n = recvmmsg(L->sock, L->rmsgs, RX_BATCH, MSG_DONTWAIT, NULL);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-				return 0;
-			/* ICMP errors from earlier sends surface here; not fatal. */
-			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
-				continue;
-			perror("error: recvmmsg");
-			return -1;
-		}
-		now = mono_ns();
-		for (int i = 0; i < n; i++) {
-			struct msghdr *h = &L->rmsgs[i].msg_hdr;
+    for (int i = 0; i < RX_BATCH; i++) {
+      L->riov[i].iov_base = L->rbuf[i];
+      L->riov[i].iov_len = RX_MAX;
+      memset(&L->rmsgs[i].msg_hdr, 0, sizeof(L->rmsgs[i].msg_hdr));
+      L->rmsgs[i].msg_hdr.msg_name = &L->rpeers[i].u;
+      L->rmsgs[i].msg_hdr.msg_namelen = sizeof(L->rpeers[i].u);
+      L->rmsgs[i].msg_hdr.msg_iov = &L->riov[i];
+      L->rmsgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    n = recvmmsg(L->sock, L->rmsgs, RX_BATCH, MSG_DONTWAIT, NULL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return 0;
+      /* ICMP errors from earlier sends surface here; not fatal. */
+      if (errno == ECONNREFUSED || errno == EHOSTUNREACH ||
+          errno == ENETUNREACH)
+        continue;
+      perror("error: recvmmsg");
+      return -1;
+    }
+    now = mono_ns();
+    for (int i = 0; i < n; i++) {
+      struct msghdr *h = &L->rmsgs[i].msg_hdr;
 
-			L->rpeers[i].len = h->msg_namelen;
-			if (h->msg_flags & MSG_TRUNC) {
-				L->c->datagrams++;
-				L->c->garbage++;
-				continue;
-			}
-			dispatch_datagram(L, L->rbuf[i], L->rmsgs[i].msg_len, &L->rpeers[i], now);
-		}
-		if (n < RX_BATCH)
-			return 0;
-	}
-	return 0;
+      L->rpeers[i].len = h->msg_namelen;
+      if (h->msg_flags & MSG_TRUNC) {
+        L->c->datagrams++;
+        L->c->garbage++;
+        continue;
+      }
+      dispatch_datagram(L, L->rbuf[i], L->rmsgs[i].msg_len, &L->rpeers[i], now);
+    }
+    if (n < RX_BATCH)
+      return 0;
+  }
+  return 0;
 }
 
-static int drain_fd(int fd, size_t size)
-{
-	uint8_t buf[sizeof(struct signalfd_siginfo)];
+static int drain_fd(int fd, size_t size) {
+  uint8_t buf[sizeof(struct signalfd_siginfo)];
 
-	for (;;) {
-		ssize_t r = read(fd, buf, size);
+  for (;;) {
+    ssize_t r = read(fd, buf, size);
 
-		if (r >= 0)
-			return 1;
-		if (errno == EINTR)
-			continue;
-		return errno == EAGAIN ? 0 : -1;
-	}
+    if (r >= 0)
+      return 1;
+    if (errno == EINTR)
+      continue;
+    return errno == EAGAIN ? 0 : -1;
+  }
 }
 
-static int wait_ms(const struct loop *L, int64_t now)
-{
-	int64_t due = sep_next_due(&L->sep);
-	int64_t ms = MAX_WAIT_MS;
+static int wait_ms(const struct loop *L, int64_t now) {
+  int64_t due = sep_next_due(&L->sep);
+  int64_t ms = MAX_WAIT_MS;
 
-	if (due != INT64_MAX) {
-		int64_t d = (due - now + 999999) / 1000000;
+  if (due != INT64_MAX) {
+    int64_t d = (due - now + 999999) / 1000000;
 
-		if (d < ms)
-			ms = d < 0 ? 0 : d;
-	}
-	return (int)ms;
+    if (d < ms)
+      ms = d < 0 ? 0 : d;
+  }
+  return (int)ms;
 }
 
-static int serve(struct loop *L)
-{
-	struct epoll_event evs[4];
+static int serve(struct loop *L) {
+  struct epoll_event evs[4];
 
-	while (!L->stop) {
-		int64_t now = mono_ns();
-		int n = epoll_wait(L->epfd, evs, 4, wait_ms(L, now));
+  while (!L->stop) {
+    int64_t now = mono_ns();
+    int n = epoll_wait(L->epfd, evs, 4, wait_ms(L, now));
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			perror("error: epoll_wait");
-			return -1;
-		}
-		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      perror("error: epoll_wait");
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      int fd = evs[i].data.fd;
 
-			if (fd == L->sock && receive(L) < 0)
-				return -1;
-			if (fd == L->wk.efd && drain_fd(fd, sizeof(uint64_t)) < 0) {
-				perror("error: eventfd read");
-				return -1;
-			}
-			if (fd == L->sigfd && drain_fd(fd, sizeof(struct signalfd_siginfo)) > 0)
-				L->stop = 1;
-		}
-		now = mono_ns();
-		dispatch_completions(L, now);
-		sep_tick(&L->sep, now, dispatch_resend, L);
-		tx_flush(&L->tx);
-	}
-	return 0;
+      if (fd == L->sock && receive(L) < 0)
+        return -1;
+      if (fd == L->wk.efd && drain_fd(fd, sizeof(uint64_t)) < 0) {
+        perror("error: eventfd read");
+        return -1;
+      }
+      if (fd == L->sigfd && drain_fd(fd, sizeof(struct signalfd_siginfo)) > 0)
+        L->stop = 1;
+    }
+    now = mono_ns();
+    dispatch_completions(L, now);
+    sep_tick(&L->sep, now, dispatch_resend, L);
+    tx_flush(&L->tx);
+  }
+  return 0;
 }
 
-static int watch(int epfd, int fd)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+static int watch(int epfd, int fd) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
 
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		perror("error: epoll_ctl");
-		return -1;
-	}
-	return 0;
+  if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    perror("error: epoll_ctl");
+    return -1;
+  }
+  return 0;
 }
 
-static void collect(struct loop *L, uint32_t unanswered)
-{
-	struct dev_counters *c = L->c;
+static void collect(struct loop *L, uint32_t unanswered) {
+  struct dev_counters *c = L->c;
 
-	c->dropped += unanswered;
-	c->send_errors = L->tx.errors;
-	c->dedup_evictions = L->dd.evictions;
-	c->separate = L->sep.st.started;
-	c->retransmits = L->sep.st.retransmits;
-	c->sep_acked = L->sep.st.acked;
-	c->sep_reset = L->sep.st.reset;
-	c->sep_gave_up = L->sep.st.gave_up;
-	c->sep_untracked = L->sep.st.untracked;
+  c->dropped += unanswered;
+  c->send_errors = L->tx.errors;
+  c->dedup_evictions = L->dd.evictions;
+  c->separate = L->sep.st.started;
+  c->retransmits = L->sep.st.retransmits;
+  c->sep_acked = L->sep.st.acked;
+  c->sep_reset = L->sep.st.reset;
+  c->sep_gave_up = L->sep.st.gave_up;
+  c->sep_untracked = L->sep.st.untracked;
 }
 
-int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock, int sigfd,
-	     struct dev_counters *c)
-{
-	struct loop *L = calloc(1, sizeof(*L));
-	int rc = -1, have_workers = 0;
-	uint32_t unanswered = 0;
+int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
+             int sigfd, struct dev_counters *c) {
+  struct loop *L = calloc(1, sizeof(*L));
+  int rc = -1, have_workers = 0;
+  uint32_t unanswered = 0;
 
-	if (L == NULL) {
-		fputs("error: out of memory\n", stderr);
-		return -1;
-	}
-	L->cfg = cfg;
-	L->reg = reg;
-	L->c = c;
-	L->sock = L->tx.fd = sock;
-	L->sigfd = sigfd;
-	L->next_mid = (uint16_t)(mono_ns() ^ getpid());
-	L->epfd = epoll_create1(EPOLL_CLOEXEC);
-	L->pdu = coap_pdu_init(0, 0, 0, RX_MAX);
-	if (L->epfd < 0 || L->pdu == NULL) {
-		fputs("error: cannot create epoll instance or PDU\n", stderr);
-		goto out;
-	}
-	if (dedup_init(&L->dd, cfg->dedup_entries) < 0 ||
-	    sep_init(&L->sep, SEP_TABLE, (uint64_t)mono_ns()) < 0) {
-		fputs("error: out of memory for the dedup cache\n", stderr);
-		goto out;
-	}
-	if (workers_start(&L->wk, cfg->mode, cfg->threads, cfg->queue_cap) < 0)
-		goto out;
-	have_workers = 1;
-	if (watch(L->epfd, sock) < 0 || watch(L->epfd, L->wk.efd) < 0 || watch(L->epfd, sigfd) < 0)
-		goto out;
-	rc = serve(L);
+  if (L == NULL) {
+    fputs("error: out of memory\n", stderr);
+    return -1;
+  }
+  L->cfg = cfg;
+  L->reg = reg;
+  L->c = c;
+  L->sock = L->tx.fd = sock;
+  L->sigfd = sigfd;
+  L->next_mid = (uint16_t)(mono_ns() ^ getpid());
+  L->epfd = epoll_create1(EPOLL_CLOEXEC);
+  L->pdu = coap_pdu_init(0, 0, 0, RX_MAX);
+  if (L->epfd < 0 || L->pdu == NULL) {
+    fputs("error: cannot create epoll instance or PDU\n", stderr);
+    goto out;
+  }
+  if (dedup_init(&L->dd, cfg->dedup_entries) < 0 ||
+      sep_init(&L->sep, SEP_TABLE, (uint64_t)mono_ns()) < 0) {
+    fputs("error: out of memory for the dedup cache\n", stderr);
+    goto out;
+  }
+  if (workers_start(&L->wk, cfg->mode, cfg->threads, cfg->queue_cap) < 0)
+    goto out;
+  have_workers = 1;
+  if (watch(L->epfd, sock) < 0 || watch(L->epfd, L->wk.efd) < 0 ||
+      watch(L->epfd, sigfd) < 0)
+    goto out;
+  rc = serve(L);
 out:
-	if (have_workers)
-		unanswered = workers_stop(&L->wk);
-	tx_flush(&L->tx);
-	collect(L, unanswered);
-	sep_free(&L->sep);
-	dedup_free(&L->dd);
-	if (L->pdu)
-		coap_delete_pdu(L->pdu);
-	if (L->epfd >= 0)
-		close(L->epfd);
-	free(L);
-	return rc;
+  if (have_workers)
+    unanswered = workers_stop(&L->wk);
+  tx_flush(&L->tx);
+  collect(L, unanswered);
+  sep_free(&L->sep);
+  dedup_free(&L->dd);
+  if (L->pdu)
+    coap_delete_pdu(L->pdu);
+  if (L->epfd >= 0)
+    close(L->epfd);
+  free(L);
+  return rc;
 }

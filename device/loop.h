@@ -9,7 +9,7 @@
 
 /* Serves until SIGTERM/SIGINT arrives on sigfd. Fills *c. Returns 0, or
  * -1 after an unrecoverable error (message printed). */
-int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock, int sigfd,
-	     struct dev_counters *c);
+int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
+             int sigfd, struct dev_counters *c);
 
 #endif

@@ -22,93 +22,91 @@
 
 #define SOCK_BUF_BYTES (4 << 20)
 
-static int open_socket(const struct dev_config *cfg)
-{
-	int family = cfg->listen.ss_family;
-	int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int zero = 0, bufsz = SOCK_BUF_BYTES;
+static int open_socket(const struct dev_config *cfg) {
+  int family = cfg->listen.ss_family;
+  int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int zero = 0, bufsz = SOCK_BUF_BYTES;
 
-	if (fd < 0) {
-		perror("error: socket");
-		return -1;
-	}
-	/* [::] also takes IPv4 clients (as v4-mapped addresses). */
-	if (family == AF_INET6 &&
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
-		goto err;
-	/* Bursts of a load generator outrun one recvmmsg batch; the kernel
-	 * caps these at rmem_max/wmem_max, which is fine. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz)) < 0)
-		goto err;
-	if (bind(fd, (const struct sockaddr *)&cfg->listen, cfg->listen_len) < 0) {
-		fprintf(stderr, "error: --listen: cannot bind %s: %s\n", cfg->listen_text,
-			strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
+  if (fd < 0) {
+    perror("error: socket");
+    return -1;
+  }
+  /* [::] also takes IPv4 clients (as v4-mapped addresses). */
+  if (family == AF_INET6 &&
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
+    goto err;
+  /* Bursts of a load generator outrun one recvmmsg batch; the kernel
+   * caps these at rmem_max/wmem_max, which is fine. */
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz)) < 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz)) < 0)
+    goto err;
+  if (bind(fd, (const struct sockaddr *)&cfg->listen, cfg->listen_len) < 0) {
+    fprintf(stderr, "error: --listen: cannot bind %s: %s\n", cfg->listen_text,
+            strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
 err:
-	perror("error: setsockopt");
-	close(fd);
-	return -1;
+  perror("error: setsockopt");
+  close(fd);
+  return -1;
 }
 
-static int open_signalfd(void)
-{
-	sigset_t set;
-	int fd;
+static int open_signalfd(void) {
+  sigset_t set;
+  int fd;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) {
-		fputs("error: pthread_sigmask failed\n", stderr);
-		return -1;
-	}
-	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (fd < 0)
-		perror("error: signalfd");
-	return fd;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) {
+    fputs("error: pthread_sigmask failed\n", stderr);
+    return -1;
+  }
+  fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd < 0)
+    perror("error: signalfd");
+  return fd;
 }
 
-int main(int argc, char **argv)
-{
-	struct dev_config cfg;
-	struct res_table table;
-	struct registry reg;
-	struct dev_counters counters;
-	int rc = cli_parse(argc, argv, &cfg), sock = -1, sigfd = -1, status = 1;
+int main(int argc, char **argv) {
+  struct dev_config cfg;
+  struct res_table table;
+  struct registry reg;
+  struct dev_counters counters;
+  int rc = cli_parse(argc, argv, &cfg), sock = -1, sigfd = -1, status = 1;
 
-	if (rc != 0)
-		return rc == 1 ? 0 : 2;
-	if (res_load(cfg.resources_file, &table) < 0)
-		return 2;
-	coap_startup();
-	coap_set_log_level(LOG_EMERG); /* garbage datagrams must not spam stderr */
-	memset(&counters, 0, sizeof(counters));
-	if (registry_build(&reg, &table) < 0)
-		goto out_table;
-	sigfd = open_signalfd();
-	if (sigfd < 0)
-		goto out_reg;
-	sock = open_socket(&cfg);
-	if (sock < 0)
-		goto out_sig;
-	fprintf(stderr, "wotbench-device: %zu resources on %s, %s mode, %u threads\n", reg.count,
-		cfg.listen_text, cfg.mode == DEV_MODE_BUSY ? "busy" : "sleep", cfg.threads);
-	if (loop_run(&cfg, &reg, sock, sigfd, &counters) == 0)
-		status = 0;
-	counters_print(stderr, &counters);
-	if (cfg.stats_file && counters_write_json(cfg.stats_file, &counters) < 0)
-		status = 1;
-	close(sock);
+  if (rc != 0)
+    return rc == 1 ? 0 : 2;
+  if (res_load(cfg.resources_file, &table) < 0)
+    return 2;
+  coap_startup();
+  coap_set_log_level(LOG_EMERG); /* garbage datagrams must not spam stderr */
+  memset(&counters, 0, sizeof(counters));
+  if (registry_build(&reg, &table) < 0)
+    goto out_table;
+  sigfd = open_signalfd();
+  if (sigfd < 0)
+    goto out_reg;
+  sock = open_socket(&cfg);
+  if (sock < 0)
+    goto out_sig;
+  fprintf(stderr, "wotbench-device: %zu resources on %s, %s mode, %u threads\n",
+          reg.count, cfg.listen_text,
+          cfg.mode == DEV_MODE_BUSY ? "busy" : "sleep", cfg.threads);
+  if (loop_run(&cfg, &reg, sock, sigfd, &counters) == 0)
+    status = 0;
+  counters_print(stderr, &counters);
+  if (cfg.stats_file && counters_write_json(cfg.stats_file, &counters) < 0)
+    status = 1;
+  close(sock);
 out_sig:
-	close(sigfd);
+  close(sigfd);
 out_reg:
-	registry_free(&reg);
+  registry_free(&reg);
 out_table:
-	res_free(&table);
-	coap_cleanup();
-	return status;
+  res_free(&table);
+  coap_cleanup();
+  return status;
 }

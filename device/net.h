@@ -19,33 +19,33 @@
 
 #define RX_BATCH 64
 #define RX_BATCHES_PER_WAKE 8 /* then serve completions, so neither starves */
-#define RX_MAX 2048	      /* a CoAP/UDP message is < 1280 bytes in practice */
+#define RX_MAX 2048 /* a CoAP/UDP message is < 1280 bytes in practice */
 #define SEP_TABLE 4096
 #define MAX_WAIT_MS 100 /* completions are also drained on this tick */
 
 struct loop {
-	const struct dev_config *cfg;
-	const struct registry *reg;
-	struct dev_counters *c;
-	struct dedup dd;
-	struct sepresp sep;
-	struct workers wk;
-	coap_pdu_t *pdu;
-	int sock, sigfd, epfd;
-	int stop;
-	uint16_t next_mid;
-	struct wire_request req;
-	uint32_t done[256];
-	struct mmsghdr rmsgs[RX_BATCH];
-	struct iovec riov[RX_BATCH];
-	struct peer rpeers[RX_BATCH];
-	uint8_t rbuf[RX_BATCH][RX_MAX];
-	struct tx tx;
+  const struct dev_config *cfg;
+  const struct registry *reg;
+  struct dev_counters *c;
+  struct dedup dd;
+  struct sepresp sep;
+  struct workers wk;
+  coap_pdu_t *pdu;
+  int sock, sigfd, epfd;
+  int stop;
+  uint16_t next_mid;
+  struct wire_request req;
+  uint32_t done[256];
+  struct mmsghdr rmsgs[RX_BATCH];
+  struct iovec riov[RX_BATCH];
+  struct peer rpeers[RX_BATCH];
+  uint8_t rbuf[RX_BATCH][RX_MAX];
+  struct tx tx;
 };
 
 /* One received datagram. */
-void dispatch_datagram(struct loop *L, const uint8_t *buf, size_t len, const struct peer *p,
-		       int64_t now);
+void dispatch_datagram(struct loop *L, const uint8_t *buf, size_t len,
+                       const struct peer *p, int64_t now);
 
 /* Answers every job the workers finished. */
 void dispatch_completions(struct loop *L, int64_t now);

@@ -9,19 +9,19 @@
 struct reg_entry;
 
 enum recipe_kind {
-	RC_EMPTY,    /* empty ACK or RST: header only, no token */
-	RC_BARE,     /* header + token (4.04, 4.02, 4.05 off the table) */
-	RC_OK,	     /* header + token + resource tail */
-	RC_ERR,	     /* header + token + option 65000 (4.05 / 5.03 of a resource) */
-	RC_WKC,	     /* header + token + a /.well-known/core block */
+  RC_EMPTY, /* empty ACK or RST: header only, no token */
+  RC_BARE,  /* header + token (4.04, 4.02, 4.05 off the table) */
+  RC_OK,    /* header + token + resource tail */
+  RC_ERR,   /* header + token + option 65000 (4.05 / 5.03 of a resource) */
+  RC_WKC,   /* header + token + a /.well-known/core block */
 };
 
 struct recipe {
-	uint8_t kind, type, code, tkl;
-	uint16_t mid;
-	uint8_t token[8];
-	int32_t block2; /* RC_WKC: requested Block2 value, -1 if none */
-	const struct reg_entry *res;
+  uint8_t kind, type, code, tkl;
+  uint16_t mid;
+  uint8_t token[8];
+  int32_t block2; /* RC_WKC: requested Block2 value, -1 if none */
+  const struct reg_entry *res;
 };
 
 #endif

@@ -11,22 +11,22 @@
 #include "resources.h"
 
 struct reg_entry {
-	uint64_t service_us;
-	int64_t service_ns;
-	const uint8_t *tail; /* options + payload of a 2.xx response */
-	size_t tail_off;
-	uint16_t tail_len;
-	uint8_t err_tail_len;
-	uint8_t err_tail[7]; /* option 65000 alone */
+  uint64_t service_us;
+  int64_t service_ns;
+  const uint8_t *tail; /* options + payload of a 2.xx response */
+  size_t tail_off;
+  uint16_t tail_len;
+  uint8_t err_tail_len;
+  uint8_t err_tail[7]; /* option 65000 alone */
 };
 
 struct registry {
-	coap_context_t *ctx;
-	struct reg_entry *entries; /* file order */
-	size_t count;
-	uint8_t *tails;
-	uint8_t *links; /* RFC 6690 link-format listing */
-	size_t links_len;
+  coap_context_t *ctx;
+  struct reg_entry *entries; /* file order */
+  size_t count;
+  uint8_t *tails;
+  uint8_t *links; /* RFC 6690 link-format listing */
+  size_t links_len;
 };
 
 /* Returns 0 or -1 (message printed). Needs coap_startup() first. */
@@ -34,6 +34,7 @@ int registry_build(struct registry *reg, const struct res_table *t);
 void registry_free(struct registry *reg);
 
 /* path: Uri-Path segments joined by '/', without the leading '/'. */
-const struct reg_entry *registry_find(const struct registry *reg, const char *path, size_t len);
+const struct reg_entry *registry_find(const struct registry *reg,
+                                      const char *path, size_t len);
 
 #endif

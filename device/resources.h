@@ -9,29 +9,30 @@
 #include "dev_format.h"
 
 struct dev_resource {
-	char path[DEV_MAX_PATH_BYTES + 1]; /* with the leading '/' */
-	uint16_t path_len;
-	int32_t payload_bytes; /* -1: no payload_bytes column or empty cell */
-	uint64_t service_us;
-	unsigned line;
+  char path[DEV_MAX_PATH_BYTES + 1]; /* with the leading '/' */
+  uint16_t path_len;
+  int32_t payload_bytes; /* -1: no payload_bytes column or empty cell */
+  uint64_t service_us;
+  unsigned line;
 };
 
 struct res_table {
-	struct dev_resource *items;
-	size_t count;
-	size_t cap;
+  struct dev_resource *items;
+  size_t count;
+  size_t cap;
 };
 
 /* Where and why a file was rejected. */
 struct res_error {
-	unsigned line;
-	char field[24];
-	char what[112];
+  unsigned line;
+  char field[24];
+  char what[112];
 };
 
 /* Parses a whole file image. Returns 0, or -1 with *err filled (and *out
  * freed). */
-int res_parse(const char *buf, size_t len, struct res_table *out, struct res_error *err);
+int res_parse(const char *buf, size_t len, struct res_table *out,
+              struct res_error *err);
 void res_free(struct res_table *t);
 
 /* Reads and parses FILE; on failure prints `error: FILE:LINE: FIELD: what`

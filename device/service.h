@@ -9,7 +9,8 @@
 
 /* Spends service_ns the way the mode says; returns early (0) when *stop is
  * set, 1 when the full time was served. */
-int service_emulate(enum dev_mode mode, int64_t service_ns, const atomic_bool *stop);
+int service_emulate(enum dev_mode mode, int64_t service_ns,
+                    const atomic_bool *stop);
 
 int64_t mono_ns(void);
 

@@ -6,71 +6,70 @@
 
 #include "dev_format.h"
 
-size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg)
-{
-	size_t h, t;
+size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg) {
+  size_t h, t;
 
-	if (rc->kind == RC_EMPTY)
-		return wire_header(out, rc->type, 0, rc->mid, NULL, 0);
-	h = wire_header(out, rc->type, rc->code, rc->mid, rc->token, rc->tkl);
-	switch (rc->kind) {
-	case RC_OK:
-		memcpy(out + h, rc->res->tail, rc->res->tail_len);
-		return h + rc->res->tail_len;
-	case RC_ERR:
-		memcpy(out + h, rc->res->err_tail, rc->res->err_tail_len);
-		return h + rc->res->err_tail_len;
-	case RC_WKC:
-		t = wire_wkc_tail(out + h, WIRE_MAX_RESPONSE - h, reg->links, reg->links_len,
-				  rc->block2);
-		if (t)
-			return h + t;
-		rc->kind = RC_BARE;
-		rc->code = DEV_CODE_BAD_OPTION;
-		out[1] = rc->code;
-		return h;
-	default:
-		return h;
-	}
+  if (rc->kind == RC_EMPTY)
+    return wire_header(out, rc->type, 0, rc->mid, NULL, 0);
+  h = wire_header(out, rc->type, rc->code, rc->mid, rc->token, rc->tkl);
+  switch (rc->kind) {
+  case RC_OK:
+    memcpy(out + h, rc->res->tail, rc->res->tail_len);
+    return h + rc->res->tail_len;
+  case RC_ERR:
+    memcpy(out + h, rc->res->err_tail, rc->res->err_tail_len);
+    return h + rc->res->err_tail_len;
+  case RC_WKC:
+    t = wire_wkc_tail(out + h, WIRE_MAX_RESPONSE - h, reg->links,
+                      reg->links_len, rc->block2);
+    if (t)
+      return h + t;
+    rc->kind = RC_BARE;
+    rc->code = DEV_CODE_BAD_OPTION;
+    out[1] = rc->code;
+    return h;
+  default:
+    return h;
+  }
 }
 
-void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc, const struct registry *reg)
-{
-	unsigned i = tx->n;
+void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
+             const struct registry *reg) {
+  unsigned i = tx->n;
 
-	tx->peers[i] = *peer;
-	tx->iov[i].iov_base = tx->buf[i];
-	tx->iov[i].iov_len = tx_build(tx->buf[i], rc, reg);
-	memset(&tx->msgs[i], 0, sizeof(tx->msgs[i]));
-	tx->msgs[i].msg_hdr.msg_name = &tx->peers[i].u.sa;
-	tx->msgs[i].msg_hdr.msg_namelen = tx->peers[i].len;
-	tx->msgs[i].msg_hdr.msg_iov = &tx->iov[i];
-	tx->msgs[i].msg_hdr.msg_iovlen = 1;
-	if (++tx->n == TX_BATCH)
-		tx_flush(tx);
+  tx->peers[i] = *peer;
+  tx->iov[i].iov_base = tx->buf[i];
+  tx->iov[i].iov_len = tx_build(tx->buf[i], rc, reg);
+  memset(&tx->msgs[i], 0, sizeof(tx->msgs[i]));
+  tx->msgs[i].msg_hdr.msg_name = &tx->peers[i].u.sa;
+  tx->msgs[i].msg_hdr.msg_namelen = tx->peers[i].len;
+  tx->msgs[i].msg_hdr.msg_iov = &tx->iov[i];
+  tx->msgs[i].msg_hdr.msg_iovlen = 1;
+  if (++tx->n == TX_BATCH)
+    tx_flush(tx);
 }
 
-void tx_flush(struct tx *tx)
-{
-	unsigned off = 0;
+void tx_flush(struct tx *tx) {
+  unsigned off = 0;
 
-	while (off < tx->n) {
-		int r = sendmmsg(tx->fd, tx->msgs + off, tx->n - off, 0);
+  while (off < tx->n) {
+    int r = sendmmsg(tx->fd, tx->msgs + off, tx->n - off, 0);
 
-		if (r > 0) {
-			off += (unsigned)r;
-			tx->sent += (unsigned)r;
-		} else if (r < 0 && errno == EINTR) {
-			continue;
-		} else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
-			/* Send buffer full: dropping is what a loaded device does. */
-			tx->errors += tx->n - off;
-			break;
-		} else {
-			/* This datagram cannot be sent (e.g. unreachable peer): skip it. */
-			tx->errors++;
-			off++;
-		}
-	}
-	tx->n = 0;
+    if (r > 0) {
+      off += (unsigned)r;
+      tx->sent += (unsigned)r;
+    } else if (r < 0 && errno == EINTR) {
+      continue;
+    } else if (r < 0 &&
+               (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+      /* Send buffer full: dropping is what a loaded device does. */
+      tx->errors += tx->n - off;
+      break;
+    } else {
+      /* This datagram cannot be sent (e.g. unreachable peer): skip it. */
+      tx->errors++;
+      off++;
+    }
+  }
+  tx->n = 0;
 }

@@ -13,13 +13,13 @@
 #define TX_BATCH 64
 
 struct tx {
-	int fd;
-	unsigned n;
-	uint64_t sent, errors;
-	struct mmsghdr msgs[TX_BATCH];
-	struct iovec iov[TX_BATCH];
-	struct peer peers[TX_BATCH];
-	uint8_t buf[TX_BATCH][WIRE_MAX_RESPONSE];
+  int fd;
+  unsigned n;
+  uint64_t sent, errors;
+  struct mmsghdr msgs[TX_BATCH];
+  struct iovec iov[TX_BATCH];
+  struct peer peers[TX_BATCH];
+  uint8_t buf[TX_BATCH][WIRE_MAX_RESPONSE];
 };
 
 /* Serializes rc. A /.well-known/core block past the end becomes 4.02 Bad
@@ -27,7 +27,8 @@ struct tx {
 size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg);
 
 /* Queues rc for peer; sends the batch when it is full. */
-void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc, const struct registry *reg);
+void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
+             const struct registry *reg);
 
 /* Sends whatever is queued. Datagrams the kernel refuses are counted in
  * errors, never retried (UDP: the client retransmits). */

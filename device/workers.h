@@ -15,35 +15,36 @@
 #include "recipe.h"
 
 struct job {
-	struct peer peer;
-	struct recipe rc; /* the response to send when the service time is over */
-	int64_t service_ns;
-	uint32_t dd_slot, dd_gen;
-	uint8_t separate; /* empty ACK already sent: answer with a CON */
+  struct peer peer;
+  struct recipe rc; /* the response to send when the service time is over */
+  int64_t service_ns;
+  uint32_t dd_slot, dd_gen;
+  uint8_t separate; /* empty ACK already sent: answer with a CON */
 };
 
 struct workers {
-	enum dev_mode mode;
-	pthread_t *threads;
-	unsigned nthreads;
-	struct job *pool;
-	uint32_t pool_cap;
-	uint32_t *free_list; /* network thread only */
-	uint32_t nfree;
+  enum dev_mode mode;
+  pthread_t *threads;
+  unsigned nthreads;
+  struct job *pool;
+  uint32_t pool_cap;
+  uint32_t *free_list; /* network thread only */
+  uint32_t nfree;
 
-	pthread_mutex_t mu; /* guards the job queue */
-	pthread_cond_t cv;
-	uint32_t *queue, qhead, qcount, qcap;
+  pthread_mutex_t mu; /* guards the job queue */
+  pthread_cond_t cv;
+  uint32_t *queue, qhead, qcount, qcap;
 
-	pthread_mutex_t dmu; /* guards the completion queue */
-	uint32_t *done, dhead, dcount;
+  pthread_mutex_t dmu; /* guards the completion queue */
+  uint32_t *done, dhead, dcount;
 
-	int efd; /* readable when completions are waiting */
-	atomic_bool stop;
+  int efd; /* readable when completions are waiting */
+  atomic_bool stop;
 };
 
 /* Returns 0 or -1 (message printed, nothing left running). */
-int workers_start(struct workers *w, enum dev_mode mode, unsigned nthreads, uint32_t queue_cap);
+int workers_start(struct workers *w, enum dev_mode mode, unsigned nthreads,
+                  uint32_t queue_cap);
 
 /* A free job slot, or NULL when every slot is queued, in service or
  * waiting to be answered. */

@@ -175,12 +175,10 @@ struct ge_trace_src {
   void *map;
   size_t len;
 };
-int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src,
-                  const char *path, const struct ge_hosts *h,
-                  struct ge_err *e);
+int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
+                  const struct ge_hosts *h, struct ge_err *e);
 int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
-                       size_t len, const struct ge_hosts *h,
-                       struct ge_err *e);
+                       size_t len, const struct ge_hosts *h, struct ge_err *e);
 void ge_trace_unmap(struct ge_trace_src *src);
 
 /* ---- wire.c --------------------------------------------------------- */
@@ -191,9 +189,9 @@ void ge_wire_header(uint8_t out[GE_HDR_LEN], uint8_t type, uint8_t code,
 void ge_wire_empty(uint8_t out[4], uint8_t type, uint16_t mid);
 /* Encodes Uri-Path, Content-Format, Uri-Query and payload; returns the
  * length or 0 when it does not fit. */
-size_t ge_wire_template(uint8_t *out, size_t cap, const char *path,
-                        size_t plen, const char *query, size_t qlen,
-                        const char *payload, size_t paylen);
+size_t ge_wire_template(uint8_t *out, size_t cap, const char *path, size_t plen,
+                        const char *query, size_t qlen, const char *payload,
+                        size_t paylen);
 int ge_wire_method(const char *s, size_t len); /* code or -1 */
 const char *ge_wire_method_name(uint8_t code);
 

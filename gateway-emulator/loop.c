@@ -338,7 +338,8 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
        * spins only the last spin_us before the send. */
       if (L->cfg->spin_us >= 0 && L->next < p->n) {
         int64_t now2 = ge_now_ns();
-        int64_t wake = t0 + (int64_t)ts[L->next] * 1000 - L->cfg->spin_us * 1000;
+        int64_t wake =
+            t0 + (int64_t)ts[L->next] * 1000 - L->cfg->spin_us * 1000;
         if (L->heap.n && L->heap.v[0].deadline < wake)
           wake = L->heap.v[0].deadline;
         int64_t d = wake - now2;

@@ -25,7 +25,8 @@ static int tmp_open(struct tmpfile *t, const char *final, const char *field,
                     struct ge_err *e) {
   t->final = final;
   t->fd = -1;
-  int n = snprintf(t->path, sizeof t->path, "%s.tmp.%ld", final, (long)getpid());
+  int n =
+      snprintf(t->path, sizeof t->path, "%s.tmp.%ld", final, (long)getpid());
   if (n < 0 || (size_t)n >= sizeof t->path) {
     ge_err_set(e, NULL, 0, field, "path too long");
     return -1;
@@ -198,8 +199,8 @@ int main(int argc, char **argv) {
     L.start_epoch_us = cfg.start_at_us;
     int64_t late = ge_now_ns() - L.t0;
     if (late > 0) {
-      ge_err_set(&e, NULL, 0, "--start-at", "the start instant passed %.3f ms ago",
-                 (double)late / 1e6);
+      ge_err_set(&e, NULL, 0, "--start-at",
+                 "the start instant passed %.3f ms ago", (double)late / 1e6);
       goto done;
     }
     if (wait_start(L.t0, &e))

@@ -22,7 +22,8 @@ static uint64_t hash_addr(const struct sockaddr_in6 *a) {
   return hash_bytes(&a->sin6_port, 2,
                     hash_bytes(&a->sin6_addr, 16, 0xcbf29ce484222325ULL));
 }
-static bool addr_eq(const struct sockaddr_in6 *a, const struct sockaddr_in6 *b) {
+static bool addr_eq(const struct sockaddr_in6 *a,
+                    const struct sockaddr_in6 *b) {
   return a->sin6_port == b->sin6_port &&
          !memcmp(&a->sin6_addr, &b->sin6_addr, 16);
 }
@@ -137,12 +138,15 @@ int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, uint64_t auth_off,
   if (g)
     for (size_t i = 0; i < p->ndev; i++)
       put(p->dev_hash, p->dev_hash_cap, hash_u32(p->devs[i].id), (uint32_t)i);
-  struct ge_device *nv = grow_array(p->devs, &p->devcap, p->ndev + 1, sizeof *nv);
+  struct ge_device *nv =
+      grow_array(p->devs, &p->devcap, p->ndev + 1, sizeof *nv);
   if (!nv)
     return -1;
   p->devs = nv;
-  p->devs[p->ndev] = (struct ge_device){
-      .id = id, .peer = (uint32_t)peer, .auth_off = auth_off, .auth_len = auth_len};
+  p->devs[p->ndev] = (struct ge_device){.id = id,
+                                        .peer = (uint32_t)peer,
+                                        .auth_off = auth_off,
+                                        .auth_len = auth_len};
   put(p->dev_hash, p->dev_hash_cap, hash_u32(id), (uint32_t)p->ndev);
   return (int64_t)p->ndev++;
 }
@@ -180,8 +184,8 @@ int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
     }
   }
   uint8_t enc[GE_DGRAM_MAX];
-  size_t elen =
-      ge_wire_template(enc, sizeof enc, path, plen, query, qlen, payload, paylen);
+  size_t elen = ge_wire_template(enc, sizeof enc, path, plen, query, qlen,
+                                 payload, paylen);
   if (!elen && (plen > 1 || qlen || paylen)) {
     *why = "cannot be encoded as CoAP options (bad segment or too long)";
     return -1;

@@ -69,7 +69,8 @@ static void dist(FILE *f, const char *name, uint64_t *v, size_t n,
   } qs[] = {{"p5", .05}, {"p50", .5}, {"p95", .95}, {"p99", .99}};
   for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
     fprintf(f, ", \"%s\": %.3f", qs[i].k, pct(v, n, qs[i].q));
-  fprintf(f, ", \"max\": %llu}%s\n", (unsigned long long)v[n - 1], more ? "," : "");
+  fprintf(f, ", \"max\": %llu}%s\n", (unsigned long long)v[n - 1],
+          more ? "," : "");
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -103,10 +104,11 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
     return -1;
   }
   double intended_span = n > 1 ? (double)(p->ts_us[n - 1] - p->ts_us[0]) : 0;
-  double sent_span =
-      n > 1 ? (double)(ge_us(L->slots[n - 1].sent_ns) - ge_us(L->slots[0].sent_ns))
-            : 0;
-  fprintf(f, "{\n  \"format\": %d,\n  \"tool\": \"wotbench-ge\",\n  \"trace\": ",
+  double sent_span = n > 1 ? (double)(ge_us(L->slots[n - 1].sent_ns) -
+                                      ge_us(L->slots[0].sent_ns))
+                           : 0;
+  fprintf(f,
+          "{\n  \"format\": %d,\n  \"tool\": \"wotbench-ge\",\n  \"trace\": ",
           GE_SUMMARY_FORMAT);
   json_str(f, cfg->trace);
   fprintf(f,
@@ -119,10 +121,11 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
           (long long)(cfg->ack_timeout_ns / 1000000), cfg->max_retransmit,
           cfg->cpu, (long long)cfg->late_us, (long long)cfg->start_at_us,
           (long long)cfg->spin_us);
-  fprintf(f,
-          "  \"start_epoch_us\": %lld,\n  \"devices\": %zu,\n  \"peers\": %zu,\n"
-          "  \"sockets\": %u,\n  \"templates\": %zu,\n",
-          (long long)L->start_epoch_us, p->ndev, p->npeer, p->nsock, p->ntmpl);
+  fprintf(
+      f,
+      "  \"start_epoch_us\": %lld,\n  \"devices\": %zu,\n  \"peers\": %zu,\n"
+      "  \"sockets\": %u,\n  \"templates\": %zu,\n",
+      (long long)L->start_epoch_us, p->ndev, p->npeer, p->nsock, p->ntmpl);
   fprintf(f, "  \"requests\": %zu,\n", n);
   ge_counters_json(f, &L->c);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
@@ -144,7 +147,8 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   dist(f, "rit_expected_us", v, m, true, true);
   m = 0;
   for (size_t i = 1; i < n; i++)
-    v[m++] = (uint64_t)(ge_us(L->slots[i].sent_ns) - ge_us(L->slots[i - 1].sent_ns));
+    v[m++] =
+        (uint64_t)(ge_us(L->slots[i].sent_ns) - ge_us(L->slots[i - 1].sent_ns));
   dist(f, "rit_submitted_us", v, m, true, true);
   for (size_t i = 0; i < n; i++)
     v[i] = (uint64_t)(ge_us(L->slots[i].sent_ns) - (int64_t)p->ts_us[i]);
@@ -152,7 +156,8 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   m = 0;
   for (size_t i = 0; i < n; i++)
     if (L->slots[i].recv_ns >= 0)
-      v[m++] = (uint64_t)(ge_us(L->slots[i].recv_ns) - ge_us(L->slots[i].sent_ns));
+      v[m++] =
+          (uint64_t)(ge_us(L->slots[i].recv_ns) - ge_us(L->slots[i].sent_ns));
   dist(f, "response_us", v, m, true, true);
   m = 0;
   for (size_t i = 0; i < n; i++)

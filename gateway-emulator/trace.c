@@ -1,8 +1,8 @@
 /* Trace CSV (docs/formats.md) -> plan. A hot path: a 10-million-line trace
  * is mapped once and parsed by hand in a single pass, every line checked
  * before anything is sent. */
-#include <errno.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -101,8 +101,7 @@ static struct field trim(const char *s, const char *e) {
 }
 
 int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
-                       size_t len, const struct ge_hosts *h,
-                       struct ge_err *e) {
+                       size_t len, const struct ge_hosts *h, struct ge_err *e) {
   const char *end = buf + len;
   size_t lines = 1;
   for (const char *q = buf; (q = memchr(q, '\n', (size_t)(end - q))); q++)
@@ -240,8 +239,8 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
         }
       }
     }
-    int64_t t = ge_plan_template(p, (uint8_t)code, slash, plen, qm ? qm + 1 : "",
-                                 qlen, pay.s, pay.len, &why);
+    int64_t t = ge_plan_template(p, (uint8_t)code, slash, plen,
+                                 qm ? qm + 1 : "", qlen, pay.s, pay.len, &why);
     if (t < 0) {
       ge_err_set(e, name, line, "uri", "%s", why);
       return -1;
@@ -254,7 +253,8 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
     p->tmpl[i] = (uint32_t)t;
   }
   if (p->n == 0) {
-    ge_err_set(e, name, it.no ? it.no : 1, "device_id", "the trace has no requests");
+    ge_err_set(e, name, it.no ? it.no : 1, "device_id",
+               "the trace has no requests");
     return -1;
   }
   if (p->n > UINT32_MAX - 1) {
@@ -264,9 +264,8 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
   return 0;
 }
 
-int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src,
-                  const char *path, const struct ge_hosts *h,
-                  struct ge_err *e) {
+int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
+                  const struct ge_hosts *h, struct ge_err *e) {
   src->map = NULL;
   src->len = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -285,8 +284,8 @@ int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src,
     ge_err_set(e, path, 1, "device_id", "the trace has no requests");
     return -1;
   }
-  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
-                 fd, 0);
+  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ,
+                 MAP_PRIVATE | MAP_POPULATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED) {
     ge_err_set(e, path, 0, NULL, "cannot map: %s", strerror(errno));

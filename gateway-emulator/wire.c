@@ -55,9 +55,9 @@ static size_t reencode(uint8_t *out, size_t cap, const uint8_t *segs,
   return w;
 }
 
-size_t ge_wire_template(uint8_t *out, size_t cap, const char *path,
-                        size_t plen, const char *query, size_t qlen,
-                        const char *payload, size_t paylen) {
+size_t ge_wire_template(uint8_t *out, size_t cap, const char *path, size_t plen,
+                        const char *query, size_t qlen, const char *payload,
+                        size_t paylen) {
   uint8_t segs[4 * GE_MAX_PATH_BYTES + 64];
   size_t w = 0, segl, n;
   unsigned last = 0;
@@ -118,9 +118,13 @@ int ge_wire_method(const char *s, size_t len) {
 
 const char *ge_wire_method_name(uint8_t code) {
   switch (code) {
-  case COAP_REQUEST_CODE_GET: return "GET";
-  case COAP_REQUEST_CODE_PUT: return "PUT";
-  case COAP_REQUEST_CODE_POST: return "POST";
-  default: return "DELETE";
+  case COAP_REQUEST_CODE_GET:
+    return "GET";
+  case COAP_REQUEST_CODE_PUT:
+    return "PUT";
+  case COAP_REQUEST_CODE_POST:
+    return "POST";
+  default:
+    return "DELETE";
   }
 }

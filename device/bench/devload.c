@@ -15,132 +15,132 @@
 
 #define BATCH 64
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
+static int64_t now_ns(void) {
+  struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* GET with a 4-byte token, one Uri-Path segment. */
-static size_t build(uint8_t *out, int con, uint32_t seq, const char *path)
-{
-	size_t n = strlen(path), pos = 8;
+static size_t build(uint8_t *out, int con, uint32_t seq, const char *path) {
+  size_t n = strlen(path), pos = 8;
 
-	out[0] = (uint8_t)(0x40 | (con ? 0 : 1) << 4 | 4);
-	out[1] = 1;
-	out[2] = (uint8_t)(seq >> 8);
-	out[3] = (uint8_t)seq;
-	memcpy(out + 4, &seq, 4);
-	if (n < 13) {
-		out[pos++] = (uint8_t)(11 << 4 | n);
-	} else {
-		out[pos++] = (uint8_t)(11 << 4 | 13);
-		out[pos++] = (uint8_t)(n - 13);
-	}
-	memcpy(out + pos, path, n);
-	return pos + n;
+  out[0] = (uint8_t)(0x40 | (con ? 0 : 1) << 4 | 4);
+  out[1] = 1;
+  out[2] = (uint8_t)(seq >> 8);
+  out[3] = (uint8_t)seq;
+  memcpy(out + 4, &seq, 4);
+  if (n < 13) {
+    out[pos++] = (uint8_t)(11 << 4 | n);
+  } else {
+    out[pos++] = (uint8_t)(11 << 4 | 13);
+    out[pos++] = (uint8_t)(n - 13);
+  }
+  memcpy(out + pos, path, n);
+  return pos + n;
 }
 
-int main(int argc, char **argv)
-{
-	struct sockaddr_in dst = { .sin_family = AF_INET };
-	const char *path = "a";
-	int window = 64, con = 0, c, fd;
-	double seconds = 5;
-	uint64_t got = 0, sent = 0, lost = 0;
-	uint32_t seq = 0;
-	int inflight = 0;
-	uint8_t rbuf[BATCH][1500], sbuf[BATCH][300];
-	struct mmsghdr rm[BATCH], sm[BATCH];
-	struct iovec riov[BATCH], siov[BATCH];
-	struct timeval tv = { 0, 200000 };
-	int64_t t0, end;
+int main(int argc, char **argv) {
+  struct sockaddr_in dst = {.sin_family = AF_INET};
+  const char *path = "a";
+  int window = 64, con = 0, c, fd;
+  double seconds = 5;
+  uint64_t got = 0, sent = 0, lost = 0;
+  uint32_t seq = 0;
+  int inflight = 0;
+  uint8_t rbuf[BATCH][1500], sbuf[BATCH][300];
+  struct mmsghdr rm[BATCH], sm[BATCH];
+  struct iovec riov[BATCH], siov[BATCH];
+  struct timeval tv = {0, 200000};
+  int64_t t0, end;
 
-	dst.sin_port = htons(5683);
-	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
-	while ((c = getopt(argc, argv, "p:P:w:s:c")) != -1) {
-		switch (c) {
-		case 'p':
-			dst.sin_port = htons((uint16_t)atoi(optarg));
-			break;
-		case 'P':
-			path = optarg;
-			break;
-		case 'w':
-			window = atoi(optarg);
-			break;
-		case 's':
-			seconds = atof(optarg);
-			break;
-		case 'c':
-			con = 1;
-			break;
-		default:
-			fprintf(stderr, "usage: devload [-p PORT] [-P PATH] [-w WINDOW] [-s SECONDS] [-c]\n");
-			return 2;
-		}
-	}
-	if (window < 1 || window > 100000 || strlen(path) > 200) {
-		fprintf(stderr, "error: window 1..100000, path <= 200 bytes\n");
-		return 2;
-	}
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
-		perror("devload: socket");
-		return 1;
-	}
-	for (int i = 0; i < BATCH; i++) {
-		riov[i] = (struct iovec){ rbuf[i], sizeof(rbuf[i]) };
-		siov[i] = (struct iovec){ sbuf[i], 0 };
-		memset(&rm[i], 0, sizeof(rm[i]));
-		memset(&sm[i], 0, sizeof(sm[i]));
-		rm[i].msg_hdr.msg_iov = &riov[i];
-		rm[i].msg_hdr.msg_iovlen = 1;
-		sm[i].msg_hdr.msg_iov = &siov[i];
-		sm[i].msg_hdr.msg_iovlen = 1;
-	}
-	t0 = now_ns();
-	end = t0 + (int64_t)(seconds * 1e9);
-	while (now_ns() < end) {
-		int want = window - inflight, k = 0, r;
+  dst.sin_port = htons(5683);
+  inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+  while ((c = getopt(argc, argv, "p:P:w:s:c")) != -1) {
+    switch (c) {
+    case 'p':
+      dst.sin_port = htons((uint16_t)atoi(optarg));
+      break;
+    case 'P':
+      path = optarg;
+      break;
+    case 'w':
+      window = atoi(optarg);
+      break;
+    case 's':
+      seconds = atof(optarg);
+      break;
+    case 'c':
+      con = 1;
+      break;
+    default:
+      fprintf(
+          stderr,
+          "usage: devload [-p PORT] [-P PATH] [-w WINDOW] [-s SECONDS] [-c]\n");
+      return 2;
+    }
+  }
+  if (window < 1 || window > 100000 || strlen(path) > 200) {
+    fprintf(stderr, "error: window 1..100000, path <= 200 bytes\n");
+    return 2;
+  }
+  fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&dst, sizeof(dst)) < 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+    perror("devload: socket");
+    return 1;
+  }
+  for (int i = 0; i < BATCH; i++) {
+    riov[i] = (struct iovec){rbuf[i], sizeof(rbuf[i])};
+    siov[i] = (struct iovec){sbuf[i], 0};
+    memset(&rm[i], 0, sizeof(rm[i]));
+    memset(&sm[i], 0, sizeof(sm[i]));
+    rm[i].msg_hdr.msg_iov = &riov[i];
+    rm[i].msg_hdr.msg_iovlen = 1;
+    sm[i].msg_hdr.msg_iov = &siov[i];
+    sm[i].msg_hdr.msg_iovlen = 1;
+  }
+  t0 = now_ns();
+  end = t0 + (int64_t)(seconds * 1e9);
+  while (now_ns() < end) {
+    int want = window - inflight, k = 0, r;
 
-		while (want > 0) {
-			k = want < BATCH ? want : BATCH;
-			for (int i = 0; i < k; i++)
-				siov[i].iov_len = build(sbuf[i], con, seq++, path);
-			r = sendmmsg(fd, sm, (unsigned)k, 0);
-			if (r < 0) {
-				perror("devload: sendmmsg");
-				return 1;
-			}
-			sent += (unsigned)r;
-			inflight += r;
-			want -= r;
-		}
-		r = recvmmsg(fd, rm, BATCH, 0, NULL);
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* Nothing for 200 ms: whatever is in flight was dropped. */
-			lost += (unsigned)inflight;
-			inflight = 0;
-			continue;
-		}
-		if (r < 0) {
-			perror("devload: recvmmsg");
-			return 1;
-		}
-		got += (unsigned)r;
-		inflight -= r;
-		if (inflight < 0)
-			inflight = 0;
-	}
-	printf("{\"seconds\": %.3f, \"sent\": %llu, \"responses\": %llu, \"lost\": %llu, "
-	       "\"rate\": %.0f, \"window\": %d, \"type\": \"%s\"}\n",
-	       (double)(now_ns() - t0) / 1e9, (unsigned long long)sent, (unsigned long long)got,
-	       (unsigned long long)lost, (double)got * 1e9 / (double)(now_ns() - t0), window,
-	       con ? "con" : "non");
-	close(fd);
-	return 0;
+    while (want > 0) {
+      k = want < BATCH ? want : BATCH;
+      for (int i = 0; i < k; i++)
+        siov[i].iov_len = build(sbuf[i], con, seq++, path);
+      r = sendmmsg(fd, sm, (unsigned)k, 0);
+      if (r < 0) {
+        perror("devload: sendmmsg");
+        return 1;
+      }
+      sent += (unsigned)r;
+      inflight += r;
+      want -= r;
+    }
+    r = recvmmsg(fd, rm, BATCH, 0, NULL);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      /* Nothing for 200 ms: whatever is in flight was dropped. */
+      lost += (unsigned)inflight;
+      inflight = 0;
+      continue;
+    }
+    if (r < 0) {
+      perror("devload: recvmmsg");
+      return 1;
+    }
+    got += (unsigned)r;
+    inflight -= r;
+    if (inflight < 0)
+      inflight = 0;
+  }
+  printf("{\"seconds\": %.3f, \"sent\": %llu, \"responses\": %llu, "
+         "\"lost\": %llu, \"rate\": %.0f, \"window\": %d, \"type\": \"%s\"}\n",
+         (double)(now_ns() - t0) / 1e9, (unsigned long long)sent,
+         (unsigned long long)got, (unsigned long long)lost,
+         (double)got * 1e9 / (double)(now_ns() - t0), window,
+         con ? "con" : "non");
+  close(fd);
+  return 0;
 }

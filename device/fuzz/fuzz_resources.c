@@ -7,24 +7,23 @@
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
-{
-	struct res_table t;
-	struct res_error err;
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+  struct res_table t;
+  struct res_error err;
 
-	if (res_parse((const char *)data, size, &t, &err) < 0) {
-		if (err.field[0] == '\0' || err.what[0] == '\0')
-			abort();
-		return 0;
-	}
-	for (size_t i = 0; i < t.count; i++) {
-		const struct dev_resource *r = &t.items[i];
+  if (res_parse((const char *)data, size, &t, &err) < 0) {
+    if (err.field[0] == '\0' || err.what[0] == '\0')
+      abort();
+    return 0;
+  }
+  for (size_t i = 0; i < t.count; i++) {
+    const struct dev_resource *r = &t.items[i];
 
-		if (r->path[0] != '/' || r->path_len > DEV_MAX_PATH_BYTES ||
-		    strlen(r->path) != r->path_len || r->service_us > DEV_MAX_SERVICE_US ||
-		    r->payload_bytes > DEV_MAX_PAYLOAD_BYTES || r->payload_bytes < -1)
-			abort();
-	}
-	res_free(&t);
-	return 0;
+    if (r->path[0] != '/' || r->path_len > DEV_MAX_PATH_BYTES ||
+        strlen(r->path) != r->path_len || r->service_us > DEV_MAX_SERVICE_US ||
+        r->payload_bytes > DEV_MAX_PAYLOAD_BYTES || r->payload_bytes < -1)
+      abort();
+  }
+  res_free(&t);
+  return 0;
 }

@@ -8,12 +8,11 @@
 
 #include "ge.h"
 
-static const char trace[] =
-    "device_id,send_ts_us,method,uri\n"
-    "0,0,GET,coap://127.0.0.1:5700/a\n"
-    "1,10,PUT,coap://[::1]:5701/b?x=1,pay\n"
-    "0,20,POST,coap://127.0.0.1:5700/c/d\n"
-    "2,30,DELETE,coap://127.0.0.1:5702/\n";
+static const char trace[] = "device_id,send_ts_us,method,uri\n"
+                            "0,0,GET,coap://127.0.0.1:5700/a\n"
+                            "1,10,PUT,coap://[::1]:5701/b?x=1,pay\n"
+                            "0,20,POST,coap://127.0.0.1:5700/c/d\n"
+                            "2,30,DELETE,coap://127.0.0.1:5702/\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
