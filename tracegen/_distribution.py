@@ -6,88 +6,168 @@ Written as ``kind:parameters`` with units (docs/spec.md)::
     pareto:mean=5ms,alpha=1.5   empirical:rits.csv
     mmpp2:on=exp:100us,off=exp:10ms,t_on=50ms,t_off=200ms   (RIT only)
 
-All values are held in microseconds (float). Each iid kind offers
-``sample`` (NumPy Generator), ``ppf`` (quantile function) and
-``partial_mean`` (``L(q) = E[X; X <= F^-1(q)]``, used to build resource sets
-whose service times keep the mean exactly, see ``bin_means``).
+All values are held in microseconds (float). Each kind below is one entry
+of the registry (tracegen/_registry.py): a small frozen dataclass with its
+parameters, how to parse them, its mean, its quantile function and partial
+mean, and how to draw it. Adding a kind is one more such class, decorated
+with ``@register``; :func:`parse_distribution` finds it by name.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench.tracegen._units import parse_time_us
+from wotbench.tracegen import _streams
+from wotbench.tracegen._registry import REGISTRY, ROLES, Distribution, Params, lookup, register
 
-__all__ = ["Distribution", "parse_distribution", "KINDS", "load_empirical"]
-
-KINDS: tuple[str, ...] = ("det", "exp", "uniform", "lognormal", "pareto", "mmpp2", "empirical")
-_ALIASES = {"deterministic": "det", "exponential": "exp", "const": "det"}
-#: Kinds that are a sequence of independent draws (everything but mmpp2).
-IID_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "mmpp2")
+__all__ = ["Distribution", "parse_distribution", "load_empirical", "REGISTRY",
+           "Det", "Exp", "Uniform", "Lognormal", "Pareto", "Mmpp2", "Empirical"]
 
 
+def _probs(q: np.ndarray | float) -> np.ndarray:
+    return np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
+
+
+def _positive_mean(d: Det | Exp | Lognormal | Pareto) -> None:
+    if not d.mean > 0:
+        raise UserError(f"{d.kind}: mean must be > 0")
+
+
+# -- the kinds ---------------------------------------------------------------------
+
+
+@register
 @dataclass(frozen=True)
-class Distribution:
-    """A validated distribution; values in microseconds. Build with :func:`parse_distribution`."""
+class Det(Distribution):
+    """``det:VALUE``: always the same value."""
 
-    kind: str
-    text: str
-    mean: float = 0.0
-    """det: the value; exp, lognormal, pareto: the mean."""
-    low: float = 0.0
-    high: float = 0.0
-    """uniform bounds."""
-    cv: float = 0.0
-    """lognormal coefficient of variation."""
-    alpha: float = 0.0
-    """pareto shape (> 1)."""
-    on: Distribution | None = None
-    off: Distribution | None = None
-    t_on: float = 0.0
-    t_off: float = 0.0
-    """mmpp2: RIT distributions in the on/off states and mean state sojourn times."""
-    path: Path | None = None
-    samples: np.ndarray | None = field(default=None, compare=False, repr=False)
-    """empirical: the observed values (float64, us)."""
+    kind = "det"
+    aliases = ("deterministic", "const")
+    mean: float
+    """The value."""
 
     def __post_init__(self) -> None:
-        k = self.kind
-        if k not in KINDS:
-            raise UserError(f"unknown distribution {k!r} (one of {', '.join(KINDS)})")
-        if k in ("exp", "lognormal", "pareto") and not self.mean > 0:
-            raise UserError(f"{k}: mean must be > 0")
-        if k == "det" and not self.mean >= 0:
+        if not self.mean >= 0:
             raise UserError("det: value must be >= 0")
-        if k == "uniform" and not (0 <= self.low < self.high):
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Det:
+        return cls(text, at.time("value", body))
+
+    def mean_us(self) -> float:
+        return self.mean
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray:
+        return np.full_like(np.asarray(q, dtype=np.float64), self.mean)
+
+    def partial_mean(self, q: np.ndarray) -> np.ndarray:
+        return _probs(q) * self.mean
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        return np.full(size, self.mean, dtype=np.float64)
+
+    def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return np.full(size, self.mean, dtype=np.float64)
+
+
+@register
+@dataclass(frozen=True)
+class Exp(Distribution):
+    """``exp:MEAN``: exponential."""
+
+    kind = "exp"
+    aliases = ("exponential",)
+    poisson = True
+    mean: float
+
+    def __post_init__(self) -> None:
+        _positive_mean(self)
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Exp:
+        return cls(text, at.time("mean", body))
+
+    def mean_us(self) -> float:
+        return self.mean
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return -self.mean * np.log1p(-np.asarray(q, dtype=np.float64))
+
+    def partial_mean(self, q: np.ndarray) -> np.ndarray:
+        r = 1.0 - _probs(q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tail = np.where(r > 0, r * (1.0 - np.log(np.where(r > 0, r, 1.0))), 0.0)
+        return self.mean * (1.0 - tail)
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        return rng.exponential(self.mean, size)
+
+    def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return rng.gamma(2.0, self.mean, size)
+
+
+@register
+@dataclass(frozen=True)
+class Uniform(Distribution):
+    """``uniform:LOW,HIGH``."""
+
+    kind = "uniform"
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.low < self.high):
             raise UserError("uniform: need 0 <= low < high")
-        if k == "lognormal" and not self.cv > 0:
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Uniform:
+        parts = [p.strip() for p in body.split(",")]
+        if len(parts) != 2:
+            raise UserError("uniform: expected two values LOW,HIGH (uniform:1ms,5ms)", field=at.field)
+        return cls(text, at.time("low", parts[0]), at.time("high", parts[1]))
+
+    def mean_us(self) -> float:
+        return (self.low + self.high) / 2
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray:
+        return self.low + np.asarray(q, dtype=np.float64) * (self.high - self.low)
+
+    def partial_mean(self, q: np.ndarray) -> np.ndarray:
+        q = _probs(q)
+        return q * (self.low + self.ppf(q)) / 2
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        return rng.uniform(self.low, self.high, size)
+
+    def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        lo2, hi2 = self.low**2, self.high**2
+        return np.sqrt(lo2 + rng.random(size) * (hi2 - lo2))
+
+
+@register
+@dataclass(frozen=True)
+class Lognormal(Distribution):
+    """``lognormal:mean=MEAN,cv=CV``: lognormal by mean and coefficient of variation."""
+
+    kind = "lognormal"
+    mean: float
+    cv: float
+
+    def __post_init__(self) -> None:
+        _positive_mean(self)
+        if not self.cv > 0:
             raise UserError("lognormal: parameter 'cv' must be > 0")
-        if k == "pareto" and not self.alpha > 1:
-            raise UserError("pareto: parameter 'alpha' must be > 1 (else the mean is infinite)")
-        if k == "mmpp2":
-            if self.on is None or self.off is None:
-                raise UserError("mmpp2: parameters 'on' and 'off' are required")
-            if self.on.kind == "mmpp2" or self.off.kind == "mmpp2":
-                raise UserError("mmpp2: 'on'/'off' cannot themselves be mmpp2")
-            if not (self.on.mean_us() > 0 and self.off.mean_us() > 0):
-                raise UserError("mmpp2: 'on' and 'off' RITs must have a mean > 0")
-            if not (self.t_on > 0 and self.t_off > 0):
-                raise UserError("mmpp2: parameters 't_on' and 't_off' must be > 0")
-        if k == "empirical":
-            if self.samples is None or self.samples.size == 0:
-                raise UserError("empirical: no values")
 
-    # -- moments and quantiles ------------------------------------------------
-
-    @property
-    def is_iid(self) -> bool:
-        return self.kind != "mmpp2"
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Lognormal:
+        kv = at.keyed(body, ("mean", "cv"))
+        return cls(text, at.time("mean", kv["mean"]), at.number("cv", kv["cv"]))
 
     @property
     def lognormal_params(self) -> tuple[float, float]:
@@ -95,188 +175,210 @@ class Distribution:
         sigma2 = math.log1p(self.cv**2)
         return math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2)
 
+    def mean_us(self) -> float:
+        return self.mean
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray:
+        from scipy import special
+
+        mu, sigma = self.lognormal_params
+        return np.exp(mu + sigma * special.ndtri(np.asarray(q, dtype=np.float64)))
+
+    def partial_mean(self, q: np.ndarray) -> np.ndarray:
+        from scipy import special
+
+        _, sigma = self.lognormal_params
+        with np.errstate(over="ignore"):
+            return self.mean * special.ndtr(special.ndtri(_probs(q)) - sigma)
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        mu, sigma = self.lognormal_params
+        return rng.lognormal(mu, sigma, size)
+
+    def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        mu, sigma = self.lognormal_params
+        return rng.lognormal(mu + sigma**2, sigma, size)
+
+
+@register
+@dataclass(frozen=True)
+class Pareto(Distribution):
+    """``pareto:mean=MEAN,alpha=ALPHA``: Pareto type I (heavy tail), alpha > 1."""
+
+    kind = "pareto"
+    mean: float
+    alpha: float
+
+    def __post_init__(self) -> None:
+        _positive_mean(self)
+        if not self.alpha > 1:
+            raise UserError("pareto: parameter 'alpha' must be > 1 (else the mean is infinite)")
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Pareto:
+        kv = at.keyed(body, ("mean", "alpha"))
+        return cls(text, at.time("mean", kv["mean"]), at.number("alpha", kv["alpha"]))
+
     @property
     def pareto_scale(self) -> float:
         """x_m of the Pareto (type I) with this mean and alpha."""
         return self.mean * (self.alpha - 1) / self.alpha
 
     def mean_us(self) -> float:
-        """Mean value; for mmpp2 the long-run mean RIT (1 / long-run rate)."""
-        k = self.kind
-        if k in ("det", "exp", "lognormal", "pareto"):
-            return self.mean
-        if k == "uniform":
-            return (self.low + self.high) / 2
-        if k == "empirical":
-            assert self.samples is not None
-            return float(self.samples.mean())
-        assert self.on is not None and self.off is not None
+        return self.mean
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return self.pareto_scale * np.power(1.0 - np.asarray(q, dtype=np.float64), -1.0 / self.alpha)
+
+    def partial_mean(self, q: np.ndarray) -> np.ndarray:
+        return self.mean * (1.0 - np.power(1.0 - _probs(q), (self.alpha - 1) / self.alpha))
+
+    def _draws(self, rng: np.random.Generator, shape: float, size: int | tuple[int, ...]) -> np.ndarray:
+        out = rng.pareto(shape, size)
+        out += 1.0
+        out *= self.pareto_scale
+        return out
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        return self._draws(rng, self.alpha, size)
+
+    def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        # Pareto(x_m, alpha) biased by length is Pareto(x_m, alpha - 1).
+        return self._draws(rng, self.alpha - 1.0, size)
+
+
+@register
+@dataclass(frozen=True)
+class Mmpp2(Distribution):
+    """``mmpp2:on=DIST,off=DIST,t_on=MEAN,t_off=MEAN``: bursty on/off arrivals (RIT only).
+
+    A process, not iid draws: alternating exponential sojourns (means
+    ``t_on``, ``t_off``), each state with its own RIT distribution; drawn
+    by ``_streams.mmpp2``.
+    """
+
+    kind = "mmpp2"
+    is_iid = False
+    on: Distribution
+    off: Distribution
+    t_on: float
+    t_off: float
+
+    def __post_init__(self) -> None:
+        bad = next((d for d in (self.on, self.off) if not d.is_iid), None)
+        if bad is not None:
+            raise UserError(f"mmpp2: 'on'/'off' cannot themselves be {bad.kind}")
+        if not (self.on.mean_us() > 0 and self.off.mean_us() > 0):
+            raise UserError("mmpp2: 'on' and 'off' RITs must have a mean > 0")
+        if not (self.t_on > 0 and self.t_off > 0):
+            raise UserError("mmpp2: parameters 't_on' and 't_off' must be > 0")
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Mmpp2:
+        kv = at.keyed(body, ("on", "off", "t_on", "t_off"), nested=("on", "off"))
+        return cls(text, _iid_param(at, "on", kv["on"]), _iid_param(at, "off", kv["off"]),
+                   at.time("t_on", kv["t_on"]), at.time("t_off", kv["t_off"]))
+
+    def mean_us(self) -> float:
         rate = (self.t_on / self.on.mean_us() + self.t_off / self.off.mean_us()) / (self.t_on + self.t_off)
         return 1.0 / rate
 
-    def ppf(self, q: np.ndarray | float) -> np.ndarray:
-        """Quantile function F^-1(q) (iid kinds only)."""
-        q = np.asarray(q, dtype=np.float64)
-        k = self.kind
-        if k == "det":
-            return np.full_like(q, self.mean)
-        if k == "exp":
-            return -self.mean * np.log1p(-q)
-        if k == "uniform":
-            return self.low + q * (self.high - self.low)
-        if k == "lognormal":
-            from scipy import special
+    def arrivals(self, n_streams: int, horizon_us: float,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        return _streams.mmpp2(self, n_streams, horizon_us, rng)
 
-            mu, sigma = self.lognormal_params
-            return np.exp(mu + sigma * special.ndtri(q))
-        if k == "pareto":
-            with np.errstate(divide="ignore"):
-                return self.pareto_scale * np.power(1.0 - q, -1.0 / self.alpha)
-        if k == "empirical":
-            assert self.samples is not None
-            return np.quantile(self.samples, q)
-        raise ValueError(f"{k} has no quantile function")
+
+@register
+@dataclass(frozen=True)
+class Empirical(Distribution):
+    """``empirical:FILE``: resampled from observed values (a one-column CSV, us)."""
+
+    kind = "empirical"
+    path: Path
+    samples: np.ndarray = field(compare=False, repr=False)
+    """The observed values (float64, us)."""
+
+    def __post_init__(self) -> None:
+        if self.samples.size == 0:
+            raise UserError("empirical: no values")
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Empirical:
+        path = Path(body).expanduser()
+        if not path.is_absolute() and at.base_dir is not None:
+            path = at.base_dir / path
+        return cls(text, path, load_empirical(path, at.field))
+
+    def mean_us(self) -> float:
+        return float(self.samples.mean())
+
+    def ppf(self, q: np.ndarray | float) -> np.ndarray:
+        return np.quantile(self.samples, np.asarray(q, dtype=np.float64))
 
     def partial_mean(self, q: np.ndarray) -> np.ndarray:
-        """L(q) = E[X * 1{X <= F^-1(q)}]; L(0) = 0, L(1) = mean. Closed forms (iid kinds)."""
-        q = np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
-        k = self.kind
-        if k == "det":
-            return q * self.mean
-        if k == "uniform":
-            return q * (self.low + self.ppf(q)) / 2
-        if k == "exp":
-            r = 1.0 - q
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tail = np.where(r > 0, r * (1.0 - np.log(np.where(r > 0, r, 1.0))), 0.0)
-            return self.mean * (1.0 - tail)
-        if k == "lognormal":
-            from scipy import special
-
-            _, sigma = self.lognormal_params
-            with np.errstate(over="ignore"):
-                return self.mean * special.ndtr(special.ndtri(q) - sigma)
-        if k == "pareto":
-            return self.mean * (1.0 - np.power(1.0 - q, (self.alpha - 1) / self.alpha))
-        if k == "empirical":
-            assert self.samples is not None
-            s = np.sort(self.samples)
-            n = s.size
-            cum = np.concatenate(([0.0], np.cumsum(s))) / n
-            return np.interp(q * n, np.arange(n + 1), cum)
-        raise ValueError(f"{k} has no partial mean")
-
-    def bin_means(self, k: int) -> np.ndarray:
-        """Conditional means of the k equal-probability bins, ascending.
-
-        Choosing one of these values uniformly at random gives a discrete
-        distribution with exactly the target mean whose CDF is within 1/k of
-        the target's everywhere (each value lies inside its own bin).
-        """
-        edges = np.linspace(0.0, 1.0, k + 1)
-        return np.diff(self.partial_mean(edges)) * k
-
-    # -- sampling ---------------------------------------------------------------
+        s = np.sort(self.samples)
+        n = s.size
+        cum = np.concatenate(([0.0], np.cumsum(s))) / n
+        return np.interp(_probs(q) * n, np.arange(n + 1), cum)
 
     def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
-        """``size`` independent draws (float64 us); iid kinds only."""
-        k = self.kind
-        if k == "det":
-            return np.full(size, self.mean, dtype=np.float64)
-        if k == "exp":
-            return rng.exponential(self.mean, size)
-        if k == "uniform":
-            return rng.uniform(self.low, self.high, size)
-        if k == "lognormal":
-            mu, sigma = self.lognormal_params
-            return rng.lognormal(mu, sigma, size)
-        if k == "pareto":
-            out = rng.pareto(self.alpha, size)
-            out += 1.0
-            out *= self.pareto_scale
-            return out
-        if k == "empirical":
-            assert self.samples is not None
-            return self.samples[rng.integers(0, self.samples.size, size)]
-        raise ValueError("mmpp2 is a process, not iid draws; use tracegen.streams")
+        return self.samples[rng.integers(0, self.samples.size, size)]
 
     def sample_length_biased(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """Draws with density x f(x) / mean: the length of the interval that a
-        random instant falls in. U(0,1) times such a draw is the stationary
-        time to the next arrival of a renewal process (iid kinds only)."""
-        k = self.kind
-        if k == "det":
-            return np.full(size, self.mean, dtype=np.float64)
-        if k == "exp":
-            return rng.gamma(2.0, self.mean, size)
-        if k == "uniform":
-            lo2, hi2 = self.low**2, self.high**2
-            return np.sqrt(lo2 + rng.random(size) * (hi2 - lo2))
-        if k == "lognormal":
-            mu, sigma = self.lognormal_params
-            return rng.lognormal(mu + sigma**2, sigma, size)
-        if k == "pareto":
-            # Pareto(x_m, alpha) biased by length is Pareto(x_m, alpha - 1).
-            out = rng.pareto(self.alpha - 1.0, size)
-            out += 1.0
-            out *= self.pareto_scale
-            return out
-        if k == "empirical":
-            assert self.samples is not None
-            cum = np.cumsum(self.samples)
-            if cum[-1] <= 0:
-                return np.zeros(size)
-            return self.samples[np.searchsorted(cum, rng.random(size) * cum[-1], side="right")]
-        raise ValueError("mmpp2 is a process, not iid draws")
-
-    def describe(self, percentiles: tuple[int, ...] = (5, 25, 50, 75, 95, 99)) -> dict[str, object]:
-        """JSON-friendly summary: text, mean and (iid kinds) percentiles, in us."""
-        out: dict[str, object] = {"dist": self.text, "mean_us": round(self.mean_us(), 3)}
-        if self.is_iid:
-            p = self.ppf(np.asarray(percentiles, dtype=np.float64) / 100.0)
-            out.update({f"p{n}_us": round(float(v), 3) for n, v in zip(percentiles, p)})
-        return out
+        cum = np.cumsum(self.samples)
+        if cum[-1] <= 0:
+            return np.zeros(size)
+        return self.samples[np.searchsorted(cum, rng.random(size) * cum[-1], side="right")]
 
 
-def _time_param(kind: str, name: str, text: str, field_: str | None) -> float:
+# -- parsing -----------------------------------------------------------------------
+
+
+def parse_distribution(text: object, field: str | None = None, *, role: str = "rit",
+                       base_dir: Path | None = None) -> Distribution:
+    """Parse ``kind:params`` into a :class:`Distribution` (an instance of the kind's entry).
+
+    ``role`` is ``"rit"`` (all kinds; mean must be > 0) or ``"service"``
+    (iid kinds only; zero allowed). ``base_dir`` anchors relative empirical
+    paths. Errors are UserError naming ``field`` and the parameter.
+    """
+    if not isinstance(text, str) or ":" not in text:
+        raise UserError(f"expected a distribution like exp:300us, got {text!r}", field=field)
+    raw_kind, _, body = text.strip().partition(":")
+    entry = lookup(raw_kind)
+    if entry is None:
+        raise UserError(f"unknown distribution {raw_kind.strip()!r} (one of {', '.join(REGISTRY)})", field=field)
+    body = body.strip()
+    if not body:
+        raise UserError(f"{entry.kind}: parameters missing", field=field)
+    if role not in ROLES:
+        raise ValueError(role)
     try:
-        return parse_time_us(text, field_, what="value")
+        if role == "service" and not entry.is_iid:
+            raise UserError(f"{entry.kind} is an arrival process: allowed for RITs only")
+        dist = entry.parse(text.strip(), body, Params(entry.kind, field, base_dir))
     except UserError as err:
-        raise UserError(f"{kind} parameter {name!r}: {err.what}", field=field_) from None
+        if err.field is None and err.file is None:
+            err.field = field
+        raise
+    if role == "rit" and not dist.mean_us() > 0:
+        raise UserError(f"{entry.kind}: the mean inter-arrival time must be > 0", field=field)
+    return dist
 
 
-def _number_param(kind: str, name: str, text: str, field_: str | None) -> float:
+def _iid_param(at: Params, name: str, text: str) -> Distribution:
+    """A distribution given as a parameter (``on=exp:100us``): any iid kind."""
+    head, colon, _ = text.partition(":")
+    entry = lookup(head) if colon else None
+    if entry is not None and not entry.is_iid:
+        raise UserError(f"{at.kind} parameter {name!r}: cannot be {entry.kind}", field=at.field)
     try:
-        v = float(text)
-    except ValueError:
-        raise UserError(f"{kind} parameter {name!r}: {text!r} is not a number", field=field_) from None
-    if not math.isfinite(v):
-        raise UserError(f"{kind} parameter {name!r}: {text!r} is not finite", field=field_)
-    return v
-
-
-def _keyed(kind: str, body: str, keys: tuple[str, ...], field_: str | None,
-           nested: tuple[str, ...] = ()) -> dict[str, str]:
-    """Split ``a=1,b=2``. For the ``nested`` keys (distributions themselves), a piece
-    that is not ``known_key=...`` continues the value (``on=uniform:1ms,2ms``)."""
-    out: dict[str, str] = {}
-    last: str | None = None
-    for piece in body.split(","):
-        key, sep, val = piece.partition("=")
-        key = key.strip()
-        if sep and key in keys and key not in out:
-            out[key] = val.strip()
-            last = key
-        elif last in nested and (not sep or key not in keys):
-            out[last] += "," + piece.strip()
-        else:
-            raise UserError(f"{kind}: unexpected {piece.strip()!r} (parameters: {', '.join(keys)})",
-                            field=field_)
-    missing = [k for k in keys if k not in out]
-    if missing:
-        raise UserError(f"{kind}: missing parameter {missing[0]!r} (need {', '.join(f'{k}=' for k in keys)})",
-                        field=field_)
-    return out
+        return parse_distribution(text, at.field, role="rit", base_dir=at.base_dir)
+    except UserError as err:
+        if err.file is None:
+            err.what = f"{at.kind} parameter {name!r}: {err.what}"
+        raise
 
 
 def load_empirical(path: Path, field_: str | None = None) -> np.ndarray:
@@ -317,77 +419,3 @@ def load_empirical(path: Path, field_: str | None = None) -> np.ndarray:
         line = int(np.flatnonzero(keep.to_numpy())[neg[0]]) + 1
         raise UserError(f"{out[neg[0]]!r} must be a finite value >= 0", str(path), line, "value")
     return out
-
-
-def parse_distribution(text: object, field: str | None = None, *, role: str = "rit",
-                       base_dir: Path | None = None) -> Distribution:
-    """Parse ``kind:params`` into a :class:`Distribution`.
-
-    ``role`` is ``"rit"`` (all kinds; mean must be > 0) or ``"service"``
-    (no mmpp2; zero allowed). ``base_dir`` anchors relative empirical paths.
-    Errors are UserError naming ``field`` and the parameter.
-    """
-    if not isinstance(text, str) or ":" not in text:
-        raise UserError(f"expected a distribution like exp:300us, got {text!r}", field=field)
-    raw_kind, _, body = text.strip().partition(":")
-    kind = _ALIASES.get(raw_kind.strip().lower(), raw_kind.strip().lower())
-    body = body.strip()
-    if kind not in KINDS:
-        raise UserError(f"unknown distribution {raw_kind.strip()!r} (one of {', '.join(KINDS)})", field=field)
-    if not body:
-        raise UserError(f"{kind}: parameters missing", field=field)
-    try:
-        dist = _build(kind, text.strip(), body, field, role, base_dir)
-    except UserError as err:
-        if err.field is None and err.file is None:
-            err.field = field
-        raise
-    if role == "rit" and not dist.mean_us() > 0:
-        raise UserError(f"{kind}: the mean inter-arrival time must be > 0", field=field)
-    return dist
-
-
-def _build(kind: str, text: str, body: str, field_: str | None, role: str,
-           base_dir: Path | None) -> Distribution:
-    if role not in ("rit", "service"):
-        raise ValueError(role)
-    if kind == "det":
-        return Distribution(kind, text, mean=_time_param(kind, "value", body, field_))
-    if kind == "exp":
-        return Distribution(kind, text, mean=_time_param(kind, "mean", body, field_))
-    if kind == "uniform":
-        parts = [p.strip() for p in body.split(",")]
-        if len(parts) != 2:
-            raise UserError("uniform: expected two values LOW,HIGH (uniform:1ms,5ms)", field=field_)
-        return Distribution(kind, text, low=_time_param(kind, "low", parts[0], field_),
-                            high=_time_param(kind, "high", parts[1], field_))
-    if kind == "lognormal":
-        kv = _keyed(kind, body, ("mean", "cv"), field_)
-        return Distribution(kind, text, mean=_time_param(kind, "mean", kv["mean"], field_),
-                            cv=_number_param(kind, "cv", kv["cv"], field_))
-    if kind == "pareto":
-        kv = _keyed(kind, body, ("mean", "alpha"), field_)
-        return Distribution(kind, text, mean=_time_param(kind, "mean", kv["mean"], field_),
-                            alpha=_number_param(kind, "alpha", kv["alpha"], field_))
-    if kind == "mmpp2":
-        if role != "rit":
-            raise UserError("mmpp2 is an arrival process: allowed for RITs only", field=field_)
-        kv = _keyed(kind, body, ("on", "off", "t_on", "t_off"), field_, nested=("on", "off"))
-        sub = {}
-        for name in ("on", "off"):
-            if re.match(r"\s*mmpp2\s*:", kv[name]):
-                raise UserError(f"mmpp2 parameter {name!r}: cannot be mmpp2", field=field_)
-            try:
-                sub[name] = parse_distribution(kv[name], field_, role="rit", base_dir=base_dir)
-            except UserError as err:
-                if err.file is None:
-                    err.what = f"mmpp2 parameter {name!r}: {err.what}"
-                raise
-        return Distribution(kind, text, on=sub["on"], off=sub["off"],
-                            t_on=_time_param(kind, "t_on", kv["t_on"], field_),
-                            t_off=_time_param(kind, "t_off", kv["t_off"], field_))
-    assert kind == "empirical"
-    path = Path(body).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
-    return Distribution(kind, text, path=path, samples=load_empirical(path, field_))

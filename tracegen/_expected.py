@@ -17,7 +17,7 @@ import numpy as np
 from wotbench import __version__
 from wotbench.tracegen import _stats as stats
 from wotbench.tracegen._csvtext import device_host
-from wotbench.tracegen._distribution import Distribution
+from wotbench.tracegen._distribution import Exp
 from wotbench.tracegen._spec import WorkloadSpec
 
 if TYPE_CHECKING:
@@ -44,22 +44,26 @@ def _pooled(values: np.ndarray) -> tuple[float | None, np.ndarray | None]:
 
 
 def _target_rit(spec: WorkloadSpec, g: int | None) -> dict[str, object] | None:
-    """Intended RIT of a device of group g (None: of the aggregate stream)."""
+    """Intended RIT of a device of group g (None: of the aggregate stream).
+
+    Thinning a stream (gateway scope) or superposing streams (device scope)
+    gives a stream with a closed form only when they are Poisson processes.
+    """
     def exp_of(mean: float) -> dict[str, object]:
-        return Distribution("exp", f"exp:{mean:g}us", mean=mean).describe(stats.PERCENTILES)
+        return Exp(f"exp:{mean:g}us", mean).describe(stats.PERCENTILES)
 
     if spec.rit_scope == "gateway":
         assert spec.rit is not None
         if g is None:
             return spec.rit.describe(stats.PERCENTILES)
         mean = spec.rit.mean_us() * spec.n_devices
-        return exp_of(mean) if spec.rit.kind == "exp" else {"dist": None, "mean_us": mean}
+        return exp_of(mean) if spec.rit.poisson else {"dist": None, "mean_us": mean}
     if g is not None:
         rit = spec.groups[g].rit
         assert rit is not None
         return rit.describe(stats.PERCENTILES)
     mean = 1.0 / spec.aggregate_rate_per_us()
-    if all(grp.rit is not None and grp.rit.kind == "exp" for grp in spec.groups):
+    if all(grp.rit is not None and grp.rit.poisson for grp in spec.groups):
         return exp_of(mean)  # a superposition of Poisson streams is Poisson
     return {"dist": None, "mean_us": mean}
 

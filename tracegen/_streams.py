@@ -20,12 +20,15 @@ state continues across its periods.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wotbench.tracegen._distribution import Distribution
+if TYPE_CHECKING:  # the distributions call back into this module (their ``arrivals``)
+    from wotbench.tracegen._distribution import Mmpp2
+    from wotbench.tracegen._registry import Distribution
 
-__all__ = ["arrivals"]
+__all__ = ["arrivals", "renewal", "mmpp2"]
 
 # Rows per batch are chosen so that one batch of draws stays near this many
 # values (64 MB of float64): memory stays flat however long the trace.
@@ -40,18 +43,15 @@ def arrivals(dist: Distribution, n_streams: int, horizon_us: float,
 
     Returns ``(times, counts)``: float64 microseconds grouped by stream
     (stream 0 first) and ascending within each stream, and the number of
-    arrivals of each stream.
+    arrivals of each stream. Each kind says how its streams are drawn
+    (``Distribution.arrivals``): a renewal stream of iid draws, or a process.
     """
-    if dist.kind == "mmpp2":
-        parts = [_mmpp2(dist, horizon_us, rng) for _ in range(n_streams)]
-        counts = np.array([p.size for p in parts], dtype=np.int64)
-        times = np.concatenate(parts) if parts else np.empty(0)
-        return times, counts
-    return _renewal(dist, n_streams, horizon_us, rng)
+    return dist.arrivals(n_streams, horizon_us, rng)
 
 
-def _renewal(dist: Distribution, n_streams: int, horizon_us: float,
-             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def renewal(dist: Distribution, n_streams: int, horizon_us: float,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Renewal streams of ``dist``'s iid draws, each started in its stationary phase."""
     expect = horizon_us / dist.mean_us()
     k = int(expect * 1.02 + 6.0 * math.sqrt(expect) + 16)
     if k >= _BATCH_VALUES:
@@ -130,8 +130,16 @@ def _extend(dist: Distribution, last: np.ndarray, horizon_us: float, k: int,
     return [np.concatenate(p) for p in parts]
 
 
-def _mmpp2(dist: Distribution, horizon_us: float, rng: np.random.Generator) -> np.ndarray:
-    assert dist.on is not None and dist.off is not None
+def mmpp2(dist: Mmpp2, n_streams: int, horizon_us: float,
+          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Streams of the on/off process, one after the other."""
+    parts = [_mmpp2_stream(dist, horizon_us, rng) for _ in range(n_streams)]
+    counts = np.array([p.size for p in parts], dtype=np.int64)
+    times = np.concatenate(parts) if parts else np.empty(0)
+    return times, counts
+
+
+def _mmpp2_stream(dist: Mmpp2, horizon_us: float, rng: np.random.Generator) -> np.ndarray:
     cycle = dist.t_on + dist.t_off
     n = int(horizon_us / cycle * 1.2 + 6.0 * math.sqrt(horizon_us / cycle) + 4)
     start_on = bool(rng.random() < dist.t_on / cycle)
@@ -156,7 +164,7 @@ def _mmpp2(dist: Distribution, horizon_us: float, rng: np.random.Generator) -> n
         clock_end = np.cumsum(length)
         if clock_end.size == 0 or clock_end[-1] <= 0:
             continue
-        v, _ = _renewal(sub, 1, float(clock_end[-1]), rng)
+        v, _ = renewal(sub, 1, float(clock_end[-1]), rng)
         period = np.searchsorted(clock_end, v, side="right")
         out.append(st[period] + (v - (clock_end[period] - length[period])))
     times = np.concatenate(out) if out else np.empty(0)

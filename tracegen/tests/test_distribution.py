@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from wotbench import UserError
-from wotbench.tracegen._distribution import parse_distribution
+from wotbench.tracegen._distribution import Distribution, Exp, Lognormal, Mmpp2, Pareto, Uniform, parse_distribution
 from wotbench.tracegen._spec import resource_service_times
 from wotbench.tracegen._streams import arrivals
 from wotbench.tracegen._units import parse_duration, parse_time_us
@@ -89,24 +91,25 @@ def test_service_may_be_zero() -> None:
 
 def test_mmpp2_nested_parameters_may_contain_commas() -> None:
     d = parse_distribution("mmpp2:on=uniform:1ms,3ms,off=lognormal:mean=10ms,cv=2,t_on=50ms,t_off=200ms")
-    assert d.on is not None and d.on.kind == "uniform" and d.on.high == 3000
-    assert d.off is not None and d.off.kind == "lognormal" and d.off.cv == 2
+    assert isinstance(d, Mmpp2) and not d.is_iid
+    assert isinstance(d.on, Uniform) and d.on.kind == "uniform" and d.on.high == 3000
+    assert isinstance(d.off, Lognormal) and d.off.kind == "lognormal" and d.off.cv == 2
     # long-run rate: (50/2 + 200/10) / 250 per ms
     assert d.mean_us() == pytest.approx(250 / (50 / 2 + 200 / 10) * 1000)
 
 
+#: SciPy's version of each continuous kind: the reference the generator is tested against.
+SCIPY: dict[type[Distribution], Callable[[Any], stats.rv_continuous]] = {
+    Exp: lambda d: stats.expon(scale=d.mean),
+    Uniform: lambda d: stats.uniform(d.low, d.high - d.low),
+    Lognormal: lambda d: stats.lognorm(s=d.lognormal_params[1], scale=math.exp(d.lognormal_params[0])),
+    Pareto: lambda d: stats.pareto(b=d.alpha, scale=d.pareto_scale),
+}
+
+
 def _scipy(text: str) -> stats.rv_continuous:
     d = parse_distribution(text)
-    if d.kind == "exp":
-        return stats.expon(scale=d.mean)
-    if d.kind == "uniform":
-        return stats.uniform(d.low, d.high - d.low)
-    if d.kind == "lognormal":
-        mu, sigma = d.lognormal_params
-        return stats.lognorm(s=sigma, scale=math.exp(mu))
-    if d.kind == "pareto":
-        return stats.pareto(b=d.alpha, scale=d.pareto_scale)
-    raise AssertionError(text)
+    return SCIPY[type(d)](d)
 
 
 CONTINUOUS = ["exp:300us", "uniform:1ms,5ms", "lognormal:mean=5ms,cv=2", "pareto:mean=5ms,alpha=1.5",
