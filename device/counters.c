@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dev_format.h"
+
 static const struct {
   const char *name;
   size_t off;
@@ -43,7 +45,7 @@ int counters_write_json(const char *file, const struct dev_counters *c) {
   f = fopen(tmp, "w");
   if (f == NULL)
     goto err;
-  fputs("{\"format\": 1", f);
+  fprintf(f, "{\"format\": %d", DEV_STATS_FORMAT);
   for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
     fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
   fputs("}\n", f);

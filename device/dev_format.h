@@ -1,5 +1,5 @@
 /* The device's side of docs/formats.md. harness/formats.py is the
- * Python mirror; harness/tests/test_formats.py compares the two. */
+ * Python mirror; harness/tests/test_formats.py compares the three. */
 #ifndef DEV_FORMAT_H
 #define DEV_FORMAT_H
 
@@ -15,6 +15,8 @@
 #define DEV_MAX_SERVICE_US 1000000000ULL
 #define DEV_MAX_PAYLOAD_BYTES 1024
 #define DEV_MAX_PATH_BYTES 255
+/* --stats JSON: "format" first, then DEV_COUNTERS (counters.h). */
+#define DEV_STATS_FORMAT 1
 
 /* Response codes, as (class << 5 | detail). */
 #define DEV_CODE_CONTENT 0x45     /* 2.05 GET */

@@ -1,7 +1,8 @@
 """The single Python definition of every format shared with the C programs.
 
-docs/formats.md explains them; harness/tests/test_formats.py checks that the
-C headers (gateway-emulator/ge_format.h, device/dev_format.h) say the same.
+docs/formats.md explains them; harness/tests/test_formats.py checks that this
+module, that document and the C headers (gateway-emulator/ge_format.h,
+device/dev_format.h, device/counters.h) say the same.
 """
 
 from __future__ import annotations
@@ -20,8 +21,23 @@ GE_OUTPUT_COLUMNS: tuple[str, ...] = (
 )
 GE_STATUSES: tuple[str, ...] = ("ok", "timeout", "error")
 
+#: Counters of `wotbench-device --stats FILE`, in file order, after "format".
+#: "overflow" counts the requests answered 5.03 because the queue was full.
+DEVICE_STATS_COUNTERS: tuple[str, ...] = (
+    "datagrams", "requests", "served", "ok", "inline_zero", "not_found",
+    "bad_method", "bad_option", "overflow", "wkc", "duplicates", "dup_replies",
+    "garbage", "ignored", "pings", "dropped", "send_errors", "dedup_evictions",
+    "separate", "retransmits", "sep_acked", "sep_reset", "sep_gave_up",
+    "sep_untracked",
+)
+
 #: CoAP option (elective, experimental range) carrying the service time in us.
 SERVICE_TIME_OPTION = 65000
 DEFAULT_COAP_PORT = 5683
 MAX_SERVICE_US = 1_000_000_000
 MAX_PAYLOAD_BYTES = 1024
+MAX_PATH_BYTES = 255
+MAX_DEVICE_ID = 2**31 - 1
+MAX_SEND_TS_US = 2**53
+GE_SUMMARY_FORMAT = 1
+DEVICE_STATS_FORMAT = 1

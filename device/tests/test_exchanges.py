@@ -12,6 +12,8 @@ from aiocoap import Message
 from aiocoap.numbers.codes import Code
 from aiocoap.numbers.types import Type
 
+from wotbench.formats import DEVICE_STATS_COUNTERS, DEVICE_STATS_FORMAT
+
 ROWS = [("/fast", 0, None), ("/work", 100_000, None), ("/long", 1_000_000, None),
         ("/slow", 2_100_000, None)]
 
@@ -128,8 +130,10 @@ def test_ping_garbage_and_bad_option(make_device, raw_client, wire):
     assert dev.counts["bad_option"] == 1
 
 
-def test_queue_overflow_answers_503(make_device, raw_client, wire):
-    dev = make_device(ROWS, "--threads", "1", "--queue", "1")
+def test_queue_overflow_answers_503_counted_in_stats_json(make_device, raw_client, wire,
+                                                          tmp_path):
+    stats = tmp_path / "stats.json"
+    dev = make_device(ROWS, "--threads", "1", "--queue", "1", "--stats", str(stats))
     c = raw_client(dev.addr)
     c.send(wire.encode(wire.NON, wire.GET, 900, bytes([0]), ("long",)))
     time.sleep(0.3)  # the worker has taken it: the queue (1 place) is empty
@@ -144,6 +148,15 @@ def test_queue_overflow_answers_503(make_device, raw_client, wire):
     assert codes[0] == Code.CONTENT and codes[1] == Code.CONTENT
     assert dev.stop() == 0
     assert dev.counts["overflow"] == 4 and dev.counts["ok"] == 2
+    # The harness reads the overload from the --stats JSON (docs/formats.md,
+    # "Device stats JSON"): every counter, in order, as on the stderr line.
+    counts = json.loads(stats.read_text())
+    assert list(counts) == ["format", *DEVICE_STATS_COUNTERS]
+    assert counts["format"] == DEVICE_STATS_FORMAT
+    assert {k: v for k, v in counts.items() if k != "format"} == dev.counts
+    assert list(dev.counts) == list(DEVICE_STATS_COUNTERS)
+    assert counts["overflow"] == 4 and counts["served"] == 6 and counts["requests"] == 6
+    assert list(tmp_path.glob("stats.json?*")) == []  # the temporary file was renamed
 
 
 def test_dedup_cache_is_bounded(make_device, raw_client, wire, tmp_path):
