@@ -122,12 +122,8 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:s:h", opts, NULL)) != -1) {
     switch (c) {
-    case 'l':
-      cfg->listen_text = optarg;
-      break;
-    case 'r':
-      cfg->resources_file = optarg;
-      break;
+    case 'l': cfg->listen_text = optarg; break;
+    case 'r': cfg->resources_file = optarg; break;
     case 'm':
       if (strcmp(optarg, "sleep") == 0)
         cfg->mode = DEV_MODE_SLEEP;
@@ -152,16 +148,10 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
                    optarg);
       cfg->dedup_entries = (uint32_t)v;
       break;
-    case 's':
-      cfg->stats_file = optarg;
-      break;
-    case 'h':
-      fputs(usage, stdout);
-      return 1;
-    case ':':
-      return bad("option", "missing value for", argv[optind - 1]);
-    default:
-      return bad("option", "unknown option", argv[optind - 1]);
+    case 's': cfg->stats_file = optarg; break;
+    case 'h': fputs(usage, stdout); return 1;
+    case ':': return bad("option", "missing value for", argv[optind - 1]);
+    default: return bad("option", "unknown option", argv[optind - 1]);
     }
   }
   if (optind < argc)

@@ -8,35 +8,22 @@
 
 static uint8_t method_code(uint8_t method) {
   switch (method) {
-  case COAP_REQUEST_CODE_GET:
-    return DEV_CODE_CONTENT;
+  case COAP_REQUEST_CODE_GET: return DEV_CODE_CONTENT;
   case COAP_REQUEST_CODE_POST:
-  case COAP_REQUEST_CODE_PUT:
-    return DEV_CODE_CHANGED;
-  case COAP_REQUEST_CODE_DELETE:
-    return DEV_CODE_DELETED;
-  default:
-    return 0;
+  case COAP_REQUEST_CODE_PUT: return DEV_CODE_CHANGED;
+  case COAP_REQUEST_CODE_DELETE: return DEV_CODE_DELETED;
+  default: return 0;
   }
 }
 
 static void count_answer(struct dev_counters *c, const struct recipe *rc) {
   c->served++;
   switch (rc->code) {
-  case DEV_CODE_NOT_FOUND:
-    c->not_found++;
-    break;
-  case DEV_CODE_BAD_METHOD:
-    c->bad_method++;
-    break;
-  case DEV_CODE_BAD_OPTION:
-    c->bad_option++;
-    break;
-  case DEV_CODE_UNAVAILABLE:
-    c->overflow++;
-    break;
-  default:
-    c->ok += (rc->code >> 5) == 2;
+  case DEV_CODE_NOT_FOUND: c->not_found++; break;
+  case DEV_CODE_BAD_METHOD: c->bad_method++; break;
+  case DEV_CODE_BAD_OPTION: c->bad_option++; break;
+  case DEV_CODE_UNAVAILABLE: c->overflow++; break;
+  default: c->ok += (rc->code >> 5) == 2;
   }
 }
 
@@ -159,9 +146,7 @@ void dispatch_datagram(struct loop *L, const uint8_t *buf, size_t len,
                        const struct peer *p, int64_t now) {
   L->c->datagrams++;
   switch (wire_parse(L->pdu, buf, len, &L->req)) {
-  case WIRE_REQUEST:
-    on_request(L, p, now);
-    break;
+  case WIRE_REQUEST: on_request(L, p, now); break;
   case WIRE_PING:
     L->c->pings++;
     send_empty(L, p, WIRE_RST, L->req.mid);
@@ -171,11 +156,8 @@ void dispatch_datagram(struct loop *L, const uint8_t *buf, size_t len,
     if (!sep_ack(&L->sep, p, L->req.mid, L->req.type == WIRE_RST))
       L->c->ignored++;
     break;
-  case WIRE_OTHER:
-    L->c->ignored++;
-    break;
-  default:
-    L->c->garbage++;
+  case WIRE_OTHER: L->c->ignored++; break;
+  default: L->c->garbage++;
   }
 }
 

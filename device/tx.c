@@ -28,8 +28,7 @@ size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg) {
     rc->code = DEV_CODE_BAD_OPTION;
     out[1] = rc->code;
     return h;
-  default:
-    return h;
+  default: return h;
   }
 }
 

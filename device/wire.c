@@ -26,10 +26,8 @@ static int critical_known(uint16_t n) {
   case 15:
   case 17:
   case 23:
-  case 27:
-    return 1;
-  default:
-    return (n & 1) == 0;
+  case 27: return 1;
+  default: return (n & 1) == 0;
   }
 }
 
@@ -84,14 +82,10 @@ enum wire_kind wire_parse(coap_pdu_t *pdu, const uint8_t *buf, size_t len,
   req->mid = (uint16_t)coap_pdu_get_mid(pdu);
   if (code == 0) {
     switch (req->type) {
-    case WIRE_CON:
-      return WIRE_PING;
-    case WIRE_ACK:
-      return WIRE_EMPTY_ACK;
-    case WIRE_RST:
-      return WIRE_EMPTY_RST;
-    default:
-      return WIRE_OTHER;
+    case WIRE_CON: return WIRE_PING;
+    case WIRE_ACK: return WIRE_EMPTY_ACK;
+    case WIRE_RST: return WIRE_EMPTY_RST;
+    default: return WIRE_OTHER;
     }
   }
   if ((code >> 5) != 0 || req->type > WIRE_NON)

@@ -88,27 +88,13 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       snprintf(name, sizeof name, "%s", argv[optind - 1]);
     li = -1;
     switch (c) {
-    case 't':
-      cfg->trace = optarg;
-      break;
-    case 'o':
-      cfg->out = optarg;
-      break;
-    case 's':
-      cfg->summary = optarg;
-      break;
-    case 'H':
-      cfg->hosts = optarg;
-      break;
-    case 'D':
-      cfg->dump_plan = optarg;
-      break;
-    case 'q':
-      cfg->quiet = true;
-      break;
-    case 'h':
-      fputs(usage, stdout);
-      return 1;
+    case 't': cfg->trace = optarg; break;
+    case 'o': cfg->out = optarg; break;
+    case 's': cfg->summary = optarg; break;
+    case 'H': cfg->hosts = optarg; break;
+    case 'D': cfg->dump_plan = optarg; break;
+    case 'q': cfg->quiet = true; break;
+    case 'h': fputs(usage, stdout); return 1;
     case 'y':
       if (!strcmp(optarg, "con"))
         cfg->coap_type = GE_CON;

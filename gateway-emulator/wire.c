@@ -118,13 +118,9 @@ int ge_wire_method(const char *s, size_t len) {
 
 const char *ge_wire_method_name(uint8_t code) {
   switch (code) {
-  case COAP_REQUEST_CODE_GET:
-    return "GET";
-  case COAP_REQUEST_CODE_PUT:
-    return "PUT";
-  case COAP_REQUEST_CODE_POST:
-    return "POST";
-  default:
-    return "DELETE";
+  case COAP_REQUEST_CODE_GET: return "GET";
+  case COAP_REQUEST_CODE_PUT: return "PUT";
+  case COAP_REQUEST_CODE_POST: return "POST";
+  default: return "DELETE";
   }
 }

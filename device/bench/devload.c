@@ -59,21 +59,11 @@ int main(int argc, char **argv) {
   inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
   while ((c = getopt(argc, argv, "p:P:w:s:c")) != -1) {
     switch (c) {
-    case 'p':
-      dst.sin_port = htons((uint16_t)atoi(optarg));
-      break;
-    case 'P':
-      path = optarg;
-      break;
-    case 'w':
-      window = atoi(optarg);
-      break;
-    case 's':
-      seconds = atof(optarg);
-      break;
-    case 'c':
-      con = 1;
-      break;
+    case 'p': dst.sin_port = htons((uint16_t)atoi(optarg)); break;
+    case 'P': path = optarg; break;
+    case 'w': window = atoi(optarg); break;
+    case 's': seconds = atof(optarg); break;
+    case 'c': con = 1; break;
     default:
       fprintf(
           stderr,
