@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -90,14 +91,14 @@ class ContentionResult:
     def detected(self) -> bool:
         return self.status == "contention"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["shift_ci"] = list(self.shift_ci)
         d["windows"] = [asdict(w) for w in self.windows]
         return _finite(d)
 
 
-def _finite(obj):
+def _finite(obj: Any) -> Any:
     """JSON has no NaN: report undefined numbers as null."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -185,9 +186,9 @@ def detect_contention(
     if t.size > 1:
         rit = float(np.median(np.diff(np.sort(t))))
         window_us = max(window_us, 10 * rit)
-    nan2 = (math.nan, math.nan)
-    common = dict(baseline=RdStats.of(base), measure=RdStats.of(meas), confidence=confidence,
-                  alpha=alpha, min_effect=min_effect, window_us=float(window_us))
+    b, m = RdStats.of(base), RdStats.of(meas)
+    common: dict[str, Any] = dict(baseline=b, measure=m, confidence=confidence, alpha=alpha,
+                                  min_effect=min_effect, window_us=float(window_us))
     if base.size < min_samples or meas.size < min_samples:
         what = []
         if base.size < min_samples:
@@ -197,42 +198,62 @@ def detect_contention(
             what.append(f"{meas.size} measurement samples")
         return ContentionResult(
             "unknown", f"contention not tested: {' and '.join(what)} (need {min_samples} each)",
-            shift=math.nan, shift_ci=nan2, p_value=math.nan, prob_superiority=math.nan,
+            shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan, prob_superiority=math.nan,
             windows=(), onset_us=None, **common)
     test = stats.mannwhitneyu(meas, base, alternative="greater")
-    p = float(test.pvalue)
-    ps = float(test.statistic) / (meas.size * base.size)
-    rng = np.random.default_rng(seed)
-    shift, ci = hodges_lehmann(meas, base, confidence, rng)
+    shift, ci = hodges_lehmann(meas, base, confidence, np.random.default_rng(seed))
+    whole = _WholePhase(float(test.pvalue), float(test.statistic) / (meas.size * base.size), shift, ci,
+                        confidence)
     after_cal = t >= (calibration[1] if calibration is not None else measure[0])
     windows = _windows(t[after_cal], r[after_cal], base, measure[0], measure[1], window_us, alpha, min_effect)
-    onset = next((w.start_us for w in windows if w.flagged), None)
-    ci_txt = f"shift {shift:+.4f} ({confidence:.0%} CI {ci[0]:+.4f}..{ci[1]:+.4f})"
-    b, m = common["baseline"], common["measure"]
+    status, reason = _verdict(whole, b, m, windows, measure, alpha, min_effect)
+    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=whole.p,
+                            prob_superiority=whole.ps, windows=windows, onset_us=_onset(windows), **common)
+
+
+@dataclass(frozen=True)
+class _WholePhase:
+    """The measurement phase against the baseline, as a whole."""
+
+    p: float
+    """One-sided Mann-Whitney U p-value."""
+    ps: float
+    """Probability of superiority, U / (n1 n2)."""
+    shift: float
+    ci: tuple[float, float]
+    confidence: float
+
+    def text(self) -> str:
+        return f"shift {self.shift:+.4f} ({self.confidence:.0%} CI {self.ci[0]:+.4f}..{self.ci[1]:+.4f})"
+
+
+def _onset(windows: tuple[Window, ...]) -> float | None:
+    return next((w.start_us for w in windows if w.flagged), None)
+
+
+def _verdict(whole: _WholePhase, b: RdStats, m: RdStats, windows: tuple[Window, ...],
+             measure: tuple[float, float], alpha: float, min_effect: float) -> tuple[str, str]:
+    """Status and the one-line reason that explains it."""
+    p, ci_txt = whole.p, whole.text()
     in_measure = [w for w in windows if measure[0] <= w.start_us < measure[1]]
-    n_measure_windows = len(in_measure)
     flagged_in_measure = [w for w in in_measure if w.flagged]
-    if p < alpha and shift >= min_effect:
-        status = "contention"
+    if p < alpha and whole.shift >= min_effect:
         reason = (f"contention: CD node R_d median {m.median:.4f} vs baseline {b.median:.4f}, "
-                  f"{ci_txt}, Mann-Whitney p={p:.2g} < {alpha:g}, P(R_d above baseline)={ps:.2f}")
+                  f"{ci_txt}, Mann-Whitney p={p:.2g} < {alpha:g}, P(R_d above baseline)={whole.ps:.2f}")
+        onset = _onset(windows)
         if onset is not None:
             reason += f"; began at t={onset / 1e6:.1f}s"
-    elif flagged_in_measure:
-        status = "contention"
+        return "contention", reason
+    if flagged_in_measure:
         w0 = flagged_in_measure[0]
-        reason = (f"contention from t={w0.start_us / 1e6:.1f}s: {len(flagged_in_measure)} of {n_measure_windows} "
-                  f"measurement windows significantly above the baseline (first: R_d median {w0.median_rd:.4f} "
-                  f"vs {b.median:.4f}, p={w0.p_value:.2g} < {alpha:g}/{len(windows)}); over the whole phase "
-                  f"{ci_txt}, p={p:.2g}")
-    elif ci[1] < min_effect:
-        status = "none"
-        reason = f"no contention: {ci_txt} lies below the minimum effect {min_effect:g} (p={p:.2g})"
-    else:
-        status = "inconclusive"
-        why = (f"significant (p={p:.2g}) but smaller than" if p < alpha
-               else f"not significant (p={p:.2g}, alpha {alpha:g}) yet cannot rule out")
-        reason = (f"contention inconclusive: {ci_txt} is {why} the minimum effect {min_effect:g}; "
-                  f"more CD samples (a longer measurement or a shorter cd.rit) would decide")
-    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=p, prob_superiority=ps,
-                            windows=windows, onset_us=onset, **common)
+        return "contention", (
+            f"contention from t={w0.start_us / 1e6:.1f}s: {len(flagged_in_measure)} of {len(in_measure)} "
+            f"measurement windows significantly above the baseline (first: R_d median {w0.median_rd:.4f} "
+            f"vs {b.median:.4f}, p={w0.p_value:.2g} < {alpha:g}/{len(windows)}); over the whole phase "
+            f"{ci_txt}, p={p:.2g}")
+    if whole.ci[1] < min_effect:
+        return "none", f"no contention: {ci_txt} lies below the minimum effect {min_effect:g} (p={p:.2g})"
+    why = (f"significant (p={p:.2g}) but smaller than" if p < alpha
+           else f"not significant (p={p:.2g}, alpha {alpha:g}) yet cannot rule out")
+    return "inconclusive", (f"contention inconclusive: {ci_txt} is {why} the minimum effect {min_effect:g}; "
+                            f"more CD samples (a longer measurement or a shorter cd.rit) would decide")

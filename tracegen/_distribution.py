@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,9 +34,32 @@ def _probs(q: np.ndarray | float) -> np.ndarray:
     return np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
 
 
-def _positive_mean(d: Det | Exp | Lognormal | Pareto) -> None:
-    if not d.mean > 0:
-        raise UserError(f"{d.kind}: mean must be > 0")
+@dataclass(frozen=True)
+class _ByMean(Distribution):
+    """A kind given by its mean (> 0): ``kind:MEAN``, or with a shape parameter,
+    ``kind:mean=MEAN,<shape>=X`` (``shape`` names it: the subclass's own field,
+    which must be above ``shape_above``, ``shape_why`` says why)."""
+
+    mean: float
+    shape: ClassVar[str | None] = None
+    shape_above: ClassVar[float] = 0.0
+    shape_why: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if not self.mean > 0:
+            raise UserError(f"{self.kind}: mean must be > 0")
+        if self.shape is not None and not getattr(self, self.shape) > self.shape_above:
+            raise UserError(f"{self.kind}: parameter {self.shape!r} must be > {self.shape_above:g}{self.shape_why}")
+
+    @classmethod
+    def parse(cls, text: str, body: str, at: Params) -> Distribution:
+        if cls.shape is None:
+            return cls(text, at.time("mean", body))
+        kv = at.keyed(body, ("mean", cls.shape))
+        return cls(text, at.time("mean", kv["mean"]), **{cls.shape: at.number(cls.shape, kv[cls.shape])})
+
+    def mean_us(self) -> float:
+        return self.mean
 
 
 # -- the kinds ---------------------------------------------------------------------
@@ -77,23 +101,12 @@ class Det(Distribution):
 
 @register
 @dataclass(frozen=True)
-class Exp(Distribution):
+class Exp(_ByMean):
     """``exp:MEAN``: exponential."""
 
     kind = "exp"
     aliases = ("exponential",)
     poisson = True
-    mean: float
-
-    def __post_init__(self) -> None:
-        _positive_mean(self)
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Exp:
-        return cls(text, at.time("mean", body))
-
-    def mean_us(self) -> float:
-        return self.mean
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         with np.errstate(divide="ignore"):
@@ -152,31 +165,18 @@ class Uniform(Distribution):
 
 @register
 @dataclass(frozen=True)
-class Lognormal(Distribution):
+class Lognormal(_ByMean):
     """``lognormal:mean=MEAN,cv=CV``: lognormal by mean and coefficient of variation."""
 
     kind = "lognormal"
-    mean: float
+    shape = "cv"
     cv: float
-
-    def __post_init__(self) -> None:
-        _positive_mean(self)
-        if not self.cv > 0:
-            raise UserError("lognormal: parameter 'cv' must be > 0")
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Lognormal:
-        kv = at.keyed(body, ("mean", "cv"))
-        return cls(text, at.time("mean", kv["mean"]), at.number("cv", kv["cv"]))
 
     @property
     def lognormal_params(self) -> tuple[float, float]:
         """(mu, sigma) of the underlying normal."""
         sigma2 = math.log1p(self.cv**2)
         return math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2)
-
-    def mean_us(self) -> float:
-        return self.mean
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         from scipy import special
@@ -202,30 +202,19 @@ class Lognormal(Distribution):
 
 @register
 @dataclass(frozen=True)
-class Pareto(Distribution):
+class Pareto(_ByMean):
     """``pareto:mean=MEAN,alpha=ALPHA``: Pareto type I (heavy tail), alpha > 1."""
 
     kind = "pareto"
-    mean: float
+    shape = "alpha"
+    shape_above = 1.0
+    shape_why = " (else the mean is infinite)"
     alpha: float
-
-    def __post_init__(self) -> None:
-        _positive_mean(self)
-        if not self.alpha > 1:
-            raise UserError("pareto: parameter 'alpha' must be > 1 (else the mean is infinite)")
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Pareto:
-        kv = at.keyed(body, ("mean", "alpha"))
-        return cls(text, at.time("mean", kv["mean"]), at.number("alpha", kv["alpha"]))
 
     @property
     def pareto_scale(self) -> float:
         """x_m of the Pareto (type I) with this mean and alpha."""
         return self.mean * (self.alpha - 1) / self.alpha
-
-    def mean_us(self) -> float:
-        return self.mean
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         with np.errstate(divide="ignore"):

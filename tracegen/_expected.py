@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,10 +19,10 @@ from wotbench import __version__
 from wotbench.tracegen import _stats as stats
 from wotbench.tracegen._csvtext import device_host
 from wotbench.tracegen._distribution import Exp
-from wotbench.tracegen._spec import WorkloadSpec
 
 if TYPE_CHECKING:
-    from wotbench.tracegen._generate import Requests
+    from wotbench.tracegen._requests import Requests
+    from wotbench.spec import WorkloadSpec
 
 __all__ = ["expected_stats", "expected_json", "EXPECTED_FORMAT"]
 
@@ -68,26 +69,38 @@ def _target_rit(spec: WorkloadSpec, g: int | None) -> dict[str, object] | None:
     return {"dist": None, "mean_us": mean}
 
 
-def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
-    """The intended statistics ("expected" half of expected-versus-submitted)."""
-    n_dev = spec.n_devices
-    dur_s = req.duration_us / 1e6
-    counts = req.dev_counts
+@dataclass(frozen=True)
+class _DeviceRits:
+    """The RITs of every device: sorted within each device, devices one after the other."""
+
+    sorted: np.ndarray
+    seg_start: np.ndarray
+    """Where device d's RITs start in ``sorted`` (one more entry: the end)."""
+    mean: np.ndarray
+    pct: np.ndarray
+    """Per device: mean (NaN with fewer than two requests) and PERCENTILES."""
+
+    @classmethod
+    def of(cls, req: Requests, n_dev: int) -> _DeviceRits:
+        counts = req.dev_counts
+        rit_sorted, n_rit = stats.rit_by_segment(req.t_grouped, counts)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        has2 = counts > 1
+        mean = np.full(n_dev, np.nan)
+        if has2.any():
+            mean[has2] = (req.t_grouped[ends[has2] - 1] - req.t_grouped[starts[has2]]) / (counts[has2] - 1)
+        return cls(rit_sorted, np.concatenate(([0], np.cumsum(n_rit))), mean,
+                   stats.segment_percentiles(rit_sorted, n_rit))
+
+    def of_devices(self, a: int, b: int) -> np.ndarray:
+        """The RITs of devices a..b-1 (a view: the pooled statistics reorder it)."""
+        return self.sorted[self.seg_start[a]:self.seg_start[b]]
+
+
+def _resource_counts(spec: WorkloadSpec, req: Requests) -> list[np.ndarray]:
+    """Per group, a (devices x resources) matrix of request counts."""
     group_of = spec.group_of_device()
-    firsts = np.concatenate(([0], np.cumsum([g.count for g in spec.groups])))
-
-    # RITs per device.
-    rit_sorted, n_rit = stats.rit_by_segment(req.t_grouped, counts)
-    rit_pct = stats.segment_percentiles(rit_sorted, n_rit)
-    ends = np.cumsum(counts)
-    starts = ends - counts
-    has2 = counts > 1
-    rit_mean = np.full(n_dev, np.nan)
-    if has2.any():
-        rit_mean[has2] = (req.t_grouped[ends[has2] - 1] - req.t_grouped[starts[has2]]) / (counts[has2] - 1)
-    rit_seg_start = np.concatenate(([0], np.cumsum(n_rit)))
-
-    # Service times per device: counts of requests per (device, resource).
     ks = np.array([g.resources for g in spec.groups], dtype=np.int64)
     if len(spec.groups) == 1:
         code = req.dev.astype(np.int64) * ks[0] + req.res
@@ -95,54 +108,84 @@ def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
         dev_base = np.concatenate(([0], np.cumsum(ks[group_of])))[:-1]
         code = dev_base[req.dev] + req.res
     per_res = np.bincount(code, minlength=int(ks[group_of].sum()))
-    del code
+    sizes = [g.count * g.resources for g in spec.groups]
+    cuts = np.cumsum(sizes)[:-1]
+    return [part.reshape(g.count, g.resources) for g, part in zip(spec.groups, np.split(per_res, cuts))]
+
+
+def _group_entry(spec: WorkloadSpec, g: int, first: int, cmat: np.ndarray, rits: np.ndarray,
+                 dur_s: float) -> dict[str, object]:
+    """One group of expected.json: pooled measured statistics and the targets."""
+    grp = spec.groups[g]
+    vals = grp.resource_service_us
+    pooled_counts = cmat.sum(axis=0)
+    g_req = int(cmat.sum())
+    r_mean, r_pct = _pooled(rits)
+    s_pct = stats.counts_percentiles(vals, pooled_counts)[0]
+    s_mean = float(pooled_counts @ vals / g_req) if g_req else None
+    return {
+        "name": grp.name,
+        "devices": grp.count,
+        "first_device_id": first,
+        "requests": g_req,
+        "rate_per_s": _r(g_req / dur_s),
+        "rit": _summ(r_mean, r_pct),
+        "service": _summ(s_mean, s_pct),
+        "methods": {m: round(s, 6) for m, s in grp.methods},
+        "payload_bytes": grp.payload_bytes,
+        "resources": grp.resources,
+        "target": {
+            "rate_per_s_per_device": _r(spec.device_rate_per_us()[g] * 1e6),
+            "rit": _target_rit(spec, g),
+            "service": grp.service.describe(stats.PERCENTILES),
+            "resource_mean_us": _r(grp.resource_mean_us),
+        },
+    }
+
+
+def _aggregate_entry(spec: WorkloadSpec, req: Requests, cmats: list[np.ndarray],
+                     dur_s: float) -> dict[str, object]:
+    """All requests of the workload: the merged trace's RITs and every request's service time."""
+    vals = np.concatenate([g.resource_service_us for g in spec.groups])
+    order = np.argsort(vals, kind="stable")
+    all_vals = vals[order]
+    all_counts = np.concatenate([c.sum(axis=0) for c in cmats])[order]
+    n_all = int(req.t_us.size)
+    rit_mean = float((req.t_us[-1] - req.t_us[0]) / (n_all - 1)) if n_all > 1 else None
+    return {
+        "requests": n_all,
+        "rate_per_s": _r(n_all / dur_s),
+        "rit": _summ(rit_mean, stats.percentiles_inplace(np.diff(req.t_us))),
+        "service": _summ(float(all_counts @ all_vals / n_all) if n_all else None,
+                         stats.counts_percentiles(all_vals, all_counts)[0]),
+        "target": {
+            "rate_per_s": _r(spec.aggregate_rate_per_us() * 1e6),
+            "rit": _target_rit(spec, None),
+            "service_mean_us": _r(spec.mean_service_us()),
+        },
+    }
+
+
+def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
+    """The intended statistics ("expected" half of expected-versus-submitted)."""
+    n_dev = spec.n_devices
+    dur_s = req.duration_us / 1e6
+    counts = req.dev_counts
+    firsts = np.concatenate(([0], np.cumsum([g.count for g in spec.groups]))).tolist()
+    rits = _DeviceRits.of(req, n_dev)  # before the group statistics reorder rits.sorted
+    cmats = _resource_counts(spec, req)
+
     svc_mean = np.full(n_dev, np.nan)
     svc_pct = np.full((n_dev, len(stats.PERCENTILES)), np.nan)
-    agg_vals, agg_counts = [], []
     groups_out = []
-    off = 0
-    for g, grp in enumerate(spec.groups):
-        a, b = int(firsts[g]), int(firsts[g + 1])
-        vals = grp.resource_service_us
-        cmat = per_res[off:off + grp.count * grp.resources].reshape(grp.count, grp.resources)
-        off += grp.count * grp.resources
-        n_g = cmat.sum(axis=1)
+    for g, (grp, cmat) in enumerate(zip(spec.groups, cmats)):
+        a, b = firsts[g], firsts[g + 1]
         with np.errstate(invalid="ignore", divide="ignore"):
-            svc_mean[a:b] = (cmat @ vals) / n_g
-        svc_pct[a:b] = stats.counts_percentiles(vals, cmat)
-        pooled_counts = cmat.sum(axis=0)
-        agg_vals.append(vals)
-        agg_counts.append(pooled_counts)
-        g_req = int(counts[a:b].sum())
-        g_rits = rit_sorted[rit_seg_start[a]:rit_seg_start[b]]
-        r_mean, r_pct = _pooled(g_rits)
-        s_pct = stats.counts_percentiles(vals, pooled_counts)[0]
-        s_mean = float(pooled_counts @ vals / g_req) if g_req else None
-        groups_out.append({
-            "name": grp.name,
-            "devices": grp.count,
-            "first_device_id": a,
-            "requests": g_req,
-            "rate_per_s": _r(g_req / dur_s),
-            "rit": _summ(r_mean, r_pct),
-            "service": _summ(s_mean, s_pct),
-            "methods": {m: round(s, 6) for m, s in grp.methods},
-            "payload_bytes": grp.payload_bytes,
-            "resources": grp.resources,
-            "target": {
-                "rate_per_s_per_device": _r(spec.device_rate_per_us()[g] * 1e6),
-                "rit": _target_rit(spec, g),
-                "service": grp.service.describe(stats.PERCENTILES),
-                "resource_mean_us": _r(grp.resource_mean_us),
-            },
-        })
+            svc_mean[a:b] = (cmat @ grp.resource_service_us) / cmat.sum(axis=1)
+        svc_pct[a:b] = stats.counts_percentiles(grp.resource_service_us, cmat)
+        groups_out.append(_group_entry(spec, g, a, cmat, rits.of_devices(a, b), dur_s))
 
-    order = np.argsort(np.concatenate(agg_vals), kind="stable")
-    all_vals = np.concatenate(agg_vals)[order]
-    all_counts = np.concatenate(agg_counts)[order]
-    n_all = int(req.t_us.size)
-    agg_rit_mean = float((req.t_us[-1] - req.t_us[0]) / (n_all - 1)) if n_all > 1 else None
-    agg_rit_pct = stats.percentiles_inplace(np.diff(req.t_us))
+    group_of = spec.group_of_device()
     devices_out = [
         {
             "id": d,
@@ -150,32 +193,22 @@ def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
             "host": device_host(d),
             "requests": int(counts[d]),
             "rate_per_s": _r(counts[d] / dur_s),
-            "rit": _summ(rit_mean[d], rit_pct[d]),
+            "rit": _summ(rits.mean[d], rits.pct[d]),
             "service": _summ(svc_mean[d], svc_pct[d]),
         }
         for d in range(n_dev)
     ]
+    aggregate = _aggregate_entry(spec, req, cmats, dur_s)
     return {
         "format": EXPECTED_FORMAT,
         "generator": f"wotbench.tracegen {__version__}",
         "seed": spec.seed,
         "rit_scope": spec.rit_scope,
         "duration_us": req.duration_us,
-        "requests": n_all,
+        "requests": aggregate["requests"],
         "devices": n_dev,
         "percentiles": list(stats.PERCENTILES),
-        "aggregate": {
-            "requests": n_all,
-            "rate_per_s": _r(n_all / dur_s),
-            "rit": _summ(agg_rit_mean, agg_rit_pct),
-            "service": _summ(float(all_counts @ all_vals / n_all) if n_all else None,
-                             stats.counts_percentiles(all_vals, all_counts)[0]),
-            "target": {
-                "rate_per_s": _r(spec.aggregate_rate_per_us() * 1e6),
-                "rit": _target_rit(spec, None),
-                "service_mean_us": _r(spec.mean_service_us()),
-            },
-        },
+        "aggregate": aggregate,
         "groups": groups_out,
         "device_stats": devices_out,
     }

@@ -25,7 +25,7 @@ import numpy as np
 
 from wotbench._errors import UserError
 from wotbench.tracegen import _streams
-from wotbench.tracegen._units import parse_time_us
+from wotbench._units import parse_time_us
 
 __all__ = ["Distribution", "Params", "register", "lookup", "REGISTRY", "ROLES"]
 

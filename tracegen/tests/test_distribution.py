@@ -13,9 +13,9 @@ from scipy import stats
 
 from wotbench import UserError
 from wotbench.tracegen._distribution import Distribution, Exp, Lognormal, Mmpp2, Pareto, Uniform, parse_distribution
-from wotbench.tracegen._spec import resource_service_times
+from wotbench.spec import resource_service_times
 from wotbench.tracegen._streams import arrivals
-from wotbench.tracegen._units import parse_duration, parse_time_us
+from wotbench._units import parse_duration, parse_time_us
 
 N = 20_000
 ALPHA = 0.001  # a correct generator fails a test at this rate with this fixed seed: never here
