@@ -1,17 +1,33 @@
-"""WoTbench: a containerized CoAP device-emulation testbed."""
+"""WoTbench: a containerized CoAP device-emulation testbed.
 
+The spec types and loaders are those of :mod:`wotbench.spec` (imported on
+first use, so that ``wotbench --help`` does not load NumPy)."""
+
+from __future__ import annotations
+
+import importlib
 from os import PathLike
 from pathlib import Path
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wotbench._errors import UserError
 
 if TYPE_CHECKING:
     from wotbench.reporting._load import Run
+    from wotbench.spec import RunSpec, Spec, load_saved  # noqa: F401
+    from wotbench.spec import load as load_spec  # noqa: F401
 
-__all__ = ["UserError", "run", "load_run"]
+__all__ = ["UserError", "run", "load_run", "Spec", "RunSpec", "load_spec", "load_saved"]
 __version__ = "0.1.0"
+
+#: Public names of wotbench.spec, under the names they have here.
+_SPEC = {"Spec": "Spec", "RunSpec": "RunSpec", "load_spec": "load", "load_saved": "load_saved"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SPEC:
+        return getattr(importlib.import_module("wotbench.spec"), _SPEC[name])
+    raise AttributeError(f"module 'wotbench' has no attribute {name!r}")
 
 
 def run(spec: str | PathLike[str], results: str | PathLike[str] = "results",

@@ -37,12 +37,12 @@ to pass.
 from __future__ import annotations
 
 import argparse
-import math
+import io
+import json
 import os
-import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,120 +50,10 @@ from typing import Any
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench._yamlsrc import YamlSource
+from wotbench.spec import CapacitySpec, Objective, RunSpec, load
 
-__all__ = ["CapacitySpec", "Objective", "SearchResult", "search", "register", "cmd_capacity",
-           "run_capacity"]
-
-KEYS = {"vary", "start", "max", "resolution", "max_probes", "objective"}
-STATS = ("mean", "p50", "p90", "p95", "p99")
-_VARY_RE = re.compile(r"devices\[(\d+)\]\.(count|rate)")
-#: RIT families whose mean can be set from a rate without changing their shape.
-_RATE_FAMILIES = ("exp", "det")
-
-Path_ = tuple[str | int, ...]
-
-
-# --- the spec section ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class Objective:
-    stat: str            # one of STATS
-    limit_us: int
-
-    def value_us(self, response_us: np.ndarray) -> float | None:
-        if response_us.size == 0:
-            return None
-        if self.stat == "mean":
-            return float(response_us.mean())
-        return float(np.percentile(response_us, float(self.stat[1:])))
-
-
-@dataclass(frozen=True)
-class CapacitySpec:
-    vary: str
-    group: int
-    kind: str            # "count" | "rate"
-    start: float
-    maximum: float
-    resolution: float
-    max_probes: int
-    objectives: tuple[Objective, ...]
-
-    @property
-    def integer(self) -> bool:
-        return self.kind == "count"
-
-    @property
-    def unit(self) -> str:
-        return "devices" if self.kind == "count" else "requests/s per device"
-
-    @classmethod
-    def build(cls, v: Any, src: YamlSource) -> CapacitySpec:
-        at: Path_ = ("capacity",)
-        if not isinstance(v, Mapping):
-            raise src.error("expected a mapping with vary, start, max and objective", *at)
-        for k in v:
-            if k not in KEYS:
-                raise src.error(f"unknown key (allowed: {', '.join(sorted(KEYS))})", *at, k)
-        for k in ("vary", "start", "max", "objective"):
-            if k not in v:
-                raise src.error(f"missing key {k!r}", *at)
-        m = _VARY_RE.fullmatch(str(v["vary"]))
-        if m is None:
-            raise src.error(f"expected devices[N].count or devices[N].rate, got {v['vary']!r}", *at, "vary")
-        group, kind = int(m.group(1)), m.group(2)
-        doc = src.data
-        groups = doc.get("devices") if isinstance(doc, Mapping) else None
-        if not isinstance(groups, list) or group >= len(groups):
-            raise src.error(f"devices[{group}] does not exist in the spec", *at, "vary")
-        if isinstance(doc, Mapping) and doc.get("sweep") is not None:
-            raise src.error("capacity cannot be combined with a sweep (remove one)", *at, "vary")
-        if kind == "rate":
-            wl = doc.get("workload") or {}
-            if isinstance(wl, Mapping) and wl.get("rit_scope", "device") != "device":
-                raise src.error("a per-device rate needs workload.rit_scope: device", *at, "vary")
-            rit = groups[group].get("rit") if isinstance(groups[group], Mapping) else None
-            if not isinstance(rit, str) or rit.split(":", 1)[0].strip() not in _RATE_FAMILIES:
-                raise src.error(f"a rate is set through devices[{group}].rit, which must be "
-                                f"{' or '.join(f'{f}:<mean>' for f in _RATE_FAMILIES)} (got {rit!r})",
-                                *at, "vary")
-        integer = kind == "count"
-        start = _number(v["start"], src, at + ("start",), integer)
-        maximum = _number(v["max"], src, at + ("max",), integer)
-        if maximum < start:
-            raise src.error(f"{maximum} is below start ({start})", *at, "max")
-        if integer and maximum > 100_000:
-            raise src.error("at most 100000 devices", *at, "max")
-        resolution = _number(v.get("resolution", 1), src, at + ("resolution",), integer)
-        mp = v.get("max_probes", 12)
-        if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
-            raise src.error(f"expected an integer 1..100, got {mp!r}", *at, "max_probes")
-        obj = v["objective"]
-        if not isinstance(obj, Mapping) or not obj:
-            raise src.error(f"expected a mapping such as {{p95: 50ms}} (statistics: {', '.join(STATS)})",
-                            *at, "objective")
-        from wotbench._units import duration_us
-
-        objectives = []
-        for stat, limit in obj.items():
-            if stat not in STATS:
-                raise src.error(f"unknown statistic (one of {', '.join(STATS)})", *at, "objective", stat)
-            try:
-                limit_us = duration_us(limit)
-            except ValueError as exc:
-                raise src.error(str(exc), *at, "objective", stat) from None
-            if limit_us <= 0:
-                raise src.error("must be positive", *at, "objective", stat)
-            objectives.append(Objective(stat, limit_us))
-        return cls(str(v["vary"]), group, kind, start, maximum, resolution, mp, tuple(objectives))
-
-
-def _number(v: Any, src: YamlSource, at: Path_, integer: bool) -> float:
-    ok = not isinstance(v, bool) and (isinstance(v, int) if integer else isinstance(v, (int, float)))
-    if not ok or not math.isfinite(v) or v <= 0:
-        raise src.error(f"expected a positive {'integer' if integer else 'number'}, got {v!r}", *at)
-    return v
+__all__ = ["CapacitySpec", "Objective", "SearchResult", "search", "probe_runs", "register",
+           "cmd_capacity", "run_capacity"]
 
 
 # --- the search (pure) ----------------------------------------------------------
@@ -236,28 +126,16 @@ class ProbeResult:
     run_dirs: list[str] = field(default_factory=list)
 
 
-def probe_source(src: YamlSource, cap: CapacitySpec, value: float) -> YamlSource:
-    """The spec document of one probe: ``capacity`` removed, the varied key set."""
-    doc = {k: v for k, v in src.data.items() if k != "capacity"}
-    groups = [dict(g) for g in doc["devices"]]
-    g = groups[cap.group]
-    at: tuple[str | int, ...] = ("devices", cap.group, "count" if cap.kind == "count" else "rit")
-    if cap.kind == "count":
-        g["count"] = int(value)
-    else:
-        family = str(g["rit"]).split(":", 1)[0].strip()
-        g["rit"] = f"{family}:{max(1, round(1e6 / value))}us"
-    groups[cap.group] = g
-    doc["devices"] = groups
-    lines = {p: ln for p, ln in src.lines.items() if not p or p[0] != "capacity"}
-    lines[at] = src.line("capacity", "vary") or 0
-    return YamlSource(src.name, doc, src.base_dir, lines)
+def probe_runs(runs: Sequence[RunSpec], cap: CapacitySpec, value: float) -> list[RunSpec]:
+    """The tests of one probe: the spec's tests (its repetitions) with the
+    varied key set; an invalid value is reported at ``capacity.vary``."""
+    return [rs.with_value(cap.path, cap.probe_value(rs.spec.groups[cap.group], value), ("capacity", "vary"))
+            for rs in runs]
 
 
 def evaluate(run_dir: Path, cap: CapacitySpec) -> ProbeResult:
     """The evidence of one finished probe run."""
-    import json
-
+    # Imported on use: `wotbench --help` loads this module (see register).
     from wotbench.reporting import load_run
 
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -315,29 +193,24 @@ def _fmt(cap: CapacitySpec, x: float | None) -> str:
 def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None = None,
                  progress: bool = False, log: Any = sys.stderr) -> Path:
     """Runs the capacity search of a spec; returns its results folder."""
-    from wotbench import _yamlsrc as yamlsrc
-    from wotbench import _results as res
-    from wotbench import _scales as scales
-    from wotbench._runner import RunFailed, RunOptions, run_spec
-    from wotbench._spec import expand
+    # Imported on use: `wotbench --help` loads this module (see register).
+    from wotbench import _dockerenv as dockerenv, _results as res
+    from wotbench._runner import RunFailed, RunOptions, preflight, run_spec
 
-    src, scale_name = scales.apply(yamlsrc.load(spec), scale)
-    if not isinstance(src.data, Mapping) or "capacity" not in src.data:
-        raise UserError("missing: the section saying what to vary and the objective (docs/spec.md)",
-                        src.name, src.line(), "capacity")
-    cap = CapacitySpec.build(src.data["capacity"], src)
+    runs = load(spec, scale)
+    whole = runs[0].experiment
+    cap = whole.capacity if whole is not None else None
+    if cap is None:
+        raise runs[0].source.error("missing: the section saying what to vary and the objective "
+                                   "(docs/spec.md)", "capacity")
     # Every value the search may probe is valid before anything starts: the
     # extremes stand for the rest (only the varied key changes).
     # Images, impairment support and placement too (as `wotbench run` does).
-    from wotbench import _dockerenv as dockerenv
-    from wotbench._runner import preflight
-
     client = dockerenv.client()
     for x in (cap.start, cap.maximum):
-        for rs in expand(probe_source(src, cap, x)):
-            preflight(rs.harness, client)
-    name = str(src.data.get("name") or Path(spec).stem)
-    out = results / res.new_run_id(f"capacity-{name}")
+        for rs in probe_runs(runs, cap, x):
+            preflight(rs.spec, client)
+    out = results / res.new_run_id(f"capacity-{runs[0].spec.name}")
     (out / "probes").mkdir(parents=True)
     opts = RunOptions(results_root=out / "probes", progress=progress, log=log)
     evidence: list[ProbeResult] = []
@@ -345,7 +218,7 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
 
     def report(final: SearchResult | None) -> None:
         doc = {
-            "format": 1, "spec": os.fspath(spec), "scale": scale_name, "capacity": asdict(cap),
+            "format": 1, "spec": os.fspath(spec), "scale": runs[0].scale, "capacity": asdict(cap),
             "complete": final is not None, "started_epoch_s": started, "elapsed_s": time.time() - started,
             "answer": final.answer if final else None,
             "first_fail": final.first_fail if final else None,
@@ -358,7 +231,7 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
         print(f"capacity: probe {len(evidence) + 1}: {cap.vary.split('.')[-1]} = {_fmt(cap, x)}",
               file=log, flush=True)
         try:
-            dirs = run_spec(expand(probe_source(src, cap, x)), opts)
+            dirs = run_spec(probe_runs(runs, cap, x), opts)
         except RunFailed as exc:
             if isinstance(exc.cause, UserError):
                 raise exc.cause from None
@@ -394,9 +267,7 @@ def _num(x: float | None) -> str:
 
 def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) -> bytes:
     """Objective statistic and R_d of every probe against the varied value."""
-    import io
-
-    import matplotlib
+    import matplotlib       # on use: `wotbench --help` loads this module
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -465,8 +336,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
-    import json
-
     progress = not args.no_progress and sys.stderr.isatty()
     out = run_capacity(args.spec, args.results, args.scale, progress)
     doc = json.loads((out / "capacity.json").read_text())

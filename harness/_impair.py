@@ -21,7 +21,7 @@ import docker.errors
 
 from wotbench._errors import UserError
 from wotbench._dockerenv import IMAGES, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owner_label
-from wotbench._spec import Impairment
+from wotbench.spec import Impairment
 
 
 def netem_available(c: docker.DockerClient, run_id: str) -> bool:

@@ -47,7 +47,7 @@ def _cores(text: str) -> list[int]:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from wotbench._runner import plan_for
-    from wotbench._spec import load
+    from wotbench.spec import load
 
     runs = load(args.spec, args.scale)
     cores = _cores(args.cores) if args.cores else None
@@ -63,7 +63,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from wotbench._errors import UserError
     from wotbench._runner import RunFailed, RunOptions, run_spec
-    from wotbench._spec import load
+    from wotbench.spec import load
 
     runs = load(args.spec, args.scale)  # every variant validated before anything starts
     progress = not args.no_progress and sys.stderr.isatty()

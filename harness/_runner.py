@@ -33,7 +33,7 @@ from wotbench import _dockerenv as dockerenv, _impair as impair, _probe as probe
 from wotbench import _results as res
 from wotbench._monitor import Collectl, ContainerSampler
 from wotbench._plan import Plan, make_plan
-from wotbench._spec import HarnessSpec, RunSpec, parse_key_path
+from wotbench.spec import RunSpec, Spec as HarnessSpec, parse_key_path
 from wotbench._testbed import COAP_PORT, Node, Testbed
 
 #: Seconds between starting the GE containers and the CD-GE's start instant.
@@ -120,7 +120,7 @@ def split_devices(device_ids: Sequence[int], instances: int) -> list[np.ndarray]
 
 def _generate_workload(rs: RunSpec, outdir: Path) -> Any:
     from wotbench.tracegen._generate import generate
-    from wotbench.tracegen._spec import from_source
+    from wotbench.spec._expand import workload_of as from_source
 
     return generate(from_source(rs.source), outdir)
 
@@ -560,6 +560,6 @@ def run(spec: str | os.PathLike[str], results: str | os.PathLike[str] = "results
         progress: bool = True, scale: str | None = None) -> list[Path]:
     """Loads, validates and runs an experiment spec; returns the results
     directory of every test (one per sweep value and repetition)."""
-    from wotbench._spec import load
+    from wotbench.spec import load
 
     return run_spec(load(spec, scale), RunOptions(results_root=Path(results), progress=progress))

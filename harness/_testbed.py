@@ -21,7 +21,7 @@ from wotbench import _dockerenv as dockerenv
 from wotbench._dockerenv import (IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN,
                                         NET_CAPACITY)
 from wotbench._results import write_atomic
-from wotbench._spec import DeviceGroup
+from wotbench.spec import DeviceGroup
 
 COAP_PORT = 5683
 DEVICE_RESOURCES = "/resources.csv"

@@ -1,61 +1,123 @@
-"""Values with units as written in specs (docs/spec.md): durations, sizes,
-percentages and link rates. Each parser returns an integer in a base unit
-or raises ValueError with a message fit for a UserError."""
+"""Values with units: the one grammar of specs and command-line flags
+(docs/spec.md). Every reader returns a number in a base unit, or raises
+:class:`wotbench.UserError` naming ``field`` (a spec reader adds the file
+and line, see ``wotbench.spec``).
+
+- durations: a number and a unit, ``ns``, ``us`` (or ``µs``), ``ms``,
+  ``s``, ``m`` (minutes), ``h``; ``300us``, ``1.5s``, ``2 ms``, ``1e3us``.
+  A bare number is an error: ``60`` could mean anything.
+- sizes: bytes, ``B``, ``KB``/``k``, ``MB``/``m``, ``GB``/``g`` (powers of
+  1024, as Docker's ``64m``); a bare integer is bytes.
+- fractions: ``5%`` or ``0.05``, within 0..1.
+- link rates: tc's units, ``bit``, ``kbit``, ``mbit``, ``gbit``, ``bps``
+  (bytes/s), ``kbps``, ``mbps``, ``gbps``.
+- counts: an integer (or a string of digits) within bounds.
+
+Units are case-insensitive. This module imports nothing of the package but
+the error type, so that every reader (the spec model, the distributions,
+the CLIs) can use it without an import cycle.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
-_DURATION_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+from wotbench._errors import UserError
+
+__all__ = ["TIME_UNITS_US", "parse_time_us", "parse_duration", "parse_size", "parse_fraction",
+           "parse_rate", "parse_count"]
+
+TIME_UNITS_US: dict[str, float] = {
+    "ns": 1e-3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6,
+}
+_TIME_HELP = "use ns, us, ms, s, m or h"
 # Docker's suffixes (k, m, g) and the spec's (KB, MB, GB) both mean powers of 1024.
-_SIZE_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-               "g": 1 << 30, "gb": 1 << 30}
+_SIZE_BYTES: dict[str, float] = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20,
+                                 "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 # tc's rate units: bit/s based, decimal.
-_RATE_BPS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9,
-             "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9}
+_RATE_BPS: dict[str, float] = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9,
+                               "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9}
+_NUMBER_UNIT = re.compile(
+    r"\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-zµμ%]*)\s*")
+#: Largest value held exactly (2^53): a larger one is a typo, not a benchmark.
+_MAX = 2.0**53
 
 
-def _split(text: object, units: Mapping[str, float], what: str, example: str) -> tuple[float, str]:
-    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise ValueError(f"expected a {what} such as {example!r}, got {text!r}")
-    m = re.fullmatch(_NUMBER + r"\s*([A-Za-z]*)", str(text).strip())
-    if not m or m.group(2).lower() not in units:
-        raise ValueError(f"expected a {what} such as {example!r}, got {text!r}")
-    return float(m.group(1)), m.group(2).lower()
+def _split(value: object, field: str | None, what: str, example: str) -> tuple[float, str, str]:
+    """(number, unit in lower case, the text as written)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UserError(f"expected a {what} like {example}, got {value!r}", field=field)
+    text = str(value)
+    m = _NUMBER_UNIT.fullmatch(text)
+    if m is None:
+        raise UserError(f"invalid {what} {text!r} (expected a number and a unit, like {example})",
+                        field=field)
+    return float(m.group("num")), m.group("unit").lower(), text
 
 
-def duration_us(text: object) -> int:
-    """``'1.5s'`` -> 1500000. A bare number is an error: units are mandatory."""
-    value, unit = _split(text, _DURATION_US, "duration with a unit (ns, us, ms, s, m, h)", "5s")
-    return round(value * _DURATION_US[unit])
+def _scaled(value: object, field: str | None, what: str, example: str,
+            units: Mapping[str, float], help_: str) -> float:
+    num, unit, text = _split(value, field, what, example)
+    if unit not in units:
+        if not unit:
+            raise UserError(f"{what} {text!r} has no unit ({help_})", field=field)
+        raise UserError(f"{what} {text!r} has unknown unit {unit!r} ({help_})", field=field)
+    if num < 0:
+        raise UserError(f"{what} {text!r} must not be negative", field=field)
+    out = num * units[unit]
+    if out > _MAX:
+        raise UserError(f"{what} {text!r} is too large", field=field)
+    return out
 
 
-def size_bytes(text: object) -> int:
-    """``'64m'`` -> 67108864. A bare integer is bytes."""
-    value, unit = _split(text, _SIZE_BYTES, "size", "64m")
-    return round(value * _SIZE_BYTES[unit])
+def parse_time_us(value: object, field: str | None = None, *, what: str = "time") -> float:
+    """``300us`` / ``1.5s`` / ``2m`` in (fractional) microseconds, >= 0."""
+    return _scaled(value, field, what, "300us or 1.5s", TIME_UNITS_US, _TIME_HELP)
 
 
-def fraction(text: object) -> float:
-    """``'1%'`` -> 0.01; a bare number is already a fraction (0.01)."""
-    s = str(text).strip() if isinstance(text, (str, int, float)) and not isinstance(text, bool) else None
-    if s is None:
-        raise ValueError(f"expected a percentage such as '1%', got {text!r}")
-    m = re.fullmatch(_NUMBER + r"\s*(%?)", s)
-    if not m:
-        raise ValueError(f"expected a percentage such as '1%', got {text!r}")
-    value = float(m.group(1)) / (100.0 if m.group(2) else 1.0)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{text!r} is outside 0%..100%")
-    return value
+def parse_duration(value: object, field: str | None = None) -> int:
+    """A duration in whole microseconds (``parse_duration("1.5s") == 1500000``)."""
+    return int(round(parse_time_us(value, field, what="duration")))
 
 
-def rate_bps(text: object) -> int:
-    """``'1mbit'`` -> 1000000 (bits per second, tc's units)."""
-    value, unit = _split(text, _RATE_BPS, "rate with a unit (bit, kbit, mbit, gbit, bps)", "1mbit")
-    bps = round(value * _RATE_BPS[unit])
+def parse_size(value: object, field: str | None = None) -> int:
+    """A size in bytes (``"64m"`` -> 67108864); a bare integer is bytes."""
+    return int(round(_scaled(value, field, "size", "64m or 512B", _SIZE_BYTES, "use B, KB, MB or GB")))
+
+
+def parse_fraction(value: object, field: str | None = None) -> float:
+    """``'1%'`` -> 0.01; a bare number is already a fraction (0.01); 0..1."""
+    num, unit, text = _split(value, field, "fraction", "5% or 0.05")
+    if unit not in ("", "%"):
+        raise UserError(f"expected a fraction like 5% or 0.05, got {text!r}", field=field)
+    out = num / (100.0 if unit else 1.0)
+    if not 0.0 <= out <= 1.0:
+        raise UserError(f"{text!r} is outside 0%..100%", field=field)
+    return out
+
+
+def parse_rate(value: object, field: str | None = None) -> int:
+    """A link rate in bits per second (``'1mbit'`` -> 1000000, tc's units); > 0."""
+    bps = round(_scaled(value, field, "rate", "1mbit", _RATE_BPS, "use bit, kbit, mbit, gbit or bps"))
     if bps <= 0:
-        raise ValueError(f"rate {text!r} must be positive")
+        raise UserError(f"rate {value!r} must be positive", field=field)
     return bps
+
+
+def parse_count(value: object, field: str | None = None, *, minimum: int = 0,
+                maximum: int = 2**62) -> int:
+    """An integer count (YAML int, or a string of digits) within [minimum, maximum]."""
+    if isinstance(value, bool):
+        raise UserError(f"expected an integer, got {value!r}", field=field)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise UserError(f"expected an integer, got {value!r}", field=field)
+    if value < minimum:
+        raise UserError(f"must be at least {minimum}, got {value}", field=field)
+    if value > maximum:
+        raise UserError(f"must be at most {maximum}, got {value}", field=field)
+    return value

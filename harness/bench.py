@@ -26,7 +26,7 @@ from wotbench import _dockerenv as dockerenv, _probe as probe
 from wotbench import _results as res
 from wotbench._monitor import cgroup_files, read_cgroup
 from wotbench._plan import make_plan
-from wotbench._spec import DeviceGroup
+from wotbench.spec import DeviceGroup
 from wotbench._testbed import COAP_PORT, Node, Testbed
 
 

@@ -5,8 +5,8 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
 - ``analyze_run(run_dir) -> dict``: the analysis sections of summary.json,
   with ``verdict`` and ``reasons`` (the harness calls it).
 - ``load_run(path) -> Run``: DataFrames (requests, cd, monitor) and the summary.
-- ``Thresholds`` / ``parse_validity(mapping, src=None)``: the validity limits
-  and the reader of a spec's ``validity:`` mapping.
+- ``Thresholds``: the validity limits the verdict applies (the spec's
+  ``validity:``, see :mod:`wotbench.spec`), as ``analyze`` takes them.
 - ``write_reports(run_dirs, out_dir)``: terminal text, Markdown and HTML.
 """
 
@@ -16,12 +16,12 @@ import importlib
 from typing import Any
 
 __all__ = ["analyze_run", "analyze", "Analysis", "load_run", "Run", "RunSummary", "Phases",
-           "Thresholds", "parse_validity", "write_reports"]
+           "Thresholds", "write_reports"]
 
 _WHERE = {
     "analyze_run": "_analyze", "analyze": "_analyze", "Analysis": "_analyze",
     "load_run": "_load", "Run": "_load", "RunSummary": "_load", "Phases": "_load",
-    "Thresholds": "_thresholds", "parse_validity": "_thresholds",
+    "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",
 }
 

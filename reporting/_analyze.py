@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench import _yamlsrc as yamlsrc
+from wotbench.spec import _yaml as yamlsrc
 from wotbench.cd import detect_contention, normalized_deviation
 from wotbench.reporting._checks import run_checks, stability_warnings
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist, ge_integrity, per_device
 from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table, read_json,
                                       read_monitor, read_phases)
-from wotbench.reporting._thresholds import Thresholds, parse_validity
+from wotbench.spec._validity import Thresholds, parse_validity
 
 __all__ = ["Analysis", "analyze", "analyze_run", "thresholds_for"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wotbench.reporting._thresholds import Thresholds
+from wotbench.spec import Thresholds
 
 __all__ = ["CHECKS", "run_checks", "stability_warnings"]
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from wotbench.cd import normalized_deviation
-from wotbench.reporting._thresholds import Thresholds
+from wotbench.spec import Thresholds
 
 __all__ = ["GeArrays", "dist", "rit_compare", "ge_integrity", "per_device", "window_cv"]
 

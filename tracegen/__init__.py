@@ -2,11 +2,14 @@
 
 Public API (imported lazily, so that ``wotbench --help`` does not load NumPy)::
 
-    from wotbench.tracegen import generate, parse_workload, WorkloadSpec
-    spec = parse_workload(src.data, src)          # src: wotbench._yamlsrc.YamlSource
-    out = generate(spec, Path("results/x/workload"))
+    from wotbench.spec import load
+    from wotbench.tracegen import generate
+    workload = load("exp.yaml")[0].spec.workload      # a WorkloadSpec
+    out = generate(workload, Path("results/x/workload"))
 
-See tracegen/README.md for the files written and how resources are chosen.
+The workload types (``WorkloadSpec``, ``GroupWorkload``) belong to the spec
+model, :mod:`wotbench.spec`. See tracegen/README.md for the files written
+and how resources are chosen.
 """
 
 from __future__ import annotations
@@ -14,18 +17,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    "generate", "GeneratedWorkload", "build_requests", "device_host",
-    "WorkloadSpec", "GroupWorkload", "Distribution", "parse_workload", "parse_duration",
-    "parse_distribution", "spec_from_file",
-]
+__all__ = ["generate", "GeneratedWorkload", "build_requests", "device_host", "Distribution",
+           "parse_distribution"]
 
 _WHERE = {
     "generate": "_generate", "GeneratedWorkload": "_generate", "build_requests": "_generate",
     "device_host": "_generate",
-    "WorkloadSpec": "_spec", "GroupWorkload": "_spec", "Distribution": "_spec",
-    "parse_workload": "_spec", "parse_duration": "_spec", "parse_distribution": "_spec",
-    "spec_from_file": "_spec",
+    "Distribution": "_distribution", "parse_distribution": "_distribution",
 }
 
 

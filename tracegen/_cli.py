@@ -52,10 +52,11 @@ def register(subparsers: Any) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> Any:
-    """The WorkloadSpec described by the parsed arguments (spec file or flags)."""
-    from wotbench import _yamlsrc as yamlsrc
-    from wotbench.tracegen._spec import parse_workload
-    from wotbench.tracegen._units import parse_count
+    """The WorkloadSpec described by the parsed arguments: the spec file's
+    (its first test, at scale full) or the flags'."""
+    # Imported here, not at the top: `wotbench --help` loads this module and needs no NumPy.
+    from wotbench._units import parse_count
+    from wotbench.spec import load
 
     seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     if args.spec is not None:
@@ -63,22 +64,21 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise UserError("cannot be combined with --spec (edit the spec instead)", field=flag)
-        src = yamlsrc.load(args.spec)
-        spec = parse_workload(src.data, src)
+        spec = load(args.spec)[0].spec.workload
         return spec if seed is None else dataclasses.replace(spec, seed=seed)
     return _spec_from_flags(args, 1 if seed is None else seed)
 
 
 def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
+    from wotbench._units import parse_count, parse_duration, parse_size
+    from wotbench.formats import MAX_PAYLOAD_BYTES
+    from wotbench.spec import GroupWorkload, WorkloadSpec, parse_methods
     from wotbench.tracegen._distribution import parse_distribution
-    from wotbench.tracegen._spec import (DEFAULT_RESOURCES, MAX_DEVICES, MAX_RESOURCES, GroupWorkload,
-                                        WorkloadSpec, parse_methods)
-    from wotbench.tracegen._units import parse_count, parse_duration
 
     cwd = Path.cwd()
     if args.devices is None:
         raise UserError("missing (number of devices; or give --spec)", field="--devices")
-    count = parse_count(args.devices, "--devices", minimum=1, maximum=MAX_DEVICES)
+    count = parse_count(args.devices, "--devices", minimum=1)
     if args.service is None:
         raise UserError("missing (service-time distribution, e.g. exp:5ms)", field="--service")
     if args.rit is None:
@@ -96,10 +96,12 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
             except ValueError:
                 raise UserError(f"share {v!r} of {m.strip()} is not a number", field="--methods") from None
         methods = parse_methods(shares, "--methods")
-    payload = 0 if args.payload_bytes is None else parse_count(args.payload_bytes, "--payload-bytes",
-                                                                minimum=0, maximum=1024)
-    resources = DEFAULT_RESOURCES if args.resources is None else parse_count(
-        args.resources, "--resources", minimum=1, maximum=MAX_RESOURCES)
+    group_kw: dict[str, Any] = {"methods": methods}
+    if args.payload_bytes is not None:
+        group_kw["payload_bytes"] = parse_count(parse_size(args.payload_bytes, "--payload-bytes"),
+                                                "--payload-bytes", minimum=0, maximum=MAX_PAYLOAD_BYTES)
+    if args.resources is not None:
+        group_kw["resources"] = parse_count(args.resources, "--resources", minimum=1)
     kw: dict[str, Any] = {"seed": seed, "rit_scope": scope}
     if args.duration is not None and args.requests is not None:
         raise UserError("give --duration or --requests, not both", field="--requests")
@@ -116,8 +118,7 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
     if args.cd_calibration is not None:
         kw["cd_calibration_us"] = parse_duration(args.cd_calibration, "--cd-calibration")
     try:
-        group = GroupWorkload("default", count, service, rit if scope == "device" else None,
-                              methods, payload, resources)
+        group = GroupWorkload("default", count, service, rit if scope == "device" else None, **group_kw)
         if scope == "gateway":
             kw["rit"] = rit
         return WorkloadSpec((group,), **kw)

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from wotbench import _scales as scales, _spec as spec
-from wotbench._yamlsrc import load as load_yaml
+from wotbench import spec
 
 EXP = Path(__file__).resolve().parents[1]
 REPO = EXP.parent
@@ -26,13 +26,13 @@ def test_every_paper_experiment_has_a_spec():
 
 @pytest.mark.parametrize("name", ALL)
 def test_spec_is_valid_at_every_scale(name):
-    src = load_yaml(EXP / f"{name}.yaml")
-    assert src.data["name"] == name
-    names = scales.names(src)
+    full = spec.load(EXP / f"{name}.yaml")
+    names = full[0].experiment.scales
+    assert yaml.safe_load((EXP / f"{name}.yaml").read_text())["name"] == full[0].spec.name == name
     if name != "quickstart":
         assert {"full", "small", "ci"} <= set(names)
     for s in names:
-        runs = spec.expand(src, s)
+        runs = spec.load(EXP / f"{name}.yaml", s)
         assert runs and all(r.scale == s for r in runs)
 
 
@@ -40,8 +40,7 @@ def test_spec_is_valid_at_every_scale(name):
 def test_scales_get_smaller(name):
     """The small and ci scales are scale-downs of the full one: no more tests,
     no longer measurement, no more devices per test."""
-    src = load_yaml(EXP / f"{name}.yaml")
-    by = {s: spec.expand(src, s) for s in ("full", "small", "ci")}
+    by = {s: spec.load(EXP / f"{name}.yaml", s) for s in ("full", "small", "ci")}
     for big, small in (("full", "small"), ("small", "ci")):
         assert len(by[small]) <= len(by[big])
         assert max(r.harness.phases.total_us for r in by[small]) <= max(

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from wotbench import UserError
-from wotbench import _capacity as capacity, _spec as spec
-from wotbench._capacity import CapacitySpec, Objective, ProbeResult, search
-from wotbench._yamlsrc import loads
+from wotbench import _capacity as capacity, spec
+from wotbench._capacity import ProbeResult, search
+from wotbench.spec import CapacitySpec, Objective
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,8 +35,9 @@ capacity:
 
 
 def cap_of(text: str) -> CapacitySpec:
-    src = loads(text, "exp.yaml")
-    return CapacitySpec.build(src.data["capacity"], src)
+    cap = spec.loads(text, "exp.yaml")[0].experiment.capacity
+    assert cap is not None
+    return cap
 
 
 # --- the pure search ------------------------------------------------------------
@@ -145,20 +146,30 @@ def test_sweep_and_capacity_do_not_mix(spec_file):
 
 def test_run_and_plan_ignore_a_good_capacity_section(spec_file):
     runs = spec.load(spec_file(BASE))
-    assert len(runs) == 1 and "capacity" not in runs[0].doc
+    assert len(runs) == 1 and "capacity" not in runs[0].doc and runs[0].spec.capacity is None
+    assert runs[0].experiment.capacity == cap_of(BASE)
 
 
-def test_probe_source_sets_count_or_rate():
-    src = loads(BASE, "exp.yaml")
-    c = capacity.CapacitySpec.build(src.data["capacity"], src)
-    p = capacity.probe_source(src, c, 12)
-    assert p.data["devices"][0]["count"] == 12 and "capacity" not in p.data
-    assert src.data["devices"][0]["count"] == 2                       # the original is untouched
-    assert spec.expand(p)[0].harness.device_count == 12
-    src = loads(BASE.replace("devices[0].count", "devices[0].rate"), "exp.yaml")
-    c = capacity.CapacitySpec.build(src.data["capacity"], src)
-    p = capacity.probe_source(src, c, 40.0)
-    assert p.data["devices"][0]["rit"] == "exp:25000us"
+def test_probe_runs_set_count_or_rate():
+    runs = spec.loads(BASE + "repetitions: 2\n", "exp.yaml")
+    c = cap_of(BASE)
+    p = capacity.probe_runs(runs, c, 12)
+    assert [r.repetition for r in p] == [1, 2] and [r.label for r in p] == [r.label for r in runs]
+    assert p[0].doc["devices"][0]["count"] == 12 and "capacity" not in p[0].doc
+    assert runs[0].doc["devices"][0]["count"] == 2                     # the original is untouched
+    assert p[0].spec.device_count == 12 and p[0].spec.workload.n_devices == 12
+    text = BASE.replace("devices[0].count", "devices[0].rate")
+    runs = spec.loads(text, "exp.yaml")
+    p = capacity.probe_runs(runs, cap_of(text), 40.0)
+    assert p[0].doc["devices"][0]["rit"] == "exp:25000us"
+    assert p[0].spec.groups[0].rit.mean_us() == 25_000
+
+
+def test_bad_probe_value_points_at_vary():
+    runs = spec.loads(BASE, "exp.yaml")
+    with pytest.raises(UserError) as ei:
+        capacity.probe_runs(runs, cap_of(BASE), 200_000)       # more devices than a group may have
+    assert ei.value.field == "devices[0].count" and ei.value.line == 10
 
 
 def test_objective_statistics():

@@ -12,7 +12,7 @@ import pytest
 from wotbench import UserError
 from wotbench import _dockerenv as dockerenv, _impair as impair, _probe as probe
 from wotbench import _results as res
-from wotbench._spec import DeviceGroup, Impairment
+from wotbench.spec import DeviceGroup, Impairment
 from wotbench._testbed import COAP_PORT, Node, Testbed
 
 

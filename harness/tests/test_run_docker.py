@@ -247,7 +247,7 @@ def test_delay_without_netem_is_refused_before_anything_starts(docker_client, sp
 def test_devices_spread_over_several_networks(docker_client, spec_file, make_spec, tmp_path,
                                               monkeypatch, run_objects):
     """Past a bridge's port limit the run uses several networks; the GE is on all of them."""
-    from wotbench import _runner as runner, _spec as spec, _testbed as testbed
+    from wotbench import _runner as runner, _testbed as testbed, spec
 
     monkeypatch.setattr(testbed, "NET_CAPACITY", 11)          # 3 nodes per network
     runs = spec.load(spec_file(make_spec(count=5, measure="3s", name="nets")))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from wotbench import _monitor as monitor, _results as results, _runner as runner
-from wotbench._spec import Gateway, HarnessSpec
+from wotbench.spec import Gateway, Spec as HarnessSpec
 
 TRACE = """device_id,send_ts_us,method,uri,payload
 0,10,GET,coap://dev-0/r/1,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wotbench import UserError
-from wotbench import _scales as scales, _spec as spec
-from wotbench._yamlsrc import loads
+from wotbench import spec
 
 BASE = """\
 name: t
@@ -89,7 +88,8 @@ def test_bad_override_path(spec_file, override, what):
 
 
 def test_names():
-    assert scales.names(loads(BASE, "x.yaml")) == ["full", "small", "ci"]
+    (rs,) = spec.loads(BASE, "x.yaml")
+    assert rs.experiment.scales == ("full", "small", "ci") and rs.spec.scales == ()
 
 
 def test_scale_can_add_a_sweep(spec_file):

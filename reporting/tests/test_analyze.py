@@ -222,7 +222,7 @@ def test_deterministic_rit_with_clock_jitter_passes_but_a_real_deviation_fails()
     distance ignores deviations within rit_slack. A GE that was stalled and
     sent a tenth of its requests late still fails."""
     from wotbench.reporting._integrity import rit_compare
-    from wotbench.reporting._thresholds import Thresholds
+    from wotbench.spec import Thresholds
 
     th = Thresholds()
     rng = np.random.default_rng(3)

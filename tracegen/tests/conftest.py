@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _yamlsrc as yamlsrc
-from wotbench.tracegen._spec import WorkloadSpec, parse_workload
+from wotbench.spec import WorkloadSpec, load as load_tests
 
 
 @pytest.fixture
@@ -29,8 +28,7 @@ def load_spec(spec_file: Callable[[str], Path]) -> Callable[[str], WorkloadSpec]
     """Parse a YAML spec text into a WorkloadSpec (through a real file, for line numbers)."""
 
     def load(text: str) -> WorkloadSpec:
-        src = yamlsrc.load(spec_file(text))
-        return parse_workload(src.data, src)
+        return load_tests(spec_file(text))[0].spec.workload
 
     return load
 

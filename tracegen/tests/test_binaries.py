@@ -19,7 +19,7 @@ import pytest
 
 from wotbench.formats import GE_OUTPUT_COLUMNS
 from wotbench.tracegen._generate import generate
-from wotbench.tracegen._spec import WorkloadSpec
+from wotbench.spec import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"
@@ -85,7 +85,7 @@ def test_ge_and_devices_accept_and_serve_the_workload(
           - {name: s, count: 2, rit: exp:40ms, service: exp:2ms, resources: 8,
              methods: {GET: 0.6, PUT: 0.2, POST: 0.1, DELETE: 0.1}, payload_bytes: 10}
           - {name: t, count: 1, rit: det:100ms, service: "uniform:1ms,3ms", resources: 4}
-        cd: {rit: 200ms}
+        cd: {rit: 200ms, calibration: 0s}
     """)
     wl = generate(spec, tmp_path / "wl")
     ports = {d: devices(path) for d, path in wl.resources.items()}

@@ -18,7 +18,7 @@ from wotbench import UserError
 from wotbench.formats import METHODS, RESOURCE_COLUMNS, TRACE_COLUMNS
 from wotbench.tracegen import _generate as gen_mod
 from wotbench.tracegen._generate import generate
-from wotbench.tracegen._spec import WorkloadSpec
+from wotbench.spec import WorkloadSpec
 
 Load = Callable[[str], WorkloadSpec]
 ALPHA = 0.001

@@ -1,4 +1,4 @@
-"""parse_workload: the workload keys of a spec, validated with file:line:field errors."""
+"""The workload keys of a spec (wotbench.spec), validated with file:line:field errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from wotbench import UserError
-from wotbench.tracegen._spec import WorkloadSpec
+from wotbench.spec import WorkloadSpec
 
 Load = Callable[[str], WorkloadSpec]
 
@@ -177,7 +177,7 @@ def _error(load_spec: Load, text: str) -> UserError:
      devices:
        - {count: 1, rit: exp:1s, service: det:1ms, name: a}
        - {count: 1, rit: exp:1s, service: det:1ms, name: a}
-     """, 2, "devices", "used twice"),
+     """, 4, "devices[1].name", "used twice"),
     ("""
      workload: {duration: 10s}
      devices: [{count: 1, rit: exp:1s, service: "pareto:mean=100s,alpha=1.01"}]

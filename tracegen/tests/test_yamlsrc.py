@@ -1,4 +1,4 @@
-"""wotbench._yamlsrc: plain data plus the line of every key."""
+"""wotbench.spec._yaml: plain data plus the line of every key."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import UserError, _yamlsrc as yamlsrc
+from wotbench import UserError
+from wotbench.spec import _yaml as yamlsrc
 
 DOC = """\
 name: x

@@ -18,16 +18,12 @@ an overridden value point into ``scales``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from typing import Any
 
-from wotbench._yamlsrc import YamlSource
+from wotbench.spec._yaml import YamlSource, parse_key_path
 
 SCALES_KEY = "scales"
 FULL = "full"
-
-KeyPath = tuple[str | int, ...]
 
 
 def names(src: YamlSource) -> list[str]:
@@ -40,8 +36,6 @@ def names(src: YamlSource) -> list[str]:
 
 def apply(src: YamlSource, scale: str | None) -> tuple[YamlSource, str]:
     """The document at ``scale`` (default ``full``) and the scale's name."""
-    from wotbench._spec import parse_key_path
-
     doc = src.data
     name = FULL if scale is None else scale
     if not isinstance(doc, Mapping) or SCALES_KEY not in doc:
@@ -65,42 +59,9 @@ def apply(src: YamlSource, scale: str | None) -> tuple[YamlSource, str]:
                                 "devices[0].count)", SCALES_KEY, k, key)
     if name not in defined and name != FULL:
         raise src.error(f"unknown scale {name!r} (the spec has: {', '.join(names(src))})", SCALES_KEY)
-    out = {k: copy.deepcopy(v) for k, v in doc.items() if k != SCALES_KEY}
-    lines = {p: ln for p, ln in src.lines.items() if not p or p[0] != SCALES_KEY}
+    out = src
     for key, value in (defined.get(name) or {}).items():
         path = parse_key_path(key)
         assert path is not None            # checked above
-        at: KeyPath = (SCALES_KEY, name, key)
-        _set(out, path, copy.deepcopy(value), src, at)
-        for p in [p for p in lines if p[: len(path)] == path]:
-            del lines[p]
-        if value is not None:
-            for p, ln in src.lines.items():
-                if p[: len(at)] == at:
-                    lines[path + p[len(at):]] = ln
-    return YamlSource(src.name, out, src.base_dir, lines), name
-
-
-def _set(doc: dict[str, Any], path: KeyPath, value: Any, src: YamlSource, at: KeyPath) -> None:
-    node: Any = doc
-    for i, part in enumerate(path[:-1]):
-        ok = (isinstance(node, Mapping) and isinstance(part, str) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and part < len(node))
-        if not ok:
-            from wotbench._yamlsrc import field_name
-
-            raise src.error(f"{field_name(path[: i + 1])} does not exist in the spec", *at)
-        node = node[part]
-    last = path[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list) or last >= len(node):
-            raise src.error("that list item does not exist in the spec", *at)
-        if value is None:
-            raise src.error("a list item cannot be removed (give a value)", *at)
-        node[last] = value
-    elif not isinstance(node, dict):
-        raise src.error("the key's parent is not a mapping", *at)
-    elif value is None:
-        node.pop(last, None)
-    else:
-        node[last] = value
+        out = out.with_value(path, value, (SCALES_KEY, name, key))
+    return out.without(SCALES_KEY), name

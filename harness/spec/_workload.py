@@ -1,10 +1,8 @@
-"""Workload description: validated dataclasses and the YAML spec parser.
-
-``parse_workload(doc, src)`` reads the keys tracegen owns (docs/spec.md):
-``workload`` and the workload keys of each ``devices`` group; it reads (but
-does not own) ``cd.rit``, ``cd.service``, ``cd.calibration`` and ``phases``
-because they decide the CD trace and the trace length. Harness-owned keys of
-a device group are accepted and ignored; any other key is an error.
+"""The workload (paper section 4.2): device groups' request streams and
+service times, the trace length and seed, the CD workload. The dataclasses
+:func:`wotbench.tracegen.generate` takes, validated when built (also when
+built from command-line flags), and the readers of their spec keys:
+``workload`` and the workload keys of each ``devices`` group (docs/spec.md).
 """
 
 from __future__ import annotations
@@ -12,31 +10,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from wotbench import _units as units
 from wotbench._errors import UserError
 from wotbench.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
+from wotbench.spec import _read as read
+from wotbench.spec._yaml import KeyPath, YamlSource
 from wotbench.tracegen._distribution import Distribution, parse_distribution
-from wotbench.tracegen._units import parse_count, parse_duration
-from wotbench._yamlsrc import YamlSource, field_name
 
-__all__ = [
-    "Distribution", "GroupWorkload", "WorkloadSpec", "parse_workload", "parse_duration",
-    "parse_distribution", "parse_methods", "from_source", "spec_from_file", "GROUP_KEYS",
-    "HARNESS_GROUP_KEYS", "WORKLOAD_KEYS",
-]
-
-#: Keys of a ``devices`` group that tracegen validates.
-GROUP_KEYS: frozenset[str] = frozenset(
-    {"name", "count", "rit", "service", "methods", "payload_bytes", "resources"})
-#: Keys of a ``devices`` group that belong to the harness (accepted, not read here).
-HARNESS_GROUP_KEYS: frozenset[str] = frozenset(
-    {"mode", "threads", "queue", "cpus", "memory", "impairment"})
+#: Keys of a ``devices`` group read here (``name`` and ``count`` are read with the group).
+GROUP_KEYS: frozenset[str] = frozenset({"rit", "service", "methods", "payload_bytes", "resources"})
 #: Keys of the ``workload`` section.
 WORKLOAD_KEYS: frozenset[str] = frozenset({"seed", "duration", "requests", "rit_scope", "rit"})
+RIT_SCOPES = ("device", "gateway")
 
 DEFAULT_RESOURCES = 64
 MAX_RESOURCES = 65536
@@ -224,7 +213,7 @@ class WorkloadSpec:
 
 
 # ---------------------------------------------------------------------------
-# YAML spec
+# spec readers
 
 
 def parse_methods(value: object, field_: str) -> tuple[tuple[str, float], ...]:
@@ -245,188 +234,66 @@ def parse_methods(value: object, field_: str) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
-def _check_keys(src: YamlSource, section: Mapping[str, Any], allowed: frozenset[str],
-                *path: str | int) -> None:
-    for key in section:
-        if key not in allowed:
-            raise src.error(f"unknown key (expected one of {', '.join(sorted(allowed))})", *path, key)
+def distribution(v: Any, src: YamlSource, at: KeyPath, role: str) -> Distribution:
+    """A distribution (``exp:300us``); relative file paths are relative to the spec's folder."""
+    return read.value(lambda x, f: parse_distribution(x, f, role=role, base_dir=src.base_dir), v, src, at)
 
 
-def _payload(value: object, field_: str) -> int:
-    """A byte count: an integer, or a string with B or KB (``16``, ``"512B"``, ``"1KB"``)."""
-    if isinstance(value, str):
-        text = value.strip()
-        for unit, mult in (("KB", 1024), ("B", 1)):
-            if text.upper().endswith(unit) and text[: -len(unit)].strip().isdigit():
-                value = int(text[: -len(unit)].strip()) * mult
-                break
-    return parse_count(value, field_, minimum=0, maximum=MAX_PAYLOAD_BYTES)
+def _payload(v: Any, field_: str) -> int:
+    """A byte count: an integer or a size (``16``, ``"512B"``, ``"1KB"``)."""
+    return units.parse_count(units.parse_size(v, field_), field_, minimum=0, maximum=MAX_PAYLOAD_BYTES)
 
 
-def _harness_group_keys() -> frozenset[str]:
-    """The harness owns these keys; its own list is the authority when it is importable."""
-    try:
-        from wotbench._spec import HARNESS_GROUP_KEYS as theirs
-    except ImportError:
-        return HARNESS_GROUP_KEYS
-    return HARNESS_GROUP_KEYS | frozenset(theirs)
-
-
-def _group(src: YamlSource, item: object, i: int) -> GroupWorkload:
-    path = ("devices", i)
-    if not isinstance(item, Mapping):
-        raise src.error("a device group must be a mapping (count, rit, service, ...)", *path)
-    _check_keys(src, item, GROUP_KEYS | _harness_group_keys(), *path)
-    for key in ("count", "service"):
-        if key not in item:
-            raise src.error("missing", *path, key)
-
-    def fname(key: str) -> str:
-        return f"devices[{i}].{key}"
-
-    with src.at(*path, "name"):
-        name = item.get("name", f"group{i}")
-        if not isinstance(name, str):
-            raise UserError(f"must be a string, got {name!r}", field=fname("name"))
-    with src.at(*path, "count"):
-        count = parse_count(item["count"], fname("count"), minimum=1, maximum=MAX_DEVICES)
-    with src.at(*path, "service"):
-        service = parse_distribution(item["service"], fname("service"), role="service",
-                                     base_dir=src.base_dir)
-    rit = None
+def read_group(item: Mapping[str, Any], name: str, count: int, src: YamlSource,
+               at: KeyPath) -> GroupWorkload:
+    """The workload of the device group at ``at`` (its keys are checked by the caller)."""
+    if "service" not in item:
+        raise src.error("missing (the service-time distribution, e.g. exp:5ms)", *at, "service")
+    kw: dict[str, Any] = {"service": distribution(item["service"], src, at + ("service",), "service")}
     if "rit" in item:
-        with src.at(*path, "rit"):
-            rit = parse_distribution(item["rit"], fname("rit"), role="rit", base_dir=src.base_dir)
-    methods: tuple[tuple[str, float], ...] = (("GET", 1.0),)
+        kw["rit"] = distribution(item["rit"], src, at + ("rit",), "rit")
     if "methods" in item:
-        with src.at(*path, "methods"):
-            methods = parse_methods(item["methods"], fname("methods"))
-    payload = 0
+        kw["methods"] = read.value(parse_methods, item["methods"], src, at + ("methods",))
     if "payload_bytes" in item:
-        with src.at(*path, "payload_bytes"):
-            payload = _payload(item["payload_bytes"], fname("payload_bytes"))
-    resources = DEFAULT_RESOURCES
+        kw["payload_bytes"] = read.value(_payload, item["payload_bytes"], src, at + ("payload_bytes",))
     if "resources" in item:
-        with src.at(*path, "resources"):
-            resources = parse_count(item["resources"], fname("resources"), minimum=1, maximum=MAX_RESOURCES)
+        kw["resources"] = read.integer(item["resources"], src, at + ("resources",), 1, MAX_RESOURCES)
     try:
-        return GroupWorkload(name, count, service, rit, methods, payload, resources)
+        return GroupWorkload(name, count, **kw)
     except UserError as err:
-        # GroupWorkload names its own key ("count"); place it in the spec.
-        sub = (err.field,) if err.field in GROUP_KEYS else ()
-        err.field = field_name(path + sub)
-        err.file, err.line = src.name, src.line(*path, *sub)
-        raise
+        # GroupWorkload names its own key ("service"): place it in the spec.
+        sub = (err.field,) if err.field in GROUP_KEYS | {"name", "count"} else ()
+        raise src.error(err.what, *at, *sub) from None
 
 
-def parse_workload(doc: object, src: YamlSource) -> WorkloadSpec:
-    """Build the WorkloadSpec of a whole loaded spec (``doc`` is ``src.data``)."""
-    if not isinstance(doc, Mapping):
-        raise src.error("the spec must be a mapping with 'workload' and 'devices' sections")
-    wl = doc.get("workload", {})
-    if wl is None:
-        wl = {}
-    if not isinstance(wl, Mapping):
-        raise src.error("must be a mapping", "workload")
-    _check_keys(src, wl, WORKLOAD_KEYS, "workload")
-
-    devices = doc.get("devices")
-    if devices is None:
-        raise src.error("missing 'devices' (a list of device groups)", "devices")
-    if not isinstance(devices, list):
-        raise src.error("must be a list of device groups", "devices")
-    if not devices:
-        raise src.error("zero devices: give at least one device group", "devices")
-    groups = tuple(_group(src, item, i) for i, item in enumerate(devices))
-
-    kw: dict[str, Any] = {}
+def read_workload(v: Any, groups: tuple[GroupWorkload, ...], measured_us: int | None,
+                  cd: dict[str, Any], src: YamlSource) -> WorkloadSpec:
+    """The ``workload`` section. ``measured_us``: the length the ``phases``
+    give (warmup + measure + cooldown), if any; ``cd``: the CD workload
+    (``cd_rit_us``, ``cd_service_us``, ``cd_calibration_us``) read with ``cd``."""
+    at: KeyPath = ("workload",)
+    wl = read.mapping(v, src, at, WORKLOAD_KEYS)
+    kw: dict[str, Any] = dict(cd)
     if "seed" in wl:
-        with src.at("workload", "seed"):
-            kw["seed"] = parse_count(wl["seed"], "workload.seed", minimum=0, maximum=2**63 - 1)
+        kw["seed"] = read.integer(wl["seed"], src, at + ("seed",), 0, 2**63 - 1)
     if "duration" in wl and "requests" in wl:
-        raise src.error("give either duration or requests, not both", "workload", "requests")
+        raise src.error("give either duration or requests, not both", *at, "requests")
     if "duration" in wl:
-        with src.at("workload", "duration"):
-            kw["duration_us"] = parse_duration(wl["duration"], "workload.duration")
+        kw["duration_us"] = read.duration(wl["duration"], src, at + ("duration",))
     if "requests" in wl:
-        with src.at("workload", "requests"):
-            kw["requests"] = parse_count(wl["requests"], "workload.requests", minimum=1)
-    phases_us = _phases_total(doc, src)
-    if phases_us is not None and "requests" not in wl:
-        if "duration_us" in kw and kw["duration_us"] != phases_us:
+        kw["requests"] = read.integer(wl["requests"], src, at + ("requests",), 1)
+    if measured_us is not None and "requests" not in wl:
+        if kw.get("duration_us", measured_us) != measured_us:
             raise src.error(f"{wl['duration']} differs from phases warmup+measure+cooldown "
-                            f"({phases_us} us); omit one", "workload", "duration")
-        kw["duration_us"] = phases_us
+                            f"({measured_us} us); omit one", *at, "duration")
+        kw["duration_us"] = measured_us
     if "duration_us" not in kw and "requests" not in kw:
-        raise src.error("missing duration (or requests, or phases)", "workload")
+        raise src.error("missing duration (or requests, or phases)", *at)
     if "rit_scope" in wl:
-        kw["rit_scope"] = wl["rit_scope"]
-        if wl["rit_scope"] not in ("device", "gateway"):
-            raise src.error(f"must be 'device' or 'gateway', got {wl['rit_scope']!r}", "workload", "rit_scope")
+        kw["rit_scope"] = read.choice(wl["rit_scope"], src, at + ("rit_scope",), RIT_SCOPES)
     if "rit" in wl:
-        with src.at("workload", "rit"):
-            kw["rit"] = parse_distribution(wl["rit"], "workload.rit", role="rit", base_dir=src.base_dir)
-    kw.update(_cd(doc, src))
+        kw["rit"] = distribution(wl["rit"], src, at + ("rit",), "rit")
     try:
         return WorkloadSpec(groups, **kw)
     except UserError as err:
-        path = _path_of(err.field)
-        err.file, err.line = src.name, src.line(*path)
-        raise
-
-
-def _phases_total(doc: Mapping[str, Any], src: YamlSource) -> int | None:
-    phases = doc.get("phases")
-    if phases is None:
-        return None
-    if not isinstance(phases, Mapping):
-        raise src.error("must be a mapping {warmup, measure, cooldown}", "phases")
-    total = 0
-    for key in ("warmup", "measure", "cooldown"):
-        if key in phases:
-            with src.at("phases", key):
-                total += parse_duration(phases[key], f"phases.{key}")
-    return total if total > 0 else None
-
-
-def _cd(doc: Mapping[str, Any], src: YamlSource) -> dict[str, Any]:
-    cd = doc.get("cd")
-    if cd is None:
-        return {}
-    if not isinstance(cd, Mapping):
-        raise src.error("must be a mapping", "cd")
-    out: dict[str, Any] = {}
-    if "rit" in cd:
-        with src.at("cd", "rit"):
-            out["cd_rit_us"] = parse_duration(cd["rit"], "cd.rit")
-    if "service" in cd and cd["service"] != "auto":
-        with src.at("cd", "service"):
-            out["cd_service_us"] = parse_duration(cd["service"], "cd.service")
-    if "calibration" in cd:
-        with src.at("cd", "calibration"):
-            out["cd_calibration_us"] = parse_duration(cd["calibration"], "cd.calibration")
-    return out
-
-
-def _path_of(field_: str | None) -> tuple[str | int, ...]:
-    """``devices[1].rit`` -> ("devices", 1, "rit")."""
-    if not field_:
-        return ()
-    out: list[str | int] = []
-    for part in field_.replace("]", "").replace("[", ".").split("."):
-        if part:
-            out.append(int(part) if part.isdigit() else part)
-    return tuple(out)
-
-
-def from_source(src: YamlSource) -> WorkloadSpec:
-    """``parse_workload(src.data, src)``."""
-    return parse_workload(src.data, src)
-
-
-def spec_from_file(path: str | Path) -> WorkloadSpec:
-    """Load a YAML spec file and build its WorkloadSpec."""
-    from wotbench import _yamlsrc as yamlsrc
-
-    src = yamlsrc.load(path)
-    return parse_workload(src.data, src)
+        raise src.locate(err) from None

@@ -1,6 +1,7 @@
 """Validity thresholds: the one documented place for every limit a run is
-judged by. Defaults below; a spec overrides any of them under ``validity:``
-(docs/spec.md), e.g. ``validity: {rate_tolerance: 2%, min_measure: 60s}``.
+judged by (the verdict itself is reporting's). Defaults below; a spec
+overrides any of them under ``validity:`` (docs/spec.md), e.g.
+``validity: {rate_tolerance: 2%, min_measure: 60s}``.
 
 | key | default | the run is invalid when |
 |---|---|---|
@@ -12,7 +13,11 @@ judged by. Defaults below; a spec overrides any of them under ``validity:``
 | ``rit_slack`` | ``2us`` | absolute deviation always tolerated (clock granularity) |
 | ``rit_ks_max`` | ``0.05`` | the two-sample KS distance between expected and submitted RITs is larger |
 | ``send_lag_p99_max`` | ``1ms`` | a GE's 99th-percentile send lag is larger |
+| ``late_send`` | ``1ms`` | (a send later than this after its intended instant counts as late; the GE's ``--late-us``) |
+| ``max_late_sends`` | ``1%`` | a GE's late sends are a larger share of its requests |
+| ``max_send_errors`` | ``0`` | a GE counted more send errors |
 | ``max_error_rate`` | ``1%`` | more requests timed out or failed |
+| ``allow_overload`` | ``false`` | (when false) a device answered 5.03 (overload) in the measurement phase |
 | ``cd_alpha`` | ``0.01`` | (significance level of the contention test) |
 | ``cd_min_effect`` | ``0.02`` | (smallest R_d shift over the baseline that counts as contention) |
 | ``cd_window`` | ``10s`` | (window of the R_d time series; grows to hold ~10 CD requests) |
@@ -22,21 +27,27 @@ judged by. Defaults below; a spec overrides any of them under ``validity:``
 | ``instability_cv`` | ``10%`` | (warning only: spread of per-window mean response times vs their mean) |
 | ``min_device_samples`` | ``100`` | (warning only: a device has fewer measured requests) |
 
-Fractions accept ``5%`` or ``0.05``; durations need a unit.
+Fractions accept ``5%`` or ``0.05``; durations need a unit (``wotbench._units``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from wotbench import _units as units
 from wotbench._errors import UserError
-from wotbench._units import duration_us, fraction
+from wotbench.spec import _read as read
+from wotbench.spec._yaml import KeyPath, YamlSource
 
-__all__ = ["Thresholds", "parse_validity"]
+#: Thresholds that are shares (at most 100 %).
+_FRACTIONS = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max", "max_late_sends",
+              "max_error_rate", "instability_cv")
+#: Thresholds that are plain numbers (no percent sign).
+_NUMBERS = ("cd_alpha", "cd_min_effect")
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,11 @@ class Thresholds:
     rit_slack_us: float = 2.0
     rit_ks_max: float = 0.05
     send_lag_p99_max_us: float = 1000.0
+    late_send_us: float = 1000.0
+    max_late_sends: float = 0.01
+    max_send_errors: int = 0
     max_error_rate: float = 0.01
+    allow_overload: bool = False
     cd_alpha: float = 0.01
     cd_min_effect: float = 0.02
     cd_window_us: float = 10e6
@@ -64,97 +79,73 @@ class Thresholds:
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            key = _spec_key(f.name)
+            key = f"validity.{spec_key(f.name)}"
             if f.type == "bool":
                 if not isinstance(v, bool):
-                    raise UserError(f"expected true or false, got {v!r}", field=f"validity.{key}")
+                    raise UserError(f"expected true or false, got {v!r}", field=key)
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise UserError(f"expected a non-negative number, got {v!r}", field=f"validity.{key}")
+                raise UserError(f"expected a non-negative number, got {v!r}", field=key)
             if f.type == "int" and int(v) != v:
-                raise UserError(f"expected an integer, got {v!r}", field=f"validity.{key}")
-        for name in ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max",
-                     "max_error_rate", "instability_cv"):
+                raise UserError(f"expected an integer, got {v!r}", field=key)
+        for name in _FRACTIONS:
             if getattr(self, name) > 1:
                 raise UserError(f"must be at most 100%, got {getattr(self, name)!r}",
-                                field=f"validity.{_spec_key(name)}")
+                                field=f"validity.{spec_key(name)}")
         if not 0 < self.cd_alpha < 1:
             raise UserError(f"must be between 0 and 1 (exclusive), got {self.cd_alpha!r}",
                             field="validity.cd_alpha")
-        if self.cd_window_us <= 0:
-            raise UserError("must be positive", field="validity.cd_window")
+        for name in ("cd_window_us", "late_send_us"):
+            if getattr(self, name) <= 0:
+                raise UserError("must be positive", field=f"validity.{spec_key(name)}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def _spec_key(attr: str) -> str:
+def spec_key(attr: str) -> str:
     """Dataclass attribute -> spec key: durations drop their ``_us`` suffix."""
     return attr[:-3] if attr.endswith("_us") else attr
 
 
-def _number(v: Any) -> float:
+def _number(v: Any, field: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"expected a number, got {v!r}")
+        raise UserError(f"expected a number, got {v!r}", field=field)
     return float(v)
 
 
-def _integer(v: Any) -> int:
+def _integer(v: Any, field: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"expected an integer, got {v!r}")
+        raise UserError(f"expected an integer, got {v!r}", field=field)
     return v
 
 
-def _boolean(v: Any) -> bool:
+def _boolean(v: Any, field: str) -> bool:
     if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {v!r}")
+        raise UserError(f"expected true or false, got {v!r}", field=field)
     return v
 
 
-def _converter(attr: str, typ: str):
+def _reader(attr: str, typ: str) -> Callable[[Any, str], Any]:
     """How a spec value of this threshold is read: units as in docs/spec.md."""
     if typ == "bool":
         return _boolean
     if typ == "int":
         return _integer
     if attr.endswith("_us"):
-        return duration_us
-    if attr in ("cd_alpha", "cd_min_effect"):
+        return lambda v, f: units.parse_time_us(v, f, what="duration")
+    if attr in _NUMBERS:
         return _number
-    return fraction
+    return units.parse_fraction
 
 
-def parse_validity(mapping: Mapping[str, Any] | None, src: Any = None,
-                   at: tuple[str | int, ...] = ("validity",)) -> Thresholds:
-    """Thresholds from a spec's ``validity:`` mapping (None or {} = defaults).
-
-    ``src`` is an optional :class:`wotbench._yamlsrc.YamlSource`; when given,
-    errors name the spec file and the line of the offending key.
-    """
-    values: dict[str, Any] = {}
-    attrs = {_spec_key(f.name): f for f in fields(Thresholds)}
-
-    def fail(key: str | None, what: str) -> UserError:
-        path = at + ((key,) if key is not None else ())
-        if src is not None:
-            return src.error(what, *path)
-        return UserError(what, field=".".join(str(p) for p in path))
-
-    if mapping is None:
-        mapping = {}
-    if not isinstance(mapping, Mapping):
-        raise fail(None, f"expected a mapping, got {type(mapping).__name__}")
-    for key, raw in mapping.items():
-        f = attrs.get(key)
-        if f is None:
-            raise fail(key, f"unknown key (allowed: {', '.join(sorted(attrs))})")
-        try:
-            val = _converter(f.name, str(f.type))(raw)
-        except ValueError as exc:
-            raise fail(key, str(exc)) from None
-        values[f.name] = val
+def parse_validity(v: Any, src: YamlSource, at: KeyPath = ("validity",)) -> Thresholds:
+    """Thresholds from a spec's ``validity:`` mapping (absent = the defaults)."""
+    attrs = {spec_key(f.name): f for f in fields(Thresholds)}
+    m = read.mapping(v, src, at, attrs)
+    values = {attrs[k].name: read.value(_reader(attrs[k].name, str(attrs[k].type)), raw, src, at + (k,))
+              for k, raw in m.items()}
     try:
         return Thresholds(**values)
     except UserError as err:
-        key = err.field.split(".", 1)[1] if err.field and "." in err.field else None
-        raise fail(key, err.what) from None
+        raise src.locate(err) from None

@@ -5,7 +5,7 @@ what``), but ``yaml.safe_load`` forgets where things were. This module
 composes the document with PyYAML's SafeLoader, keeps the node marks, and
 hands out ordinary dicts/lists/scalars plus a way to ask where a key was::
 
-    src = yamlsrc.load(Path("exp.yaml"))       # or yamlsrc.loads(text, "exp.yaml")
+    src = load(Path("exp.yaml"))               # or loads(text, "exp.yaml")
     src.data                                   # plain dict / list / scalar
     src.line("devices", 0, "service")          # 1-based line of that key
     raise src.error("must be > 0", "devices", 0, "count")
@@ -18,12 +18,18 @@ path that does not exist (a missing key) ``line`` returns the line of the
 nearest existing ancestor, so "missing key" errors point at the section
 that lacks it. Duplicate keys in one mapping are an error (PyYAML would
 silently keep the last one). YAML syntax errors become UserError too.
+
+This is the one place that gives an error its place: every reader of the
+spec model raises through :meth:`YamlSource.error`, :meth:`YamlSource.at` or
+:meth:`YamlSource.locate`, so every message reads ``FILE:LINE: FIELD: what``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import copy
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,7 @@ import yaml
 
 from wotbench._errors import UserError
 
-__all__ = ["YamlSource", "load", "loads", "field_name"]
+__all__ = ["YamlSource", "load", "loads", "field_name", "parse_key_path", "KeyPath"]
 
 KeyPath = tuple[str | int, ...]
 
@@ -46,6 +52,15 @@ def field_name(path: KeyPath | list[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+def parse_key_path(text: str) -> KeyPath | None:
+    """``devices[0].count`` -> ("devices", 0, "count"); None if it is not a key path."""
+    parts: list[str | int] = []
+    for m in re.finditer(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", text):
+        parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+    ok = parts and isinstance(parts[0], str) and field_name(tuple(parts)) == text
+    return tuple(parts) if ok else None
 
 
 @dataclass(frozen=True)
@@ -90,10 +105,61 @@ class YamlSource:
                     err.field = field_name(path) or None
             raise
 
+    def locate(self, err: UserError) -> UserError:
+        """``err`` placed in this file at the line of the key its ``field``
+        names (``devices[0].impairment``), unless it names a file already."""
+        if err.file is None:
+            err.file = self.name
+            err.line = self.line(*(parse_key_path(err.field or "") or ()))
+        return err
+
+    def with_value(self, path: KeyPath, value: Any, at: KeyPath) -> YamlSource:
+        """A copy with the value at ``path`` replaced (``None`` removes a
+        key) by one written at ``at`` elsewhere in this file (a scale, a
+        sweep value): errors about the new value point there. Every key on
+        the path but the last must exist."""
+        data = copy.deepcopy(self.data)
+        _set(data, path, copy.deepcopy(value), self, at)
+        lines = {p: ln for p, ln in self.lines.items() if p[: len(path)] != path}
+        if value is not None:
+            lines.update({path + p[len(at):]: ln for p, ln in self.lines.items() if p[: len(at)] == at})
+        return YamlSource(self.name, data, self.base_dir, lines)
+
+    def without(self, *keys: str) -> YamlSource:
+        """A copy without these top-level keys; their lines stay known (an
+        override written there still points at its line)."""
+        if not isinstance(self.data, Mapping):
+            return self
+        data = {k: v for k, v in self.data.items() if k not in keys}
+        return YamlSource(self.name, data, self.base_dir, self.lines)
+
     def resolve(self, relpath: str | Path) -> Path:
         """A path written in the document, made relative to the document's folder."""
         p = Path(relpath).expanduser()
         return p if p.is_absolute() else self.base_dir / p
+
+
+def _set(doc: Any, path: KeyPath, value: Any, src: YamlSource, at: KeyPath) -> None:
+    node: Any = doc
+    for i, part in enumerate(path[:-1]):
+        ok = (isinstance(node, Mapping) and isinstance(part, str) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and part < len(node))
+        if not ok:
+            raise src.error(f"{field_name(path[: i + 1])} does not exist in the spec", *at)
+        node = node[part]
+    last = path[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or last >= len(node):
+            raise src.error(f"{field_name(path)} does not exist in the spec", *at)
+        if value is None:
+            raise src.error("a list item cannot be removed (give a value)", *at)
+        node[last] = value
+    elif not isinstance(node, dict):
+        raise src.error(f"{field_name(path[:-1])} is not a mapping", *at)
+    elif value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
 
 
 def load(path: str | Path) -> YamlSource:
@@ -103,7 +169,7 @@ def load(path: str | Path) -> YamlSource:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}", str(p)) from None
-    return loads(text, str(p), base_dir=p.parent)
+    return loads(text, str(p), base_dir=p.parent.absolute())
 
 
 def loads(text: str, name: str = "<string>", *, base_dir: Path | None = None) -> YamlSource:

@@ -1,0 +1,34 @@
+"""The experiment spec (docs/spec.md): one model, parsed once.
+
+A spec file is read once, into frozen dataclasses validated when built;
+every bad value is a :class:`wotbench.UserError` reading
+``FILE:LINE: FIELD: what``. The objects travel (harness, tracegen,
+reporting, capacity take them); the YAML does not::
+
+    from wotbench.spec import load, load_saved
+    runs = load("experiments/quickstart.yaml", scale="small")   # list[RunSpec]
+    spec = runs[0].spec                   # Spec: groups, gateway, cd, phases, validity, ...
+    spec.workload                         # what wotbench.tracegen.generate takes
+    runs[0].yaml()                        # the test's document, saved as spec.yaml
+    load_saved("results/<run>/spec.yaml") == spec
+
+Values with units have one grammar (:mod:`wotbench._units`).
+"""
+
+from wotbench._errors import UserError
+from wotbench.spec._capacity import CapacitySpec, Objective
+from wotbench.spec._devices import DeviceGroup, Impairment
+from wotbench.spec._expand import RunSpec, load, load_saved, loads
+from wotbench.spec._model import Spec
+from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
+from wotbench.spec._validity import Thresholds
+from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, resource_service_times
+from wotbench.spec._yaml import field_name, parse_key_path
+from wotbench.tracegen._distribution import Distribution
+
+__all__ = [
+    "load", "loads", "load_saved", "Spec", "RunSpec", "DeviceGroup", "Impairment", "Gateway",
+    "ContentionDetection", "Placement", "Phases", "Sweep", "Thresholds", "CapacitySpec", "Objective",
+    "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "resource_service_times",
+    "parse_key_path", "field_name", "UserError",
+]

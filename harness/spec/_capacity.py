@@ -1,0 +1,145 @@
+"""The ``capacity:`` section: what `wotbench capacity` varies and the
+response-time objective (the search itself is ``wotbench._capacity``)::
+
+    capacity:
+      vary: devices[0].count      # or devices[0].rate (requests/s per device)
+      start: 1                    # first probe
+      max: 64                     # never probe above this
+      resolution: 1               # stop when the pass/fail bracket is this narrow
+      max_probes: 12              # hard bound on the number of test runs
+      objective: {p95: 50ms}      # mean, p50, p90, p95, p99; all must hold
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from wotbench import _units as units
+from wotbench.spec import _read as read
+from wotbench.spec._devices import DeviceGroup
+from wotbench.spec._yaml import KeyPath, YamlSource
+
+KEYS = {"vary", "start", "max", "resolution", "max_probes", "objective"}
+STATS = ("mean", "p50", "p90", "p95", "p99")
+_VARY_RE = re.compile(r"devices\[(\d+)\]\.(count|rate)")
+#: RIT families whose mean can be set from a rate without changing their shape.
+RATE_FAMILIES = ("exp", "det")
+
+
+@dataclass(frozen=True)
+class Objective:
+    stat: str            # one of STATS
+    limit_us: int
+
+    def value_us(self, response_us: np.ndarray) -> float | None:
+        if response_us.size == 0:
+            return None
+        if self.stat == "mean":
+            return float(response_us.mean())
+        return float(np.percentile(response_us, float(self.stat[1:])))
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    vary: str
+    group: int
+    kind: str            # "count" | "rate"
+    start: float
+    maximum: float
+    resolution: float
+    max_probes: int
+    objectives: tuple[Objective, ...]
+
+    @property
+    def integer(self) -> bool:
+        return self.kind == "count"
+
+    @property
+    def unit(self) -> str:
+        return "devices" if self.kind == "count" else "requests/s per device"
+
+    @property
+    def path(self) -> KeyPath:
+        """The spec key a probe sets: the group's count, or its RIT for a rate."""
+        return ("devices", self.group, "count" if self.kind == "count" else "rit")
+
+    def probe_value(self, group: DeviceGroup, x: float) -> Any:
+        """The value of :attr:`path` in the probe of ``x``."""
+        if self.kind == "count":
+            return int(x)
+        assert group.rit is not None
+        return f"{group.rit.kind}:{max(1, round(1e6 / x))}us"
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str,
+              swept: bool) -> CapacitySpec:
+        at: KeyPath = ("capacity",)
+        m = read.mapping(v, src, at, KEYS)
+        if not m:
+            raise src.error("expected a mapping with vary, start, max and objective", *at)
+        for k in ("vary", "start", "max", "objective"):
+            if k not in m:
+                raise src.error(f"missing key {k!r}", *at)
+        group, kind = _vary(m["vary"], src, groups, rit_scope, swept)
+        integer = kind == "count"
+        start = _number(m["start"], src, at + ("start",), integer)
+        maximum = _number(m["max"], src, at + ("max",), integer)
+        if maximum < start:
+            raise src.error(f"{maximum} is below start ({start})", *at, "max")
+        if integer and maximum > 100_000:
+            raise src.error("at most 100000 devices", *at, "max")
+        resolution = _number(m.get("resolution", 1), src, at + ("resolution",), integer)
+        mp = m.get("max_probes", 12)
+        if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
+            raise src.error(f"expected an integer 1..100, got {mp!r}", *at, "max_probes")
+        return cls(str(m["vary"]), group, kind, start, maximum, resolution, mp,
+                   _objectives(m["objective"], src, at + ("objective",)))
+
+
+def _vary(v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str,
+          swept: bool) -> tuple[int, str]:
+    at: KeyPath = ("capacity", "vary")
+    m = _VARY_RE.fullmatch(str(v))
+    if m is None:
+        raise src.error(f"expected devices[N].count or devices[N].rate, got {v!r}", *at)
+    group, kind = int(m.group(1)), m.group(2)
+    if group >= len(groups):
+        raise src.error(f"devices[{group}] does not exist in the spec", *at)
+    if swept:
+        raise src.error("capacity cannot be combined with a sweep (remove one)", *at)
+    if kind == "rate":
+        if rit_scope != "device":
+            raise src.error("a per-device rate needs workload.rit_scope: device", *at)
+        rit = groups[group].rit
+        if rit is None or rit.kind not in RATE_FAMILIES:
+            raise src.error(f"a rate is set through devices[{group}].rit, which must be "
+                            f"{' or '.join(f'{f}:<mean>' for f in RATE_FAMILIES)} "
+                            f"(got {rit.text if rit else None!r})", *at)
+    return group, kind
+
+
+def _objectives(v: Any, src: YamlSource, at: KeyPath) -> tuple[Objective, ...]:
+    if not isinstance(v, dict) or not v:
+        raise src.error(f"expected a mapping such as {{p95: 50ms}} (statistics: {', '.join(STATS)})", *at)
+    out = []
+    for stat, limit in v.items():
+        if stat not in STATS:
+            raise src.error(f"unknown statistic (one of {', '.join(STATS)})", *at, stat)
+        limit_us = read.value(units.parse_duration, limit, src, at + (stat,))
+        if limit_us <= 0:
+            raise src.error("must be positive", *at, stat)
+        out.append(Objective(stat, limit_us))
+    return tuple(out)
+
+
+def _number(v: Any, src: YamlSource, at: KeyPath, integer: bool) -> float:
+    ok = not isinstance(v, bool) and (isinstance(v, int) if integer else isinstance(v, (int, float)))
+    if not ok or not math.isfinite(v) or v <= 0:
+        raise src.error(f"expected a positive {'integer' if integer else 'number'}, got {v!r}", *at)
+    return v

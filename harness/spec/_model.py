@@ -1,0 +1,92 @@
+"""The experiment spec: one frozen dataclass holding every section, built
+and validated from one document (docs/spec.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from wotbench.spec import _read as read
+from wotbench.spec._capacity import CapacitySpec
+from wotbench.spec._devices import DeviceGroup, read_groups
+from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
+from wotbench.spec._validity import Thresholds, parse_validity
+from wotbench.spec._workload import WorkloadSpec, read_workload
+from wotbench.spec._yaml import YamlSource
+
+TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
+            "sweep", "validity", "capacity")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated experiment spec. The spec of one test has no sweep (its
+    value is substituted) and no capacity section; the spec of a whole file
+    (:attr:`wotbench.spec.RunSpec.experiment`) has them."""
+
+    name: str
+    groups: tuple[DeviceGroup, ...]
+    gateway: Gateway
+    cd: ContentionDetection
+    placement: Placement
+    phases: Phases | None
+    """None when the trace is given as a request count (``workload.requests``)."""
+    repetitions: int
+    sweep: Sweep | None
+    """The first (or only) sweep axis."""
+    validity: Thresholds
+    sweep_axes: tuple[Sweep, ...] = ()
+    """Every axis of a grid sweep."""
+    workload: WorkloadSpec | None = None
+    """What :func:`wotbench.tracegen.generate` takes: the groups' workloads, length, seed, CD workload."""
+    capacity: CapacitySpec | None = None
+    scales: tuple[str, ...] = ()
+    """The scales the file offers (``full`` first); empty in a test's spec."""
+
+    @property
+    def device_count(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    def group_of(self) -> list[int]:
+        """Group index of every device id, in tracegen's numbering (groups in order)."""
+        return [gi for gi, g in enumerate(self.groups) for _ in range(g.count)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def build(cls, src: YamlSource, scales: tuple[str, ...] = ()) -> Spec:
+        """The spec of the document ``src``: every value checked, every error
+        a :class:`wotbench.UserError` naming the file, line and key."""
+        m = read.mapping(src.data, src, (), TOP_KEYS)
+        if not m:
+            raise src.error("the spec is empty")
+        groups = read_groups(m.get("devices"), src)
+        cd = ContentionDetection.build(m.get("cd"), src, ("cd",))
+        phases = Phases.build(m.get("phases"), src, ("phases",))
+        workload = read_workload(m.get("workload"), tuple(g.workload for g in groups if g.workload),
+                                 phases.total_us if phases else None, cd.workload(), src)
+        if phases is None and workload.duration_us is not None:
+            phases = Phases(0, workload.duration_us, 0)
+        axes = Sweep.build_axes(m.get("sweep"), src, ("sweep",))
+        spec = cls(
+            name=read.name(m.get("name", Path(src.name).stem), src, ("name",)),
+            groups=groups,
+            gateway=Gateway.build(m.get("gateway"), src, ("gateway",)),
+            cd=cd,
+            placement=Placement.build(m.get("placement"), src, ("placement",)),
+            phases=phases,
+            repetitions=read.integer(m.get("repetitions", 1), src, ("repetitions",), 1, 1000),
+            sweep=axes[0] if axes else None,
+            validity=parse_validity(m.get("validity"), src),
+            sweep_axes=axes,
+            workload=workload,
+            capacity=(CapacitySpec.build(m["capacity"], src, groups, workload.rit_scope, bool(axes))
+                      if "capacity" in m else None),
+            scales=scales,
+        )
+        if spec.gateway.instances > spec.device_count:
+            raise src.error(f"{spec.gateway.instances} GEs for {spec.device_count} devices",
+                            "gateway", "instances")
+        return spec

@@ -1,0 +1,63 @@
+"""Typed readers of spec values. Each checks one value at a key path of the
+document and raises through it, so that every error reads
+``FILE:LINE: FIELD: what``; the units are those of :mod:`wotbench._units`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
+
+from wotbench import _units as units
+from wotbench.spec._yaml import KeyPath, YamlSource, field_name
+
+T = TypeVar("T")
+
+#: Names of specs and device groups: they become container and file names.
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+
+def mapping(v: Any, src: YamlSource, at: KeyPath, allowed: Collection[str]) -> Mapping[str, Any]:
+    """A mapping (``None`` reads as empty) whose keys are all ``allowed``."""
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping):
+        raise src.error(f"must be a mapping, got {type(v).__name__}", *at)
+    for k in v:
+        if k not in allowed:
+            raise src.error(f"unknown key (allowed: {', '.join(sorted(allowed))})", *at, k)
+    return v
+
+
+def value(parse: Callable[[Any, str], T], v: Any, src: YamlSource, at: KeyPath) -> T:
+    """``parse(v, field)`` (a reader of :mod:`wotbench._units`, a
+    distribution) with its errors placed at ``at``."""
+    with src.at(*at):
+        return parse(v, field_name(at))
+
+
+def duration(v: Any, src: YamlSource, at: KeyPath) -> int:
+    return value(units.parse_duration, v, src, at)
+
+
+def integer(v: Any, src: YamlSource, at: KeyPath, lo: int, hi: int = 2**62) -> int:
+    with src.at(*at):
+        return units.parse_count(v, field_name(at), minimum=lo, maximum=hi)
+
+
+def boolean(v: Any, src: YamlSource, at: KeyPath) -> bool:
+    if not isinstance(v, bool):
+        raise src.error(f"expected true or false, got {v!r}", *at)
+    return v
+
+
+def choice(v: Any, src: YamlSource, at: KeyPath, choices: tuple[str, ...]) -> str:
+    if v not in choices:
+        raise src.error(f"expected one of {', '.join(choices)}, got {v!r}", *at)
+    return v
+
+
+def name(v: Any, src: YamlSource, at: KeyPath) -> str:
+    if not isinstance(v, str) or not _NAME_RE.fullmatch(v):
+        raise src.error(f"expected a short name of letters, digits, '_.-', got {v!r}", *at)
+    return v

@@ -1,0 +1,159 @@
+"""The spec sections around the devices: gateway emulators, contention
+detection, placement, phases and sweeps (docs/spec.md). Each is a frozen
+dataclass with a ``build`` that reads its section of the document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wotbench.spec import _read as read
+from wotbench.spec._yaml import KeyPath, YamlSource, parse_key_path
+
+GE_TYPES = ("con", "non")
+#: Workload GEs per test: each needs a core, and one of the 8 GE addresses
+#: reserved on every run network (the CD-GE takes another).
+MAX_GES = 7
+
+
+@dataclass(frozen=True)
+class Gateway:
+    instances: int = 1
+    type: str = "con"
+    timeout_us: int = 5_000_000
+    ack_timeout_us: int | None = None
+    max_retransmit: int | None = None
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Gateway:
+        m = read.mapping(v, src, at, {"instances", "type", "timeout", "ack_timeout", "max_retransmit"})
+        g = cls(
+            instances=read.integer(m.get("instances", 1), src, at + ("instances",), 1, MAX_GES),
+            type=read.choice(m.get("type", "con"), src, at + ("type",), GE_TYPES),
+            timeout_us=read.duration(m.get("timeout", "5s"), src, at + ("timeout",)),
+            ack_timeout_us=(read.duration(m["ack_timeout"], src, at + ("ack_timeout",))
+                            if "ack_timeout" in m else None),
+            max_retransmit=(read.integer(m["max_retransmit"], src, at + ("max_retransmit",), 0, 20)
+                            if "max_retransmit" in m else None),
+        )
+        if g.timeout_us < 1000:
+            raise src.error("must be at least 1ms", *at, "timeout")
+        return g
+
+
+@dataclass(frozen=True)
+class ContentionDetection:
+    enabled: bool = True
+    rit_us: int = 1_000_000
+    service: str = "auto"
+    """As written: ``auto`` (the devices' mean service time) or a duration."""
+    calibration_us: int = 10_000_000
+    service_us: int | None = None
+    """The CD node's service time; None with ``auto``."""
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> ContentionDetection:
+        m = read.mapping(v, src, at, {"enabled", "rit", "service", "calibration"})
+        service = m.get("service", "auto")
+        cd = cls(
+            enabled=read.boolean(m.get("enabled", True), src, at + ("enabled",)),
+            rit_us=read.duration(m.get("rit", "1s"), src, at + ("rit",)),
+            service=str(service),
+            calibration_us=read.duration(m.get("calibration", "10s"), src, at + ("calibration",)),
+            service_us=None if service == "auto" else read.duration(service, src, at + ("service",)),
+        )
+        if cd.rit_us <= 0:
+            raise src.error(f"must be > 0, got {m.get('rit')!r}", *at, "rit")
+        return cd
+
+    def workload(self) -> dict[str, Any]:
+        """The CD workload's arguments of :class:`wotbench.spec.WorkloadSpec`."""
+        return {"cd_rit_us": self.rit_us, "cd_service_us": self.service_us,
+                "cd_calibration_us": self.calibration_us}
+
+
+@dataclass(frozen=True)
+class Placement:
+    affinity: bool = True
+    reserve: tuple[int, ...] = (0,)
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Placement:
+        m = read.mapping(v, src, at, {"affinity", "reserve"})
+        reserve = m.get("reserve", [0])
+        if not isinstance(reserve, list):
+            raise src.error("expected a list of core numbers, e.g. [0]", *at, "reserve")
+        cores = tuple(read.integer(c, src, at + ("reserve", i), 0, 4095) for i, c in enumerate(reserve))
+        if len(set(cores)) != len(cores):
+            raise src.error("a core is listed twice", *at, "reserve")
+        return cls(affinity=read.boolean(m.get("affinity", True), src, at + ("affinity",)),
+                   reserve=cores)
+
+
+@dataclass(frozen=True)
+class Phases:
+    warmup_us: int
+    measure_us: int
+    cooldown_us: int
+
+    @property
+    def total_us(self) -> int:
+        return self.warmup_us + self.measure_us + self.cooldown_us
+
+    def windows(self) -> dict[str, list[int]]:
+        w, m = self.warmup_us, self.measure_us
+        return {"warmup": [0, w], "measure": [w, w + m], "cooldown": [w + m, self.total_us]}
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Phases | None:
+        """None when the spec has no ``phases`` (they follow the workload)."""
+        if v is None:
+            return None
+        m = read.mapping(v, src, at, {"warmup", "measure", "cooldown"})
+        if "measure" not in m:
+            raise src.error("missing key 'measure'", *at)
+        p = cls(*(read.duration(m.get(k, "0s"), src, at + (k,)) for k in ("warmup", "measure", "cooldown")))
+        if p.measure_us <= 0:
+            raise src.error("must be positive", *at, "measure")
+        return p
+
+
+@dataclass(frozen=True)
+class Sweep:
+    key: str
+    path: KeyPath
+    values: tuple[Any, ...]
+    at: KeyPath = ("sweep",)
+    """Where the sweep is written (its values at ``at + ("values", i)``)."""
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Sweep:
+        m = read.mapping(v, src, at, {"key", "values"})
+        if "key" not in m or "values" not in m:
+            raise src.error("needs both 'key' and 'values'", *at)
+        if not isinstance(m["key"], str):
+            raise src.error("expected a key path such as devices[0].count", *at, "key")
+        path = parse_key_path(m["key"])
+        if path is None or path[0] in ("sweep", "repetitions", "name", "capacity"):
+            raise src.error(f"cannot sweep {m['key']!r}", *at, "key")
+        values = m["values"]
+        if not isinstance(values, list) or not values:
+            raise src.error("expected a non-empty list", *at, "values")
+        return cls(m["key"], path, tuple(values), at)
+
+    @classmethod
+    def build_axes(cls, v: Any, src: YamlSource, at: KeyPath) -> tuple[Sweep, ...]:
+        """One sweep (a mapping) or a grid (a list of them: every combination
+        of their values, the first key varying slowest)."""
+        if v is None:
+            return ()
+        if not isinstance(v, list):
+            return (cls.build(v, src, at),)
+        if not v:
+            raise src.error("expected a sweep {key, values} or a non-empty list of them", *at)
+        axes = tuple(cls.build(item, src, at + (i,)) for i, item in enumerate(v))
+        for i, a in enumerate(axes):
+            for b in axes[:i]:
+                if a.path[: len(b.path)] == b.path or b.path[: len(a.path)] == a.path:
+                    raise src.error(f"overlaps the sweep of {b.key!r}", *a.at, "key")
+        return axes
