@@ -23,6 +23,12 @@ from typing import Any
 
 from wotbench._errors import UserError
 
+#: The CD-GE's requests are cd.rit apart (1 s by default): spinning between
+#: them would only take CPU from whatever shares its core (the devices, on a
+#: small host), i.e. cause the contention it is there to detect. It blocks
+#: while its next send is more than this far away (wotbench-ge --spin-us).
+CD_GE_SPIN_US = 2000
+
 
 def cpuset(cores: Iterable[int]) -> str:
     """Docker's cpuset string: ``[1, 2, 3, 5]`` -> ``'1-3,5'``."""
@@ -50,6 +56,7 @@ class Plan:
     cd_node_cpuset: str | None
     degraded: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cd_ge_spin_us: int | None = None       # the CD-GE's --spin-us (None: no CD-GE)
 
     @property
     def cores_shared(self) -> bool:
@@ -68,7 +75,7 @@ class Plan:
         for k, c in enumerate(self.ge_cores):
             lines.append(f"  GE {k}: core {c}")
         if self.cd_ge_cpuset is not None:
-            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset}")
+            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset} (--spin-us {self.cd_ge_spin_us}: blocks between requests)")
             lines.append(f"  CD node: cpuset {self.cd_node_cpuset}")
         per_core: dict[str, int] = {}
         for cs in self.device_cpusets:
@@ -137,4 +144,4 @@ def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances:
         cd_ge_cpuset=(str(cd_core) if cd_core is not None else cpuset(dev_cores)) if cd else None,
         device_cores=tuple(dev_cores), affinity=affinity,
         device_cpusets=tuple(pins[cd:]), cd_node_cpuset=pins[0] if cd else None,
-        degraded=degraded, notes=tuple(notes))
+        degraded=degraded, notes=tuple(notes), cd_ge_spin_us=CD_GE_SPIN_US if cd else None)

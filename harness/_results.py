@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-import wotbench
+from wotbench import layout
+from wotbench._version import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 FORMAT = 1
@@ -54,7 +55,7 @@ def write_csv(path: Path, df: pd.DataFrame) -> None:
 
 
 def mark_incomplete(run_dir: Path, reason: str) -> None:
-    write_atomic(run_dir / "INCOMPLETE", reason.rstrip() + "\n")
+    write_atomic(run_dir / layout.INCOMPLETE, reason.rstrip() + "\n")
 
 
 def sha256_tree(root: Path) -> dict[str, str]:
@@ -91,7 +92,7 @@ def cpu_model() -> str:
 def host_facts(docker_version: Mapping[str, Any]) -> dict[str, Any]:
     dirty = _cmd("git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no")
     return {
-        "wotbench_version": wotbench.__version__,
+        "wotbench_version": __version__,
         "git_commit": _cmd("git", "-C", str(REPO), "rev-parse", "HEAD"),
         "git_dirty": bool(dirty) if dirty is not None else None,
         "libcoap": _cmd("dpkg-query", "-W", "-f=${Version}", "libcoap3-dev"),

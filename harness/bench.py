@@ -14,6 +14,7 @@ from the host view, the shims and the cgroups.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -22,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from wotbench import _dockerenv as dockerenv, _probe as probe
+from wotbench import _dockerenv as dockerenv
 from wotbench import _results as res
 from wotbench._monitor import cgroup_files, read_cgroup
 from wotbench._plan import make_plan
+from wotbench.backend import DockerBackend
+from wotbench.phases._provision import device_spec
 from wotbench.spec import DeviceGroup
-from wotbench._testbed import COAP_PORT, Node, Testbed
 
 
 def host_used_bytes() -> int:
@@ -57,9 +59,7 @@ def shim_pss_bytes() -> int:
 
 
 def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str, Any]:
-    import os
-
-    bed = Testbed(client, res.new_run_id(f"bench{n}"))
+    backend = DockerBackend(client, res.new_run_id(f"bench{n}"))
     plan = make_plan(os.sched_getaffinity(0), reserve=[0], ge_instances=1, cd_enabled=False,
                      devices=n, affinity=True)
     group = DeviceGroup("bench", n, mode="sleep", threads=4)
@@ -67,23 +67,19 @@ def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str,
     try:
         mem0, shim0 = host_used_bytes(), shim_pss_bytes()
         t0 = time.monotonic()
-        bed.create_networks(n + 2)
-        nodes = [(Node(f"dev-{i}", i, "bench", f"wb-{bed.short}-dev-{i}", net, ip,
-                       plan.device_cpusets[i], resources), group, "device")
-                 for i, (net, ip) in enumerate(bed.addresses(n))]
-        bed.start_nodes(nodes, progress)
+        n_net = backend.create_networks(n + 2)
+        started = backend.start_nodes([device_spec(f"dev-{i}", i, group, plan.device_cpusets[i], resources, None)
+                                       for i in range(n)], progress)
         t_started = time.monotonic()
-        targets = [(node.address, COAP_PORT) for node, _, _ in nodes]
-        ready = probe.wait_ready(targets, timeout_s=60 + 0.05 * n)
+        missing = backend.wait_ready(started, timeout_s=60 + 0.05 * n)
         t_ready = time.monotonic()
-        if len(ready) != n:
-            raise RuntimeError(f"only {len(ready)} of {n} devices became ready")
+        if missing:
+            raise RuntimeError(f"only {n - len(missing)} of {n} devices became ready")
         time.sleep(2.0)           # let page cache and shims settle before measuring
         mem1, shim1 = host_used_bytes(), shim_pss_bytes()
-        cg = [read_cgroup(f)[1] for ct in bed.containers.values()
-              if (f := cgroup_files(ct.id)) is not None]
+        cg = [read_cgroup(f)[1] for st in started if (f := cgroup_files(st.id)) is not None]
         out.update({
-            "networks": len(bed.networks),
+            "networks": n_net,
             "start_s": round(t_started - t0, 3),
             "ready_s": round(t_ready - t0, 3),
             "up_containers_per_s": round(n / (t_ready - t0), 2),
@@ -95,10 +91,11 @@ def bench_one(client: Any, n: int, resources: Path, progress: bool) -> dict[str,
         })
     finally:
         t1 = time.monotonic()
-        n_ct, n_net, stuck = bed.teardown()
+        removed = backend.teardown()
         out["teardown_s"] = round(time.monotonic() - t1, 3)
-        out["down_containers_per_s"] = round(n_ct / max(1e-9, out["teardown_s"]), 2)
-        out["removed"] = {"containers": n_ct, "networks": n_net, "stuck_networks": stuck}
+        out["down_containers_per_s"] = round(removed.containers / max(1e-9, out["teardown_s"]), 2)
+        out["removed"] = {"containers": removed.containers, "networks": removed.networks,
+                          "stuck_networks": list(removed.stuck)}
     return out
 
 

@@ -3,7 +3,10 @@
 Public API (imported lazily so that ``wotbench --help`` stays fast):
 
 - ``analyze_run(run_dir) -> dict``: the analysis sections of summary.json,
-  with ``verdict`` and ``reasons`` (the harness calls it).
+  with ``verdict`` and ``reasons``; ``summarize_run(run_dir)`` is the same,
+  or the verdict of the run's records alone when its data cannot be
+  analysed (the harness calls it); ``late_send_us(run_dir)``: the GEs'
+  --late-us.
 - ``load_run(path) -> Run``: DataFrames (requests, cd, monitor) and the summary.
 - ``Thresholds``: the validity limits the verdict applies (the spec's
   ``validity:``, see :mod:`wotbench.spec`), as ``analyze`` takes them.
@@ -15,11 +18,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["analyze_run", "analyze", "Analysis", "load_run", "Run", "RunSummary", "Phases",
-           "Thresholds", "write_reports"]
+__all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
+           "RunSummary", "Phases", "Thresholds", "write_reports"]
 
 _WHERE = {
     "analyze_run": "_analyze", "analyze": "_analyze", "Analysis": "_analyze",
+    "summarize_run": "_analyze", "late_send_us": "_analyze",
     "load_run": "_load", "Run": "_load", "RunSummary": "_load", "Phases": "_load",
     "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -14,13 +15,14 @@ import pandas as pd
 
 from wotbench.spec import _yaml as yamlsrc
 from wotbench.cd import detect_contention, normalized_deviation
-from wotbench.reporting._checks import run_checks, stability_warnings
+from wotbench.reporting._checks import RECORD_CHECKS, limits, run_checks, stability_warnings
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist, ge_integrity, per_device
 from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table, read_json,
                                       read_monitor, read_phases)
+from wotbench.reporting._records import device_section, ge_counters, harness_section
 from wotbench.spec._validity import Thresholds, parse_validity
 
-__all__ = ["Analysis", "analyze", "analyze_run", "thresholds_for"]
+__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "late_send_us", "thresholds_for"]
 
 #: Quantile grid of the distribution plots: 0.05 % steps, 200 points in the lowest decile (Fig. 6 zoom).
 QGRID = np.linspace(0.0, 1.0, 2001)
@@ -179,8 +181,7 @@ def _groups(files: RunFiles) -> dict[int, str]:
     """device_id -> device group, from the harness's ge/devices-<k>.csv (when present)."""
     out: dict[int, str] = {}
     for ge_csv in files.ge_csvs:
-        f = ge_csv.parent / f"devices-{_ge_index(ge_csv)}.csv"
-        df = _read_optional_csv(f)
+        df = _read_optional_csv(files.ge_devices(ge_csv))
         if df is not None and {"device_id", "group"} <= set(df.columns):
             out.update(zip(df["device_id"].astype(int), df["group"].astype(str)))
     return out
@@ -232,7 +233,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     with ThreadPoolExecutor(max_workers=1) as pool:  # writes Parquet caches while we compute
         tables = [read_ge_table(p, ANALYSIS_COLUMNS, pool) for p in files.ge_csvs]
         phases = read_phases(files, tables)
-        for p, table in zip(files.ge_csvs, tables):
+        for p, summary, table in zip(files.ge_csvs, files.ge_summaries, tables):
             k = _ge_index(p)
             whole = GeArrays.from_table(table)
             per_sec = _per_second(whole)
@@ -240,6 +241,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
             del whole
             g = ge_integrity(a, phases.measure, th)
             g["ge"] = k
+            g["counters"] = ge_counters(summary)
             ges.append(g)
             devices += [dict(row, ge=k) for row in per_device(a, phases.measure, th)]
             sent_ok = np.isfinite(a.sent)
@@ -263,7 +265,8 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     result: dict[str, Any] = {
         "analysis_format": 1,
         "phases": phases.to_dict(),
-        "thresholds": th.to_dict(),
+        "thresholds": _thresholds_dict(th),
+        "harness": harness_section(files),
         "measure_counts": counts,
         "ges": ges,
         "device_summary": {
@@ -276,6 +279,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "devices": devices,
         "groups": _group_summary(devices),
         "cd": cd,
+        "device_counters": device_section(files),
         "monitor": _monitor_section(host, host_raw is not None, phases),
         "placement": _placement(files),
     }
@@ -293,3 +297,29 @@ def analyze_run(run_dir: Path, thresholds: Thresholds | None = None) -> dict[str
     ``verdict`` ("valid"/"invalid") and ``reasons``. Works on a run whose
     monitor or CD data are missing (which is then itself a reason)."""
     return analyze(run_dir, thresholds).result
+
+
+def summarize_run(run_dir: Path) -> dict[str, Any]:
+    """What the harness puts in summary.json: :func:`analyze_run`, or, when
+    the run's data cannot be analysed (no GE output, a damaged file), the
+    verdict of its records alone, invalid, with the analysis error a reason."""
+    try:
+        return analyze_run(run_dir)
+    except Exception as exc:      # the run's data stay; the summary says why
+        files = find_files(Path(run_dir), need_ge=False)
+        th = thresholds_for(files)
+        a = {"harness": harness_section(files), "analysis_error": f"{type(exc).__name__}: {exc}"}
+        verdict, reasons, checks = run_checks(a, th, RECORD_CHECKS)
+        return _json_safe({"analysis_format": 1, "thresholds": _thresholds_dict(th), "harness": a["harness"],
+                           "checks": checks, "warnings": [], "verdict": verdict, "reasons": reasons})
+
+
+def late_send_us(run_dir: Path) -> int:
+    """The send lag (us) beyond which a GE counts a send as late (its
+    --late-us): the run's threshold, from its spec.yaml."""
+    return int(limits(thresholds_for(find_files(Path(run_dir), need_ge=False))).late_send_us)
+
+
+def _thresholds_dict(th: Thresholds) -> dict[str, Any]:
+    """Every limit used, the counter limits included."""
+    return {**th.to_dict(), **dataclasses.asdict(limits(th))}

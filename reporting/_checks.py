@@ -1,24 +1,54 @@
 """The run verdict, in the spirit of TPC run rules and Lancet's coordinator:
 each check is a small function returning ``(ok, reason)``; the run is
 valid when every check passes. The reason is always filled in, so a
-passing check still says what it looked at. Thresholds: reporting._thresholds.
+passing check still says what it looked at. Thresholds: wotbench.spec (validity).
+
+This is the only place a run is judged: the harness records what it saw
+(observed.json, the GE and device counters) and summary.json, the terminal
+report, Markdown and HTML all show the verdict computed here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from wotbench import layout
 from wotbench.spec import Thresholds
 
-__all__ = ["CHECKS", "run_checks", "stability_warnings"]
+__all__ = ["CHECKS", "RECORD_CHECKS", "Limits", "Thresholds", "limits", "run_checks", "stability_warnings"]
 
 Check = tuple[bool, str]
 A = dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The limits of the GE and device counters (validity keys late_send,
+    max_late_sends, max_send_errors, allow_overload)."""
+
+    late_send_us: float          # a send later than this is late (also the GE's --late-us)
+    max_late_sends: float        # fraction of the measured sends
+    max_send_errors: int
+    allow_overload: bool         # 5.03 replies in the measurement phase are accepted
+
+
+def limits(th: Thresholds) -> Limits:
+    """The counter limits of ``th``, with their defaults while Thresholds
+    does not carry them yet."""
+    return Limits(late_send_us=float(getattr(th, "late_send_us", 1000.0)),
+                  max_late_sends=float(getattr(th, "max_late_sends", 0.01)),
+                  max_send_errors=int(getattr(th, "max_send_errors", 0)),
+                  allow_overload=bool(getattr(th, "allow_overload", False)))
+
+
 def _s(us: float) -> str:
     return f"{us / 1e6:g}s"
+
+
+def _us(us: float) -> str:
+    return f"{us / 1e3:g}ms" if us >= 1000 else f"{us:g}us"
 
 
 def check_measure_length(a: A, th: Thresholds) -> Check:
@@ -83,7 +113,7 @@ def check_errors(a: A, th: Thresholds) -> Check:
 def check_contention(a: A, th: Thresholds) -> Check:
     cd = a["cd"]
     if cd is None:
-        return (not th.require_cd), "no CD data (cd/cd-ge.csv): contention was not tested"
+        return (not th.require_cd), f"no CD data ({layout.CD}/{layout.CD_OUTPUT}): contention was not tested"
     status = cd["contention"]["status"]
     reason = cd["contention"]["reason"]
     if status == "contention":
@@ -96,7 +126,8 @@ def check_contention(a: A, th: Thresholds) -> Check:
 def check_monitor(a: A, th: Thresholds) -> Check:
     m = a["monitor"]
     if not m["present"]:
-        return (not th.require_monitor), "no monitor data (monitor/host.csv)"
+        why = ": collectl is not installed" if a["harness"].get("collectl") is False else ""
+        return (not th.require_monitor), f"no monitor data ({layout.MONITOR}/{layout.HOST_MONITOR}){why}"
     if not m["covers_measure"]:
         return (not th.require_monitor), "monitor data does not cover the measurement phase"
     return True, f"monitor data present ({m['samples']} samples in the measurement phase)"
@@ -117,22 +148,112 @@ def check_placement(a: A, th: Thresholds) -> Check:
                    + f") and the contention detector could not rule contention out ({status})")
 
 
+def _node_problems(h: A) -> list[str]:
+    return [f"{c.get('role')} {c.get('key')} (container {c['container']}) was not running at the end of the "
+            f"test (status {c.get('status')}, exit code {c.get('exit_code')}"
+            + (", OOM-killed" if c.get("oom_killed") else "") + ")" for c in h["nodes_not_running"]]
+
+
+def _ge_problems(h: A) -> list[str]:
+    out = []
+    for name, g in sorted(h["ges"].items()):
+        if g.get("killed"):
+            out.append(f"{name} was killed: it did not finish in time (see logs/)")
+        elif g.get("exit_code") != 0:
+            out.append(f"{name} exited with {g.get('exit_code')} (see logs/)")
+        if g.get("trace_lines") is not None and g.get("rows") != g["trace_lines"]:
+            out.append(f"{name}: {g.get('rows')} output rows for {g['trace_lines']} trace lines")
+    return out
+
+
+def _start_problems(h: A) -> list[str]:
+    late = (h.get("start") or {}).get("late_us") or 0
+    return [f"the GE containers were not all up at their start instant ({late / 1e3:.0f} ms late: "
+            "the host was too slow starting containers)"] if late > 0 else []
+
+
+def check_harness(a: A, th: Thresholds) -> Check:
+    """What the harness saw (observed.json): nodes running to the end, GEs
+    exiting 0 with one output row per trace line, GEs up in time."""
+    h = a["harness"]
+    if not h["recorded"]:
+        return True, "no observed.json (GE files alone, or an older run): harness observations not checked"
+    problems = _node_problems(h) + _ge_problems(h) + _start_problems(h)
+    if problems:
+        return False, "; ".join(problems)
+    return True, (f"{h['nodes']} device/CD containers ran to the end; {len(h['ges'])} GE(s) exited 0 with "
+                  "one output row per trace line, up before their start instant")
+
+
+def check_ge_counters(a: A, th: Thresholds) -> Check:
+    """Late sends in the measurement phase (GE output: send lag beyond
+    late_send) and send errors over the whole run (the GE's summary)."""
+    lim = limits(th)
+    bad, seen = [], []
+    for g in a["ges"]:
+        n, late = g["requests"], g["late_sends"]
+        if n and late / n > lim.max_late_sends:
+            bad.append(f"GE {g['ge']}: {late} of {n} sends ({late / n:.2%}) later than "
+                       f"{_us(lim.late_send_us)} (max {lim.max_late_sends:.1%})")
+        c = g["counters"]
+        if c is None:
+            seen.append(f"GE {g['ge']}: no summary JSON, send errors unknown")
+        elif (c["send_errors"] or 0) > lim.max_send_errors:
+            bad.append(f"GE {g['ge']}: {c['send_errors']} send errors (max {lim.max_send_errors})")
+    if bad:
+        return False, "; ".join(bad)
+    return True, "; ".join([f"late sends within {lim.max_late_sends:.1%} (later than {_us(lim.late_send_us)}) "
+                            f"and at most {lim.max_send_errors} send errors for every GE", *seen])
+
+
+def check_overload(a: A, th: Thresholds) -> Check:
+    """5.03 replies (a device's queue full) in the measurement phase: the GE
+    output decides, exactly; the devices' --stats totals (whole run) are
+    shown beside it."""
+    n = sum(g["overloaded"] for g in a["ges"])
+    dc = a["device_counters"]
+    stats = (f"devices' --stats, whole run: {dc['totals']['overflow']} 5.03, "
+             f"{dc['totals']['duplicates']} duplicates, {dc['totals']['dropped']} dropped"
+             if dc["files"] else "no device --stats")
+    if n == 0:
+        return True, f"no 5.03 (overload) reply in the measurement phase ({stats})"
+    what = f"{n} requests answered 5.03 (device queue full) in the measurement phase (GE output; {stats})"
+    if limits(th).allow_overload:
+        return True, what + "; accepted: allow_overload"
+    return False, what + ": the devices were overloaded"
+
+
+def check_analysis(a: A, th: Thresholds) -> Check:
+    """The run's data could be analysed at all (records-only verdict)."""
+    return False, f"the run's data could not be analysed: {a['analysis_error']}"
+
+
 CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
+    ("harness", check_harness),
     ("measurement", check_measure_length),
     ("rate", check_rate),
     ("rit_integrity", check_rit),
     ("send_lag", check_send_lag),
     ("errors", check_errors),
+    ("ge_counters", check_ge_counters),
+    ("overload", check_overload),
     ("contention", check_contention),
     ("monitor", check_monitor),
     ("placement", check_placement),
 )
 
+#: The verdict of a run whose data could not be analysed: its records alone.
+RECORD_CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
+    ("harness", check_harness),
+    ("analysis", check_analysis),
+)
 
-def run_checks(a: A, th: Thresholds) -> tuple[str, list[str], list[dict[str, Any]]]:
+
+def run_checks(a: A, th: Thresholds, table: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = CHECKS
+               ) -> tuple[str, list[str], list[dict[str, Any]]]:
     """(verdict, reasons of the failed checks, every check with ok and reason)."""
     results = []
-    for name, fn in CHECKS:
+    for name, fn in table:
         ok, reason = fn(a, th)
         results.append({"check": name, "ok": bool(ok), "reason": reason})
     reasons = [r["reason"] if r["reason"].startswith(r["check"]) else f"{r['check']}: {r['reason']}"
@@ -165,5 +286,20 @@ def stability_warnings(a: A, th: Thresholds) -> list[str]:
         if 0 < n < 30:
             out.append(f"only {n} CD samples in the measurement phase: the contention test has little power")
     if a["phases"]["inferred"]:
-        out.append("no phases.json: the whole trace is treated as the measurement phase (no warm-up cut)")
+        out.append(f"no {layout.PHASES}: the whole trace is treated as the measurement phase (no warm-up cut)")
+    return out + _counter_warnings(a)
+
+
+def _counter_warnings(a: A) -> list[str]:
+    """What the GE and device counters say beyond the checks."""
+    out = [f"GE {g['ge']} received {g['counters']['malformed']} malformed datagrams (truncated or not CoAP)"
+           for g in a["ges"] if g["counters"] and g["counters"]["malformed"]]
+    dc = a["device_counters"]
+    n503 = sum(g["overloaded"] for g in a["ges"])
+    if dc["totals"]["overflow"] > n503:
+        out.append(f"the devices answered {dc['totals']['overflow']} requests 5.03 over the whole run (--stats), "
+                   f"{n503} of them in the measurement phase: overload in warm-up or cool-down")
+    if dc["missing"]:
+        out.append(f"{len(dc['missing'])} device(s) wrote no --stats counters (killed, or not stopped "
+                   f"cleanly): {', '.join(dc['missing'][:5])}")
     return out

@@ -21,11 +21,13 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from wotbench.cd import normalized_deviation
+from wotbench.reporting._checks import limits
 from wotbench.spec import Thresholds
 
 __all__ = ["GeArrays", "dist", "rit_compare", "ge_integrity", "per_device", "window_cv"]
 
 RIT_QUANTILES = (5, 50, 95, 99)
+OVERLOAD_CODE = "5.03"
 LATENCY_QUANTILES = (50, 90, 99, 99.9)
 
 
@@ -43,6 +45,8 @@ class GeArrays:
     service: np.ndarray
     ok: np.ndarray
     timeout: np.ndarray
+    overload: np.ndarray
+    """Answered 5.03 Service Unavailable: the device's queue was full."""
 
     @classmethod
     def from_table(cls, table: pa.Table) -> GeArrays:
@@ -55,7 +59,7 @@ class GeArrays:
             intended=f64("intended_us"), sent=f64("sent_us"), response=f64("response_us"),
             latency_intended=f64("latency_intended_us"), send_lag=f64("send_lag_us"),
             service=f64("service_us"), ok=_is(table.column("status"), "ok"),
-            timeout=_is(table.column("status"), "timeout"),
+            timeout=_is(table.column("status"), "timeout"), overload=_is(table.column("code"), OVERLOAD_CODE),
         )
 
     def select(self, mask: np.ndarray) -> GeArrays:
@@ -213,6 +217,8 @@ def ge_integrity(a: GeArrays, window: tuple[float, float], th: Thresholds) -> di
     return {
         "requests": n, "ok": n_ok, "timeouts": n_timeout, "errors": n - n_ok - n_timeout,
         "error_rate": (n - n_ok) / n if n else None,
+        "late_sends": int(np.count_nonzero(a.send_lag > limits(th).late_send_us)),
+        "overloaded": int(np.count_nonzero(a.overload)),
         "devices": int(np.unique(a.device).size),
         "duration_s": dur_s,
         "target_rate": _num(target), "achieved_rate": _num(achieved),

@@ -25,8 +25,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from wotbench import layout
 from wotbench._errors import UserError
 from wotbench.formats import GE_OUTPUT_COLUMNS
+from wotbench.layout import RunDir
 
 __all__ = ["Phases", "RunSummary", "Run", "RunFiles", "find_files", "read_ge_table", "load_run",
            "read_phases", "read_json"]
@@ -94,6 +96,16 @@ class RunFiles:
     summary: Path | None
     spec: Path | None
     incomplete: Path | None
+    observed: Path | None = None
+    ge_summaries: tuple[Path | None, ...] = ()
+    """The GE summary JSON of each ge_csvs entry (None when missing)."""
+    cd_summary: Path | None = None
+    device_stats: dict[str, Path] = field(default_factory=dict)
+    """container name -> its --stats JSON, for every one written."""
+
+    def ge_devices(self, ge_csv: Path) -> Path:
+        """The device list beside a GE output (harness runs only)."""
+        return ge_csv.parent / layout.ge_devices(_ge_index(ge_csv))
 
 
 def _opt(p: Path) -> Path | None:
@@ -101,25 +113,30 @@ def _opt(p: Path) -> Path | None:
 
 
 def _ge_index(p: Path) -> int:
-    stem = p.stem.split("-", 1)[1]
-    return int(stem) if stem.isdigit() else 1 << 30
+    k = layout.ge_index(p)
+    return k if k is not None else 1 << 30
 
 
-def find_files(run_dir: Path) -> RunFiles:
-    root = Path(run_dir)
-    if not root.is_dir():
-        raise UserError("not a run directory", root)
-    ge_dir = root / "ge" if (root / "ge").is_dir() else root
-    ges = tuple(sorted((p for p in ge_dir.glob("ge-*.csv") if p.stem[3:].isdigit()), key=_ge_index))
-    cd_dir = root / "cd" if (root / "cd").is_dir() else root
-    if not ges:
-        raise UserError("no GE output (ge/ge-<k>.csv)", root)
+def find_files(run_dir: Path, need_ge: bool = True) -> RunFiles:
+    """The files of a run folder, or of a folder holding GE outputs alone;
+    ``need_ge=False`` accepts a folder without GE output (yet)."""
+    run = RunDir(Path(run_dir))
+    if not run.root.is_dir():
+        raise UserError("not a run directory", run.root)
+    ge_dir = run.ge_dir if run.ge_dir.is_dir() else run.root
+    ges = tuple(sorted((p for p in ge_dir.glob(layout.GE_OUTPUT_GLOB) if layout.ge_index(p) is not None),
+                       key=_ge_index))
+    cd_dir = run.cd_dir if run.cd_dir.is_dir() else run.root
+    if not ges and need_ge:
+        raise UserError(f"no GE output ({layout.GE}/{layout.ge_output(0)})", run.root)
+    stats = sorted(run.devices_dir.glob(f"*/{layout.DEVICE_STATS}")) if run.devices_dir.is_dir() else []
     return RunFiles(
-        root=root, ge_csvs=ges, cd_csv=_opt(cd_dir / "cd-ge.csv"), phases=_opt(root / "phases.json"),
-        host_monitor=_opt(root / "monitor" / "host.csv"),
-        containers_monitor=_opt(root / "monitor" / "containers.csv"),
-        manifest=_opt(root / "manifest.json"), summary=_opt(root / "summary.json"),
-        spec=_opt(root / "spec.yaml"), incomplete=_opt(root / "INCOMPLETE"))
+        root=run.root, ge_csvs=ges, cd_csv=_opt(cd_dir / layout.CD_OUTPUT), phases=_opt(run.phases),
+        host_monitor=_opt(run.host_monitor), containers_monitor=_opt(run.containers_monitor),
+        manifest=_opt(run.manifest), summary=_opt(run.summary), spec=_opt(run.spec),
+        incomplete=_opt(run.incomplete), observed=_opt(run.observed),
+        ge_summaries=tuple(_opt(p.parent / layout.ge_summary(_ge_index(p))) for p in ges),
+        cd_summary=_opt(cd_dir / layout.CD_SUMMARY), device_stats={p.parent.name: p for p in stats})
 
 
 def read_json(path: Path) -> Any:
@@ -147,6 +164,8 @@ def _read_csv(csv: Path) -> pa.Table:
     except pa.ArrowInvalid as exc:
         # Arrow's message names the row ("CSV parse error: ... row 12") when it can.
         raise UserError(f"bad GE output: {str(exc).splitlines()[0]}", csv) from None
+    except pa.ArrowKeyError as exc:       # a column of GE_SCHEMA is not in the header
+        raise UserError(f"missing columns: {str(exc).splitlines()[0]}", csv, 1) from None
     except OSError as exc:
         raise UserError(f"cannot read GE output: {exc}", csv) from None
     bad = set(GE_OUTPUT_COLUMNS) - set(table.column_names)
@@ -157,7 +176,7 @@ def _read_csv(csv: Path) -> pa.Table:
 
 #: The columns the analysis reads (the Parquet cache keeps them all for load_run).
 ANALYSIS_COLUMNS = ["device_id", "intended_us", "sent_us", "response_us", "latency_intended_us",
-                    "send_lag_us", "status", "service_us"]
+                    "send_lag_us", "status", "code", "service_us"]
 
 
 def _write_cache(table: pa.Table, cache: Path) -> None:
@@ -269,6 +288,8 @@ class Run:
     phases: Phases
     summary: RunSummary | None
     manifest: dict[str, Any] | None
+    observed: dict[str, Any] | None = None
+    """observed.json: what the harness saw (container states, GE exits, ...)."""
 
     @property
     def measure(self) -> pd.DataFrame:
@@ -293,4 +314,5 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         path=files.root, requests=requests, cd=cd, monitor=read_monitor(files.host_monitor),
         containers=read_monitor(files.containers_monitor), phases=read_phases(files, tables),
         summary=read_summary(files.summary) if files.summary else None,
-        manifest=read_json(files.manifest) if files.manifest else None)
+        manifest=read_json(files.manifest) if files.manifest else None,
+        observed=read_json(files.observed) if files.observed else None)

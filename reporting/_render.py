@@ -14,9 +14,11 @@ from typing import Any
 
 from tabulate import tabulate
 
+from wotbench import layout
 from wotbench.reporting._analyze import Analysis, analyze
 from wotbench.reporting._load import find_files, read_json, read_summary
 from wotbench.reporting._plots import run_figures, sweep_figures
+from wotbench.layout import RunDir
 
 __all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
 
@@ -70,15 +72,19 @@ def run_id(an: Analysis) -> str:
 
 
 def run_notes(an: Analysis) -> list[str]:
-    """What the harness said beyond the analysis: an interrupted run, its own reasons."""
+    """What the run folder says beyond this analysis: an interrupted run, and
+    a summary.json whose verdict differs (written by an older analysis)."""
     files = find_files(an.path)
     notes = []
     if files.incomplete is not None:
         first = files.incomplete.read_text(errors="replace").strip().splitlines()[:1]
-        notes.append("run did not finish (INCOMPLETE)" + (f": {first[0]}" if first else ""))
+        notes.append(f"run did not finish ({layout.INCOMPLETE})" + (f": {first[0]}" if first else ""))
     if files.summary is not None:
         s = read_summary(files.summary)
-        notes += [f"harness: {x}" for x in s.reasons if x not in an.result["reasons"]]
+        if (s.verdict, list(s.reasons)) != (an.result["verdict"], an.result["reasons"]):
+            notes.append(f"{layout.SUMMARY} says {str(s.verdict).upper()}"
+                         + (f" ({'; '.join(s.reasons)})" if s.reasons else "")
+                         + ": it was written by another analysis of this run")
     return notes
 
 
@@ -212,7 +218,7 @@ def sweep_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
 def terminal_text(an: Analysis) -> str:
     r = an.result
     c = r["measure_counts"]
-    lines = [f"== {run_id(an)}: {r['verdict'].upper()}",
+    lines = [f"== {run_id(an)}: {r['verdict'].upper()}", *[f"   x {x}" for x in r["reasons"]],
              f"   {c['requests']} requests to {c['devices']} devices via {c['ges']} GE(s) in the "
              f"measurement phase ({(r['phases']['measure'][1] - r['phases']['measure'][0]) / 1e6:g} s); "
              f"{c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors"]
@@ -394,9 +400,9 @@ def sweep_html(rows: Sequence[dict], figures: Figures, links: Sequence[str] = ()
 
 def _write_set(out: Path, md: str, page: str, figures: Figures) -> None:
     for name, _, png in figures:
-        write_atomic(out / "figures" / f"{name}.png", png)
-    write_atomic(out / "summary.md", md.encode())
-    write_atomic(out / "index.html", page.encode())
+        write_atomic(out / layout.FIGURES / f"{name}.png", png)
+    write_atomic(out / layout.REPORT_MD, md.encode())
+    write_atomic(out / layout.REPORT_HTML, page.encode())
 
 
 def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
@@ -409,20 +415,20 @@ def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
     for d in run_dirs:
         an = analyze(Path(d))
         figs = run_figures(an)
-        out = Path(d) / "report"
-        _write_set(out, markdown(an, figs, "figures"), html_page(an, figs), figs)
+        out = RunDir(Path(d)).report_dir
+        _write_set(out, markdown(an, figs, layout.FIGURES), html_page(an, figs), figs)
         echo(terminal_text(an))
-        echo(f"   report: {out / 'index.html'}\n")
-        written.append(out / "index.html")
+        echo(f"   report: {out / layout.REPORT_HTML}\n")
+        written.append(out / layout.REPORT_HTML)
         rows.append(sweep_row(an))
         del an, figs
     if len(rows) > 1:
         assert sweep_out is not None
         figs = sweep_figures(rows)
         links = [os.path.relpath(p, sweep_out) for p in written]
-        _write_set(sweep_out, sweep_markdown(rows, figs, "figures"), sweep_html(rows, figs, links), figs)
+        _write_set(sweep_out, sweep_markdown(rows, figs, layout.FIGURES), sweep_html(rows, figs, links), figs)
         echo("== sweep")
         echo(tabulate(sweep_table(rows)[1], sweep_table(rows)[0], tablefmt="simple"))
-        echo(f"   report: {sweep_out / 'index.html'}")
-        written.append(sweep_out / "index.html")
+        echo(f"   report: {sweep_out / layout.REPORT_HTML}")
+        written.append(sweep_out / layout.REPORT_HTML)
     return written

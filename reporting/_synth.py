@@ -6,7 +6,9 @@ docs/run-layout.md), so the analysis reads them exactly as it reads a real run.
 Known properties a caller can dial in: the GE's minimum inter-send gap (a GE
 that cannot keep up, paper Table 1), a contention episode (extra response
 time for the CD node and the devices from a given instant), an error rate,
-missing CD or monitor data, a degraded placement.
+missing CD or monitor data, a degraded placement, 5.03 (overload) replies,
+GE send errors. The harness's records come too (observed.json: every
+container running to the end, GEs exiting 0; GE summaries; device --stats).
 """
 
 from __future__ import annotations
@@ -14,16 +16,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.csv as pacsv
 
-from wotbench.formats import GE_OUTPUT_COLUMNS
+from wotbench.formats import DEVICE_STATS_COUNTERS, GE_OUTPUT_COLUMNS
+from wotbench.layout import RunDir
 
 __all__ = ["SynthSpec", "synth_run"]
 
 _RESOURCES = 64
+#: The GEs' --late-us in a synthetic run (the default late_send threshold).
+LATE_US = 1000
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,12 @@ class SynthSpec:
     cd_rit_s: float = 1.0
     monitor: bool = True
     degraded: bool = False
+    overload_rate: float = 0.0
+    """Fraction of the requests answered 5.03 (a device's queue full)."""
+    send_errors: int = 0
+    """Send errors in each GE's summary."""
+    records: bool = True
+    """Write the harness's records: observed.json, GE summaries, device --stats."""
     seed: int = 1
 
 
@@ -85,7 +98,10 @@ def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, en
         hit = intended >= spec.contention_from_s * 1e6
         response[hit] += spec.contention_extra * service[hit] + spec.contention_extra * spec.service_us
     failed = rng.random(n) < spec.error_rate
-    ok = ~failed
+    # Drawn only when asked for, so that the other runs keep their random stream.
+    overload = ~failed & (rng.random(n) < spec.overload_rate) if spec.overload_rate > 0 else np.zeros(n, bool)
+    ok = ~failed & ~overload
+    answered = ~failed
     recv = sent + np.round(response)
     uris = [f"coap://{uri_host}{d}/r{j}" for d in dev_ids for j in range(_RESOURCES)]
     cols = {
@@ -94,12 +110,13 @@ def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, en
         "uri": _dict(uris, which * _RESOURCES + res),
         "intended_us": pa.array(intended.astype(np.int64)),
         "sent_us": pa.array(sent.astype(np.int64)),
-        "recv_us": _nullable(recv, ok),
-        "response_us": _nullable(recv - sent, ok),
-        "latency_intended_us": _nullable(recv - intended, ok),
+        "recv_us": _nullable(recv, answered),
+        "response_us": _nullable(recv - sent, answered),
+        "latency_intended_us": _nullable(recv - intended, answered),
         "send_lag_us": pa.array((sent - intended).astype(np.int64)),
-        "status": _dict(["ok", "timeout"], failed.astype(np.int32)),
-        "code": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32), mask=failed), pa.array(["2.05"])),
+        "status": _dict(["ok", "timeout", "error"], np.where(failed, 1, np.where(overload, 2, 0))),
+        "code": pa.DictionaryArray.from_arrays(pa.array(overload.astype(np.int32), mask=failed),
+                                               pa.array(["2.05", "5.03"])),
         "retransmissions": pa.array(np.where(failed, 4, 0).astype(np.int32)),
         "service_us": _nullable(service, ok),
     }
@@ -115,53 +132,109 @@ def _write_csv(table: pa.Table, path: Path) -> None:
         pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=False, quoting_style="none"))
 
 
+def _cd_table(rng: np.random.Generator, spec: SynthSpec, end_s: float) -> pa.Table:
+    """The CD-GE's output: deterministic RIT, calibration before t0."""
+    t = np.arange(-spec.calibration_s * 1e6, end_s * 1e6, spec.cd_rit_s * 1e6)
+    sent = t + rng.gamma(2.0, 4.0, t.size)
+    resp = spec.service_us + spec.network_us + rng.gamma(4.0, spec.network_us / 40.0, t.size)
+    if spec.contention_from_s is not None:
+        resp[t >= spec.contention_from_s * 1e6] += 2 * spec.contention_extra * spec.service_us
+    n = t.size
+    ok = np.ones(n, bool)
+    recv = np.round(sent) + np.round(resp)
+    return pa.table({
+        "device_id": pa.array(np.zeros(n, np.int32)), "method": _dict(["GET"], np.zeros(n)),
+        "uri": _dict(["coap://cd-node/cd"], np.zeros(n)), "intended_us": pa.array(t.astype(np.int64)),
+        "sent_us": pa.array(np.round(sent).astype(np.int64)), "recv_us": _nullable(recv, ok),
+        "response_us": _nullable(recv - np.round(sent), ok), "latency_intended_us": _nullable(recv - t, ok),
+        "send_lag_us": pa.array((np.round(sent) - t).astype(np.int64)),
+        "status": _dict(["ok"], np.zeros(n)), "code": _dict(["2.05"], np.zeros(n)),
+        "retransmissions": pa.array(np.zeros(n, np.int32)),
+        "service_us": _nullable(np.full(n, spec.service_us), ok)})
+
+
+def _monitor_table(rng: np.random.Generator, spec: SynthSpec, end_s: float) -> pa.Table:
+    ts = np.arange(-spec.calibration_s, end_s + 1.0)
+    load = 100.0 * min(1.0, spec.devices * spec.service_us / spec.rit_us / 2.0)
+    cols = {"t_us": (ts * 1e6).astype(np.int64)}
+    for c in range(2):
+        busy = np.clip(np.where(ts >= 0, load, 2.0) + rng.normal(0, 2.0, ts.size), 0, 100)
+        cols[f"cpu{c}_user"] = np.round(busy * 0.8, 1)
+        cols[f"cpu{c}_sys"] = np.round(busy * 0.2, 1)
+        cols[f"cpu{c}_idle"] = np.round(100.0 - busy, 1)
+    return pa.table(cols)
+
+
+def _count(table: pa.Table, column: str, value: str) -> int:
+    return int(pa.compute.sum(pa.compute.equal(table.column(column).cast(pa.string()), value)).as_py() or 0)
+
+
+def _ge_summary(table: pa.Table, spec: SynthSpec) -> dict[str, Any]:
+    """The counters of the GE summary JSON the checks read."""
+    late = int(np.count_nonzero(table.column("send_lag_us").to_numpy() > LATE_US))
+    return {"format": 1, "tool": "wotbench-ge", "config": {"late_us": LATE_US}, "requests": table.num_rows,
+            "ok": _count(table, "status", "ok"), "timeouts": _count(table, "status", "timeout"),
+            "send_errors": spec.send_errors, "late_sends": late,
+            "garbage": {"truncated": 0, "unparseable": 0, "total": 0}}
+
+
+def _ge_records(run: RunDir, k: int, table: pa.Table, spec: SynthSpec) -> dict[str, dict[str, Any]]:
+    """GE k's summary and its devices' --stats; returns their containers for observed.json."""
+    _write_json(run.ge_summary(k), _ge_summary(table, spec))
+    containers: dict[str, dict[str, Any]] = {}
+    dev = table.column("device_id").to_numpy()
+    over = dev[table.column("code").cast(pa.string()).to_numpy(zero_copy_only=False) == "5.03"]
+    for d in np.unique(dev):
+        name = f"wb-synth-dev-{d}"
+        containers[name] = {"key": f"dev-{d}", "role": "device", "status": "running", "exit_code": 0,
+                            "oom_killed": False}
+        n = int(np.count_nonzero(dev == d))
+        counts = dict.fromkeys(DEVICE_STATS_COUNTERS, 0)
+        counts.update(requests=n, served=n, overflow=int(np.count_nonzero(over == d)))
+        _write_json(run.device_stats(name), {"format": 1, **counts})
+    return containers
+
+
+def _observed(spec: SynthSpec, rows: list[int], containers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """observed.json of a run in which everything ran to the end."""
+    ges = {f"ge-{k}": {"container": f"wb-synth-ge-{k}", "exit_code": 0, "killed": False, "trace_lines": n,
+                       "rows": n} for k, n in enumerate(rows)}
+    return {"format": 1, "containers": containers, "ges": ges, "start": {"late_us": 0},
+            "impairment": None, "collectl": True}
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
 def synth_run(root: Path, spec: SynthSpec = SynthSpec()) -> Path:
     """Write a run directory at ``root`` and return it."""
     rng = np.random.default_rng(spec.seed)
-    root = Path(root)
+    run = RunDir(Path(root))
     end_s = spec.warmup_s + spec.measure_s + spec.cooldown_s
     phases = {"t0_epoch_us": 1_700_000_000_000_000,
               "calibration": [-spec.calibration_s * 1e6, 0.0], "warmup": [0.0, spec.warmup_s * 1e6],
               "measure": [spec.warmup_s * 1e6, (spec.warmup_s + spec.measure_s) * 1e6],
               "cooldown": [(spec.warmup_s + spec.measure_s) * 1e6, end_s * 1e6]}
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "phases.json").write_text(json.dumps(phases))
+    _write_json(run.phases, phases)
     svc = np.round(rng.exponential(spec.service_us, (spec.devices, _RESOURCES)))
+    rows: list[int] = []
+    containers: dict[str, dict[str, Any]] = {}
     for k in range(spec.ges):
         ids = np.arange(k, spec.devices, spec.ges)
         table = _ge_table(rng, ids, 0.0, end_s * 1e6, spec.rit_us, svc[ids], spec, "dev-")
-        _write_csv(table, root / "ge" / f"ge-{k}.csv")
+        _write_csv(table, run.ge_csv(k))
+        rows.append(table.num_rows)
+        if spec.records:
+            containers.update(_ge_records(run, k, table, spec))
+        del table
     if spec.cd:
-        t = np.arange(-spec.calibration_s * 1e6, end_s * 1e6, spec.cd_rit_s * 1e6)
-        sent = t + rng.gamma(2.0, 4.0, t.size)
-        resp = spec.service_us + spec.network_us + rng.gamma(4.0, spec.network_us / 40.0, t.size)
-        if spec.contention_from_s is not None:
-            resp[t >= spec.contention_from_s * 1e6] += 2 * spec.contention_extra * spec.service_us
-        n = t.size
-        ok = np.ones(n, bool)
-        recv = np.round(sent) + np.round(resp)
-        cd = pa.table({
-            "device_id": pa.array(np.zeros(n, np.int32)), "method": _dict(["GET"], np.zeros(n)),
-            "uri": _dict(["coap://cd-node/cd"], np.zeros(n)), "intended_us": pa.array(t.astype(np.int64)),
-            "sent_us": pa.array(np.round(sent).astype(np.int64)), "recv_us": _nullable(recv, ok),
-            "response_us": _nullable(recv - np.round(sent), ok), "latency_intended_us": _nullable(recv - t, ok),
-            "send_lag_us": pa.array((np.round(sent) - t).astype(np.int64)),
-            "status": _dict(["ok"], np.zeros(n)), "code": _dict(["2.05"], np.zeros(n)),
-            "retransmissions": pa.array(np.zeros(n, np.int32)),
-            "service_us": _nullable(np.full(n, spec.service_us), ok)})
-        _write_csv(cd, root / "cd" / "cd-ge.csv")
+        _write_csv(_cd_table(rng, spec, end_s), run.cd_csv)
     if spec.monitor:
-        ts = np.arange(-spec.calibration_s, end_s + 1.0)
-        load = 100.0 * min(1.0, spec.devices * spec.service_us / spec.rit_us / 2.0)
-        cols = {"t_us": (ts * 1e6).astype(np.int64)}
-        for c in range(2):
-            busy = np.clip(np.where(ts >= 0, load, 2.0) + rng.normal(0, 2.0, ts.size), 0, 100)
-            cols[f"cpu{c}_user"] = np.round(busy * 0.8, 1)
-            cols[f"cpu{c}_sys"] = np.round(busy * 0.2, 1)
-            cols[f"cpu{c}_idle"] = np.round(100.0 - busy, 1)
-        _write_csv(pa.table(cols), root / "monitor" / "host.csv")
-    manifest = {"format": 1, "run_id": root.name,
-                "placement": {"degraded": spec.degraded,
-                              "notes": ["2 cores: GE and devices share cores"] if spec.degraded else []}}
-    (root / "manifest.json").write_text(json.dumps(manifest))
-    return root
+        _write_csv(_monitor_table(rng, spec, end_s), run.host_monitor)
+    if spec.records:
+        _write_json(run.observed, _observed(spec, rows, containers))
+    _write_json(run.manifest, {"format": 1, "run_id": run.name, "placement": {
+        "degraded": spec.degraded, "notes": ["2 cores: GE and devices share cores"] if spec.degraded else []}})
+    return run.root

@@ -4,7 +4,10 @@ when it is missing and CI=true, and skip otherwise)."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from wotbench import layout
 from wotbench._dockerenv import IMAGES, LABEL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,3 +107,39 @@ def make_spec() -> Callable[..., str]:
 @pytest.fixture
 def run_objects(docker_client: Any) -> Callable[[str | None], tuple[list[Any], list[Any]]]:
     return lambda run_id=None: labelled(docker_client, run_id)
+
+
+def headlines(run_dir: Path, terminal: str) -> dict[str, tuple[str, str | None]]:
+    """(VERDICT, first reason) as summary.json, the terminal report, summary.md
+    and index.html each state it."""
+    run = layout.RunDir(run_dir)
+    summary = json.loads(run.summary.read_text())
+    term_reasons = re.findall(r"^   x (.*)$", terminal, re.M)
+    md = (run.report_dir / layout.REPORT_MD).read_text()
+    md_reasons = re.findall(r"^- (.*)$", md.split("Reasons:", 1)[1], re.M) if "Reasons:" in md else []
+    page = (run.report_dir / layout.REPORT_HTML).read_text()
+    li = re.search(r'<ul class="reasons"><li>(.*?)</li>', page)
+    return {
+        "summary.json": (summary["verdict"].upper(), (summary["reasons"] or [None])[0]),
+        "terminal": (re.search(r"^== \S+: (\w+)$", terminal, re.M).group(1),   # type: ignore[union-attr]
+                     term_reasons[0] if term_reasons else None),
+        "summary.md": (re.search(r"\*\*Verdict: (\w+)\*\*", md).group(1),      # type: ignore[union-attr]
+                       md_reasons[0] if md_reasons else None),
+        "index.html": (re.search(r'<span class="verdict \w+">(\w+)</span>', page).group(1),  # type: ignore[union-attr]
+                       html.unescape(li.group(1)) if li else None),
+    }
+
+
+@pytest.fixture
+def one_headline(wotbench_cli) -> Callable[[Path], tuple[str, str | None]]:
+    """Runs `wotbench report RUN_DIR` and asserts that the four outputs state
+    the same verdict and first reason; returns them."""
+
+    def check(run_dir: Path) -> tuple[str, str | None]:
+        r = wotbench_cli("report", str(run_dir))
+        assert r.returncode == 0, r.stderr
+        got = headlines(run_dir, r.stdout)
+        assert len(set(got.values())) == 1, got
+        return got["summary.json"]
+
+    return check

@@ -12,8 +12,9 @@ import pytest
 from wotbench import UserError
 from wotbench import _dockerenv as dockerenv, _impair as impair, _probe as probe
 from wotbench import _results as res
+from wotbench.backend import COAP_PORT, DockerBackend
+from wotbench.phases._provision import device_spec
 from wotbench.spec import DeviceGroup, Impairment
-from wotbench._testbed import COAP_PORT, Node, Testbed
 
 
 def test_iptables_splits_loss_over_both_directions():
@@ -59,18 +60,17 @@ def test_achieved_loss_rate(docker_client, tmp_path: Path):
     """20% configured loss on one device, none on the other: measure both."""
     resources = tmp_path / "r.csv"
     resources.write_text("path,service_us\n/r0,0\n")
-    bed = Testbed(docker_client, res.new_run_id("losstest"))
+    backend = DockerBackend(docker_client, res.new_run_id("losstest"))
     try:
-        bed.create_networks(2)
+        backend.create_networks(2)
         group = DeviceGroup("g", 2, threads=1)
-        nodes = [(Node(f"dev-{i}", i, "g", f"wb-{bed.short}-dev-{i}", net, ip, "0", resources), group,
-                  "device") for i, (net, ip) in enumerate(bed.addresses(2))]
-        bed.start_nodes(nodes, progress=False)
-        targets = [(n.address, COAP_PORT) for n, _, _ in nodes]
-        assert probe.wait_ready(targets, 20) == set(targets)
-        netem = impair.netem_available(docker_client, bed.run_id)
-        impair.apply_sidecars(docker_client, bed.run_id,
-                              [(bed.containers[nodes[1][0].name].id, Impairment(loss=0.2))], netem)
+        nodes = backend.start_nodes([device_spec(f"dev-{i}", i, group, "0", resources, None)
+                                     for i in range(2)], progress=False)
+        assert backend.wait_ready(nodes, 20) == []
+        targets = [(n.address, COAP_PORT) for n in nodes]
+        netem = backend.check_impairment([("devices[0].impairment", Impairment(loss=0.2))])
+        applied = backend.impair([(nodes[1], Impairment(loss=0.2))], netem, 60, tmp_path / "pumba.log")
+        assert applied["containers"] == 1
         n = 1000
         clean = probe.answered_fraction(targets[0], n)
         lossy = probe.answered_fraction(targets[1], n)
@@ -79,4 +79,4 @@ def test_achieved_loss_rate(docker_client, tmp_path: Path):
         assert clean > 0.99
         assert abs((1 - lossy) - 0.2) < 4 * sd + 0.01
     finally:
-        bed.teardown()
+        backend.teardown()

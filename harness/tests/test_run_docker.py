@@ -88,7 +88,7 @@ def _gone(run_objects, run_id: str, within_s: float) -> float:
 
 @pytest.mark.slow
 def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spec, tmp_path,
-                                              wotbench_cli, run_objects):
+                                              wotbench_cli, run_objects, one_headline):
     spec = spec_file(make_spec(count=10, measure="58s", name="e2e"))
     r = wotbench_cli("run", str(spec), "--results", str(tmp_path / "res"), "--no-progress", timeout=400)
     assert r.returncode == 0, r.stderr
@@ -96,8 +96,8 @@ def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spe
     run_id = run_dir.name
     assert re.fullmatch(r"\d{8}-\d{6}-e2e-[0-9a-f]{6}", run_id)
     assert not (run_dir / "INCOMPLETE").exists()
-    for rel in ("spec.yaml", "manifest.json", "phases.json", "summary.json", "workload/trace.csv",
-                "workload/expected.json", "workload/cd/trace.csv", "ge/ge-0.csv",
+    for rel in ("spec.yaml", "manifest.json", "phases.json", "observed.json", "summary.json",
+                "workload/trace.csv", "workload/expected.json", "workload/cd/trace.csv", "ge/ge-0.csv",
                 "ge/ge-0.summary.json", "ge/devices-0.csv", "cd/cd-ge.csv", "cd/cd-ge.summary.json",
                 "monitor/host.csv", "monitor/containers.csv"):
         assert (run_dir / rel).is_file(), rel
@@ -136,6 +136,31 @@ def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spe
     logs = {p.name for p in (run_dir / "logs").iterdir()}
     assert len(logs) == 13                          # 10 devices, CD node, GE, CD-GE
     assert "served=" in (run_dir / "logs" / f"wb-{run_id[-6:]}-dev-0.log").read_text()
+
+    # What the harness saw is recorded, and judged by reporting alone.
+    observed = json.loads((run_dir / "observed.json").read_text())
+    assert observed["format"] == 1 and observed["collectl"] is True and observed["start"]["late_us"] == 0
+    assert observed["ges"]["ge-0"]["exit_code"] == 0 and observed["ges"]["cd-ge"]["exit_code"] == 0
+    assert observed["ges"]["ge-0"]["rows"] == observed["ges"]["ge-0"]["trace_lines"] == len(trace)
+    nodes = {n: c for n, c in observed["containers"].items() if c["role"] in ("device", "cd-node")}
+    assert len(nodes) == 11 and all(c["status"] == "running" for c in nodes.values())
+    # Every device and the CD node wrote its --stats counters into its own folder.
+    for name in nodes:
+        stats = json.loads((run_dir / "devices" / name / "stats.json").read_text())
+        assert stats["format"] == 1 and stats["served"] > 0
+    served = sum(json.loads((run_dir / "devices" / n / "stats.json").read_text())["served"]
+                 for n, c in nodes.items() if c["role"] == "device")
+    assert served >= (out["status"] == "ok").sum()
+    assert manifest["placement"]["cd_ge_spin_us"] == 2000
+    ge_summary = json.loads((run_dir / "ge" / "ge-0.summary.json").read_text())
+    cd_summary = json.loads((run_dir / "cd" / "cd-ge.summary.json").read_text())
+    assert ge_summary["config"]["late_us"] == cd_summary["config"]["late_us"] == 1000
+    assert cd_summary["config"]["spin_us"] == 2000 and ge_summary["config"]["spin_us"] == -1
+    checks = {c["check"]: c for c in summary["checks"]}
+    assert {"harness", "ge_counters", "overload"} <= set(checks)
+    assert checks["harness"]["ok"] and checks["overload"]["ok"], checks
+    assert summary["device_counters"]["devices"] == summary["device_counters"]["files"] == 10
+    assert one_headline(run_dir) == (summary["verdict"].upper(), (summary["reasons"] or [None])[0])
     _gone(run_objects, run_id, 1)
 
 
@@ -169,7 +194,7 @@ def test_sigterm_also_tears_down(docker_client, spec_file, make_spec, tmp_path, 
 
 
 def test_killed_device_makes_the_run_invalid(docker_client, spec_file, make_spec, tmp_path,
-                                             run_objects):
+                                             run_objects, one_headline):
     live = LiveRun(spec_file(make_spec(count=3, measure="12s", name="kill", rit="exp:50ms")),
                    tmp_path / "res")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
@@ -185,6 +210,13 @@ def test_killed_device_makes_the_run_invalid(docker_client, spec_file, make_spec
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"] is True and summary["verdict"] == "invalid"
     assert any("dev-1" in r and "not running" in r for r in summary["reasons"]), summary["reasons"]
+    # Recorded by the harness, decided by reporting: the first reason, in all four outputs.
+    observed = json.loads((run_dir / "observed.json").read_text())
+    dead = f"wb-{run_id[-6:]}-dev-1"
+    assert observed["containers"][dead]["status"] == "exited"
+    assert summary["reasons"][0].startswith("harness: device dev-1 (container " + dead)
+    assert one_headline(run_dir) == ("INVALID", summary["reasons"][0])
+    assert summary["device_counters"]["missing"] == [dead]          # killed: no --stats counters
     out = pd.read_csv(run_dir / "ge" / "ge-0.csv")
     assert len(out) == summary["counts"]["ge-0"]["trace_lines"]
     after = out[(out["device_id"] == 1) & (out["intended_us"] > killed_at_us + 500_000)]
@@ -247,9 +279,10 @@ def test_delay_without_netem_is_refused_before_anything_starts(docker_client, sp
 def test_devices_spread_over_several_networks(docker_client, spec_file, make_spec, tmp_path,
                                               monkeypatch, run_objects):
     """Past a bridge's port limit the run uses several networks; the GE is on all of them."""
-    from wotbench import _runner as runner, _testbed as testbed, spec
+    from wotbench import _runner as runner, spec
+    from wotbench.backend import _docker
 
-    monkeypatch.setattr(testbed, "NET_CAPACITY", 11)          # 3 nodes per network
+    monkeypatch.setattr(_docker, "NET_CAPACITY", 11)          # 3 nodes per network
     runs = spec.load(spec_file(make_spec(count=5, measure="3s", name="nets")))
     [run_dir] = runner.run_spec(runs, runner.RunOptions(results_root=tmp_path, progress=False))
     hosts = pd.read_csv(run_dir / "ge" / "hosts.csv")

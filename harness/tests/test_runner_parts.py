@@ -1,5 +1,6 @@
 """Pure parts of a run: device split between GEs, trace split, CON drain
-time, CD clock shift, cgroup and collectl readers, atomic writes."""
+time, the GE command line, CD clock shift, cgroup and collectl readers,
+atomic writes, the run folder's names."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wotbench import _monitor as monitor, _results as results, _runner as runner
+from wotbench import _monitor as monitor, _results as results, layout
+from wotbench.phases import _collect as collect, _ge as ge
 from wotbench.spec import Gateway, Spec as HarnessSpec
 
 TRACE = """device_id,send_ts_us,method,uri,payload
@@ -24,7 +26,7 @@ TRACE = """device_id,send_ts_us,method,uri,payload
 
 
 def test_devices_are_split_into_contiguous_near_equal_blocks():
-    blocks = runner.split_devices(range(10), 3)
+    blocks = ge.split_devices(range(10), 3)
     assert [b.tolist() for b in blocks] == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
 
 
@@ -32,8 +34,8 @@ def test_devices_are_split_into_contiguous_near_equal_blocks():
 def test_trace_split_keeps_order_and_every_line(tmp_path: Path, chunk: int):
     trace = tmp_path / "trace.csv"
     trace.write_text(TRACE)
-    blocks = runner.split_devices(range(4), 2)
-    out = runner.split_trace(trace, blocks, tmp_path, 7, chunk_rows=chunk)
+    blocks = ge.split_devices(range(4), 2)
+    out = ge.split_trace(trace, blocks, [tmp_path / f"t{k}.csv" for k in range(2)], 7, chunk_rows=chunk)
     assert [n for _, n in out] == [4, 3]
     lines = TRACE.splitlines()
     for (path, _), block in zip(out, blocks):
@@ -45,7 +47,8 @@ def test_trace_split_keeps_order_and_every_line(tmp_path: Path, chunk: int):
 def test_single_ge_uses_the_trace_as_is(tmp_path: Path):
     trace = tmp_path / "trace.csv"
     trace.write_text(TRACE)
-    assert runner.split_trace(trace, [np.arange(4)], tmp_path, 7) == [(trace, 7)]
+    assert ge.split_trace(trace, [np.arange(4)], [tmp_path / "t0.csv"], 7) == [(trace, 7)]
+    assert ge.trace_lines(trace) == 7
 
 
 def _hs(**gw) -> HarnessSpec:
@@ -53,8 +56,8 @@ def _hs(**gw) -> HarnessSpec:
 
 
 def test_con_drain_covers_every_retransmission():
-    assert runner.drain_us(_hs()) == 2_000_000 * 1.5 * 31 + 5_000_000        # RFC 7252 defaults
-    assert runner.drain_us(_hs(ack_timeout_us=100_000, max_retransmit=2, timeout_us=1_000_000)) \
+    assert ge.drain_us(_hs()) == 2_000_000 * 1.5 * 31 + 5_000_000        # RFC 7252 defaults
+    assert ge.drain_us(_hs(ack_timeout_us=100_000, max_retransmit=2, timeout_us=1_000_000)) \
         == 100_000 * 1.5 * 7 + 1_000_000
 
 
@@ -64,7 +67,7 @@ def test_cd_output_is_shifted_onto_t0(tmp_path: Path):
                    "send_lag_us,status,code,retransmissions,service_us\n"
                    "3,GET,coap://cd-node/r/0,0,0.120,4189.974,4189.854,4189.974,0.120,ok,2.05,0,2000\n"
                    "3,GET,coap://cd-node/r/0,200000,200000.048,,,,0.048,timeout,,4,\n")
-    runner._shift_times(raw, tmp_path / "cd.csv", 3_000_000)
+    collect.shift_times(raw, tmp_path / "cd.csv", 3_000_000)
     df = pd.read_csv(tmp_path / "cd.csv", dtype={"code": str})
     assert df["intended_us"].tolist() == [-3_000_000, -2_800_000]
     assert df["sent_us"].tolist() == pytest.approx([-2999999.880, -2799999.952])
@@ -123,9 +126,10 @@ def test_addresses_fill_networks_in_order_and_leave_ge_slots():
     from types import SimpleNamespace
 
     from wotbench._dockerenv import NET_CAPACITY
-    from wotbench._testbed import Testbed
+    from wotbench.backend import DockerBackend
 
-    bed = Testbed(None, "20260101-000000-x-abcdef")
+    bed = DockerBackend(None, "20260101-000000-x-abcdef")
+    assert bed.name_of("dev-3") == "wb-abcdef-dev-3"
     bed.networks = [SimpleNamespace(name="n0"), SimpleNamespace(name="n1")]
     bed.subnets = [ipaddress.ip_network("10.210.0.0/22"), ipaddress.ip_network("10.210.4.0/22")]
     per_net = NET_CAPACITY - 8
@@ -136,3 +140,32 @@ def test_addresses_fill_networks_in_order_and_leave_ge_slots():
     assert {bed.ge_address(0, k) for k in range(8)} == {f"10.210.0.{i}" for i in range(2, 10)}
     with pytest.raises(RuntimeError):
         bed.addresses(2 * per_net + 1)
+
+
+def test_one_ge_command_line_for_the_ges_and_the_cd_ge():
+    gw = Gateway(type="non", timeout_us=1_500_000, ack_timeout_us=500_000, max_retransmit=2)
+    argv = ge.ge_argv(gw, trace="/in/t.csv", hosts="/out/hosts.csv", out="/out/ge-0.csv",
+                      summary="/out/ge-0.summary.json", start_at_us=123, late_us=1000, cpu="1")
+    assert argv == ["--trace", "/in/t.csv", "--hosts", "/out/hosts.csv", "--out", "/out/ge-0.csv",
+                    "--summary", "/out/ge-0.summary.json", "--type", "non", "--timeout-ms", "1500",
+                    "--ack-timeout-ms", "500", "--max-retransmit", "2", "--start-at", "123",
+                    "--late-us", "1000", "--cpu", "1"]
+    cd = ge.ge_argv(Gateway(), trace="/in/trace.csv", hosts="/hosts/hosts.csv", out="/out/cd-ge.raw.csv",
+                    summary="/out/cd-ge.summary.json", start_at_us=100, late_us=250, coap_type="con",
+                    spin_us=2000)
+    assert cd[cd.index("--type") + 1] == "con" and cd[cd.index("--spin-us") + 1] == "2000"
+    assert cd[cd.index("--late-us") + 1] == "250" and "--cpu" not in cd and "--ack-timeout-ms" not in cd
+
+
+def test_the_run_folder_names_its_files_once(tmp_path: Path):
+    run = layout.RunDir(tmp_path)
+    assert run.ge_csv(3) == tmp_path / "ge" / "ge-3.csv" and run.cd_csv == tmp_path / "cd" / "cd-ge.csv"
+    assert run.observed.name == "observed.json" and run.summary.name == "summary.json"
+    assert run.device_stats("wb-x-dev-0") == tmp_path / "devices" / "wb-x-dev-0" / "stats.json"
+    assert layout.ge_index(run.ge_csv(12)) == 12 and layout.ge_index("ge-x.csv") is None
+    # Every file name of docs/run-layout.md comes from the layout module.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "run-layout.md").read_text()
+    for name in (layout.INCOMPLETE, layout.SPEC, layout.MANIFEST, layout.PHASES, layout.OBSERVED,
+                 layout.SUMMARY, layout.HOSTS, layout.CD_OUTPUT, layout.CD_SUMMARY, layout.HOST_MONITOR,
+                 layout.CONTAINERS_MONITOR, layout.DEVICE_STATS, layout.PUMBA_LOG):
+        assert name in doc, name

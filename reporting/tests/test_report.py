@@ -134,16 +134,24 @@ def test_degenerate_runs_still_report(make_run, tmp_path, capsys):
     assert (tmp_path / "sweep" / "index.html").is_file()
 
 
-def test_interrupted_run_and_harness_reasons_are_shown(make_run, capsys):
+def test_interrupted_run_and_harness_observations_are_shown(make_run, capsys):
+    """INCOMPLETE is a note; what the harness observed (collectl missing) is a
+    reason of the verdict; a summary.json that says otherwise is a note."""
     import json
 
-    run = make_run("interrupted")
+    run = make_run("interrupted", monitor=False)
+    observed = json.loads((run / "observed.json").read_text())
+    (run / "observed.json").write_text(json.dumps({**observed, "collectl": False}))
     (run / "INCOMPLETE").write_text("interrupted by SIGINT\ntraceback ...\n")
     (run / "summary.json").write_text(json.dumps({"format": 1, "run_id": "r1", "complete": False,
                                                   "verdict": "invalid",
                                                   "reasons": ["collectl is not installed: no host monitor data"]}))
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
+    assert "== r1: INVALID" in out
     assert "! run did not finish (INCOMPLETE): interrupted by SIGINT" in out
-    assert "! harness: collectl is not installed" in out
-    assert "interrupted by SIGINT" in (run / "report" / "index.html").read_text()
+    assert "   x monitor: no monitor data (monitor/host.csv): collectl is not installed" in out
+    assert ("! summary.json says INVALID (collectl is not installed: no host monitor data): "
+            "it was written by another analysis of this run") in out
+    page = (run / "report" / "index.html").read_text()
+    assert "interrupted by SIGINT" in page and "collectl is not installed" in page

@@ -1,0 +1,237 @@
+"""One Docker engine: the run's containers on private internal bridges,
+created with the run's label and the hardening every container gets,
+started in parallel, and removed by that label whatever happens."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import docker
+import docker.errors
+import docker.types
+import requests
+from tqdm import tqdm
+
+from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as probe
+from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
+from wotbench._results import write_atomic
+from wotbench.backend._api import ContainerSpec, ContainerState, Removed, Started
+from wotbench.formats import DEFAULT_COAP_PORT
+
+if TYPE_CHECKING:
+    from wotbench.spec import Impairment
+
+__all__ = ["DockerBackend", "COAP_PORT"]
+
+COAP_PORT = DEFAULT_COAP_PORT
+#: Addresses 2..9 of every network are the GEs' (slot 0 first); nodes start at 10.
+_GE_SLOTS = 8
+
+
+class DockerBackend:
+    """The containers and networks of one run on the local Docker engine."""
+
+    def __init__(self, client: docker.DockerClient, run_id: str) -> None:
+        self.client, self.run_id = client, run_id
+        self.short = run_id.rsplit("-", 1)[-1]
+        self.owner = dockerenv.owner_label()
+        self.networks: list[Any] = []
+        self.subnets: list[ipaddress.IPv4Network] = []
+        self.containers: dict[str, Any] = {}          # name -> Container
+        self.slowest_start_s = 0.0
+        self._ge_slots = 0
+        self._helpers: list[subprocess.Popen[bytes]] = []   # Pumba
+
+    def name_of(self, key: str) -> str:
+        return f"wb-{self.short}-{key}"
+
+    def labels(self, role: str, **extra: str) -> dict[str, str]:
+        return {LABEL_RUN: self.run_id, LABEL_ROLE: role, LABEL_OWNER: self.owner, **extra}
+
+    def version(self) -> Mapping[str, Any]:
+        return self.client.version()
+
+    # --- before anything starts ----------------------------------------------
+
+    def check_images(self, roles: Iterable[str]) -> dict[str, str]:
+        return dockerenv.check_images(self.client, roles)
+
+    def check_impairment(self, imps: Sequence[tuple[str, Impairment]]) -> bool:
+        netem = False
+        if any(imp.needs_netem for _, imp in imps):
+            netem = impair_tools.netem_available(self.client, self.run_id)
+        impair_tools.check_supported(imps, netem, impair_tools.pumba_on_path())
+        return netem
+
+    # --- networks --------------------------------------------------------------
+
+    def create_networks(self, nodes: int) -> int:
+        """One internal bridge per NET_CAPACITY containers (a Linux bridge
+        takes at most 1023 ports), on subnets free on this host."""
+        count = max(1, -(-nodes // (NET_CAPACITY - _GE_SLOTS)))
+        self.subnets = dockerenv.free_subnets(dockerenv.used_subnets(self.client), count)
+        for i, sub in enumerate(self.subnets):
+            gateway = str(next(sub.hosts()))
+            ipam = docker.types.IPAMConfig(pool_configs=[
+                docker.types.IPAMPool(subnet=str(sub), gateway=gateway)])
+            self.networks.append(self.client.networks.create(
+                f"wb-{self.short}-net{i}", driver="bridge", internal=True, ipam=ipam,
+                labels=self.labels("network"), check_duplicate=True))
+        return len(self.networks)
+
+    def addresses(self, count: int) -> list[tuple[str, str]]:
+        """(network name, address) for ``count`` nodes, filling networks in
+        order; the first addresses of each are left for the GEs."""
+        out: list[tuple[str, str]] = []
+        for net, sub in zip(self.networks, self.subnets):
+            base = int(sub.network_address)
+            for k in range(2 + _GE_SLOTS, 2 + NET_CAPACITY):
+                if len(out) == count:
+                    return out
+                out.append((net.name, str(ipaddress.IPv4Address(base + k))))
+        if len(out) < count:
+            raise RuntimeError(f"networks hold {len(out)} containers, {count} needed")
+        return out
+
+    def ge_address(self, net_index: int, slot: int) -> str:
+        return str(self.subnets[net_index].network_address + 2 + slot)
+
+    # --- containers ------------------------------------------------------------
+
+    def _endpoint(self, network: str, address: str) -> dict[str, Any]:
+        return {"network": network, "networking_config": {
+            network: self.client.api.create_endpoint_config(ipv4_address=address)}}
+
+    def _create(self, spec: ContainerSpec, network: str, address: str) -> tuple[Any, float]:
+        kwargs = dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids)
+        if spec.nano_cpus:
+            kwargs["nano_cpus"] = spec.nano_cpus
+        if spec.as_caller:
+            kwargs["user"] = f"{os.getuid()}:{os.getgid()}"
+        extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
+        mounts = {str(m.source.resolve()): {"bind": m.target, "mode": "rw" if m.writable else "ro"}
+                  for m in spec.mounts}
+        name = self.name_of(spec.key)
+        t = time.monotonic()
+        ct = self.client.containers.create(
+            IMAGES[spec.image_role], list(spec.argv), name=name, detach=True, cpuset_cpus=spec.cpuset,
+            labels=self.labels(spec.role, **extra), volumes=mounts,
+            **self._endpoint(network, address), **kwargs)
+        self.containers[name] = ct
+        return ct, t
+
+    def _start_node(self, spec: ContainerSpec, network: str, address: str) -> Started:
+        ct, t = self._create(spec, network, address)
+        ct.start()
+        self.slowest_start_s = max(self.slowest_start_s, time.monotonic() - t)
+        return Started(spec.key, spec.role, ct.name, ct.id, address)
+
+    def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
+        """Starts the containers in parallel with a progress bar. On any
+        error or interrupt, waits for the calls in flight (so teardown sees
+        every container they made) and re-raises."""
+        where = self.addresses(len(specs))
+        pool = ThreadPoolExecutor(dockerenv.WORKERS, thread_name_prefix="start")
+        futures: list[Future[Started]] = []
+        try:
+            futures = [pool.submit(self._start_node, s, *w) for s, w in zip(specs, where)]
+            with tqdm(total=len(specs), desc="starting devices", unit="ct",
+                      disable=not progress, leave=False) as bar:
+                for fut in as_completed(futures):
+                    fut.result()
+                    bar.update()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return [f.result() for f in futures]
+
+    def wait_ready(self, nodes: Sequence[Started], timeout_s: float) -> list[str]:
+        targets = {(n.address, COAP_PORT): n.key for n in nodes if n.address}
+        ready = probe.wait_ready(targets, timeout_s=timeout_s)
+        return sorted(key for tg, key in targets.items() if tg not in ready)
+
+    def start_ge(self, spec: ContainerSpec) -> Started:
+        """A gateway emulator on its cpuset, on every network of the run."""
+        slot = self._ge_slots
+        self._ge_slots += 1
+        if slot >= _GE_SLOTS:
+            raise RuntimeError(f"at most {_GE_SLOTS} GEs per run")
+        ct, _ = self._create(spec, self.networks[0].name, self.ge_address(0, slot))
+        for i, net in enumerate(self.networks[1:], 1):
+            net.connect(ct, ipv4_address=self.ge_address(i, slot))
+        ct.start()
+        return Started(spec.key, spec.role, ct.name, ct.id)
+
+    def wait(self, started: Started, timeout_s: float) -> int | None:
+        ct = self.containers[started.name]
+        try:
+            return int(ct.wait(timeout=timeout_s)["StatusCode"])
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            ct.kill()
+            return None
+
+    # --- impairment ------------------------------------------------------------
+
+    def impair(self, targets: Sequence[tuple[Started, Impairment]], netem: bool, duration_s: int,
+               log: Path) -> dict[str, Any]:
+        """Pumba for the whole test when it is on PATH, else one sidecar per
+        container in its network namespace (the rules stay after it exits)."""
+        if impair_tools.pumba_on_path():
+            by_imp: dict[Impairment, list[str]] = {}
+            for st, imp in targets:
+                by_imp.setdefault(imp, []).append(st.name)
+            with open(log, "wb") as logf:             # the children keep their own fd
+                applied = impair_tools.apply_pumba([(names, imp) for imp, names in by_imp.items()],
+                                                   duration_s, netem, logf)
+            self._helpers += applied.processes
+        else:
+            applied = impair_tools.apply_sidecars(self.client, self.run_id,
+                                                  [(st.id, imp) for st, imp in targets], netem)
+        return {"how": applied.how, "containers": applied.containers}
+
+    # --- the end ---------------------------------------------------------------
+
+    def _each(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        with ThreadPoolExecutor(dockerenv.WORKERS) as pool:
+            return list(pool.map(fn, list(items)))
+
+    def states(self) -> dict[str, ContainerState]:
+        def inspect(name: str) -> tuple[str, ContainerState]:
+            try:
+                st = self.client.api.inspect_container(name).get("State", {})
+            except docker.errors.NotFound:
+                return name, ContainerState("removed", None, None)
+            return name, ContainerState(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"))
+        return dict(self._each(inspect, self.containers))
+
+    def stop_all(self, timeout_s: int = 2) -> None:
+        def stop(ct: Any) -> None:
+            with contextlib.suppress(docker.errors.APIError):
+                ct.stop(timeout=timeout_s)
+        self._each(stop, self.containers.values())
+
+    def save_logs(self, path_of: Callable[[str], Path]) -> None:
+        def save(item: tuple[str, Any]) -> None:
+            name, ct = item
+            try:
+                data = ct.logs(stdout=True, stderr=True, timestamps=True)
+            except docker.errors.APIError as exc:
+                data = f"(logs unavailable: {exc})\n".encode()
+            write_atomic(path_of(name), data)
+        self._each(save, self.containers.items())
+
+    def teardown(self) -> Removed:
+        for p in self._helpers:
+            if p.poll() is None:
+                p.terminate()
+                with contextlib.suppress(Exception):
+                    p.wait(timeout=5)
+        n_ct, n_net, stuck = dockerenv.remove_labelled(self.client, self.run_id)
+        return Removed(n_ct, n_net, tuple(stuck))

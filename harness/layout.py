@@ -1,0 +1,199 @@
+"""The run folder (docs/run-layout.md) as a contract: the name of every file
+in it, used by the harness that writes it and by reporting that reads it.
+No other module spells a run-folder file name.
+
+    run = RunDir(Path("results/20260101-120000-quickstart-abc123"))
+    run.summary                      # .../summary.json
+    run.ge_csv(0)                    # .../ge/ge-0.csv
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "WORKLOAD", "GE", "CD", "MONITOR",
+    "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
+    "CONTAINERS_MONITOR", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
+    "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
+]
+
+# --- top level -------------------------------------------------------------
+INCOMPLETE = "INCOMPLETE"         # present until summary.json is written
+SPEC = "spec.yaml"
+MANIFEST = "manifest.json"
+PHASES = "phases.json"
+OBSERVED = "observed.json"        # what the harness saw; reporting judges it
+SUMMARY = "summary.json"          # written last
+PUMBA_LOG = "pumba.log"
+
+# --- folders ---------------------------------------------------------------
+WORKLOAD = "workload"             # tracegen output (its own file names) + per-GE traces
+GE = "ge"
+CD = "cd"
+MONITOR = "monitor"
+LOGS = "logs"
+DEVICES = "devices"               # devices/<container>/: each device's writable folder
+REPORT = "report"                 # wotbench report's output
+
+# --- inside the folders ------------------------------------------------------
+HOSTS = "hosts.csv"               # ge/: trace host -> address, for every GE
+CD_OUTPUT = "cd-ge.csv"           # cd/: CD-GE output on the run's clock (t0)
+CD_RAW = "cd-ge.raw.csv"          # cd/: as the CD-GE wrote it (its own t0), removed once shifted
+CD_SUMMARY = "cd-ge.summary.json"
+HOST_MONITOR = "host.csv"         # monitor/
+CONTAINERS_MONITOR = "containers.csv"
+COLLECTL = "collectl"             # monitor/collectl/: collectl's raw plot files
+DEVICE_STATS = "stats.json"       # devices/<container>/: wotbench-device --stats
+REPORT_HTML = "index.html"        # report/ (and a sweep report folder)
+REPORT_MD = "summary.md"
+FIGURES = "figures"
+
+GE_OUTPUT_GLOB = "ge-*.csv"
+_GE_OUTPUT = re.compile(r"ge-(\d+)\.csv")
+
+
+def ge_output(k: int) -> str:
+    """Per-request output of workload GE k (docs/formats.md)."""
+    return f"ge-{k}.csv"
+
+
+def ge_summary(k: int) -> str:
+    return f"ge-{k}.summary.json"
+
+
+def ge_devices(k: int) -> str:
+    """device_id,group,container,address of the devices GE k serves."""
+    return f"devices-{k}.csv"
+
+
+def ge_trace(k: int) -> str:
+    """workload/: the lines of the trace for GE k (several GEs only)."""
+    return f"trace-ge-{k}.csv"
+
+
+def ge_index(path: Path | str) -> int | None:
+    """k of a ``ge-<k>.csv`` file name, else None."""
+    m = _GE_OUTPUT.fullmatch(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """The paths of one run folder."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def incomplete(self) -> Path:
+        return self.root / INCOMPLETE
+
+    @property
+    def spec(self) -> Path:
+        return self.root / SPEC
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def phases(self) -> Path:
+        return self.root / PHASES
+
+    @property
+    def observed(self) -> Path:
+        return self.root / OBSERVED
+
+    @property
+    def summary(self) -> Path:
+        return self.root / SUMMARY
+
+    @property
+    def pumba_log(self) -> Path:
+        return self.root / PUMBA_LOG
+
+    @property
+    def workload(self) -> Path:
+        return self.root / WORKLOAD
+
+    @property
+    def ge_dir(self) -> Path:
+        return self.root / GE
+
+    @property
+    def cd_dir(self) -> Path:
+        return self.root / CD
+
+    @property
+    def monitor_dir(self) -> Path:
+        return self.root / MONITOR
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / LOGS
+
+    @property
+    def devices_dir(self) -> Path:
+        return self.root / DEVICES
+
+    @property
+    def report_dir(self) -> Path:
+        return self.root / REPORT
+
+    @property
+    def hosts(self) -> Path:
+        return self.ge_dir / HOSTS
+
+    def ge_csv(self, k: int) -> Path:
+        return self.ge_dir / ge_output(k)
+
+    def ge_summary(self, k: int) -> Path:
+        return self.ge_dir / ge_summary(k)
+
+    def ge_devices(self, k: int) -> Path:
+        return self.ge_dir / ge_devices(k)
+
+    def ge_trace(self, k: int) -> Path:
+        return self.workload / ge_trace(k)
+
+    @property
+    def cd_csv(self) -> Path:
+        return self.cd_dir / CD_OUTPUT
+
+    @property
+    def cd_raw(self) -> Path:
+        return self.cd_dir / CD_RAW
+
+    @property
+    def cd_summary(self) -> Path:
+        return self.cd_dir / CD_SUMMARY
+
+    @property
+    def host_monitor(self) -> Path:
+        return self.monitor_dir / HOST_MONITOR
+
+    @property
+    def containers_monitor(self) -> Path:
+        return self.monitor_dir / CONTAINERS_MONITOR
+
+    @property
+    def collectl_dir(self) -> Path:
+        return self.monitor_dir / COLLECTL
+
+    def device_dir(self, container: str) -> Path:
+        return self.devices_dir / container
+
+    def device_stats(self, container: str) -> Path:
+        return self.device_dir(container) / DEVICE_STATS
+
+    def log(self, container: str) -> Path:
+        return self.logs_dir / f"{container}.log"

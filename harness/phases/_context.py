@@ -1,0 +1,93 @@
+"""What the phases of one test share: the spec, the options, the engine,
+the run folder, the monitors, the manifest being built, and the record of
+what the harness observed (observed.json: it records, reporting judges)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wotbench import _results as res
+from wotbench._monitor import Collectl, ContainerSampler
+from wotbench.backend import Backend, ContainerState, Started
+from wotbench.layout import RunDir
+
+if TYPE_CHECKING:
+    from wotbench.spec import RunSpec, Spec
+
+OBSERVED_FORMAT = 1
+
+
+@dataclass
+class RunOptions:
+    results_root: Path = Path("results")
+    progress: bool = True
+    keep_workload: bool = True
+    log: Any = field(default=sys.stderr)
+
+    def say(self, msg: str) -> None:
+        print(msg, file=self.log, flush=True)
+
+
+@dataclass
+class Observations:
+    """Facts only the harness can see, as observed.json (docs/run-layout.md):
+    container states at the end of the load, GE exit codes, output rows vs
+    trace lines, when the GEs were up, the impairment applied, whether
+    collectl ran. Nothing here is a verdict."""
+
+    containers: dict[str, dict[str, Any]] = field(default_factory=dict)   # by container name
+    ges: dict[str, dict[str, Any]] = field(default_factory=dict)          # by GE key: ge-<k>, cd-ge
+    start: dict[str, Any] | None = None
+    impairment: dict[str, Any] | None = None
+    collectl: bool | None = None
+
+    def started(self, st: Started) -> None:
+        self.containers[st.name] = {"key": st.key, "role": st.role}
+
+    def states(self, states: Mapping[str, ContainerState]) -> None:
+        for name, s in states.items():
+            self.containers.setdefault(name, {}).update(
+                status=s.status, exit_code=s.exit_code, oom_killed=s.oom_killed)
+
+    def ge(self, key: str, **facts: Any) -> None:
+        self.ges.setdefault(key, {}).update(facts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": OBSERVED_FORMAT, "containers": self.containers, "ges": self.ges,
+                "start": self.start, "impairment": self.impairment, "collectl": self.collectl}
+
+    def write(self, run: RunDir) -> None:
+        res.write_json(run.observed, self.to_json())
+
+
+@dataclass
+class RunContext:
+    rs: RunSpec
+    opts: RunOptions
+    backend: Backend
+    run: RunDir
+    observed: Observations = field(default_factory=Observations)
+    sampler: ContainerSampler = field(default_factory=ContainerSampler)
+    collectl: Collectl | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hs(self) -> Spec:
+        return self.rs.harness
+
+    @property
+    def run_id(self) -> str:
+        return self.backend.run_id
+
+    def say(self, msg: str) -> None:
+        self.opts.say(msg)
+
+    def started(self, containers: Iterable[Started]) -> None:
+        """Records new containers and samples their cgroups from now on."""
+        for st in containers:
+            self.observed.started(st)
+            self.sampler.add(st.id, st.name, st.role)

@@ -1,0 +1,80 @@
+"""Plan: what is decided before a container starts. Preflight (placement,
+images, the engine's support for the impairment asked for) runs for every
+test of a spec before the first starts; then each test generates its
+workload and reads the lateness limit its GEs count against."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from wotbench._errors import UserError
+from wotbench._plan import Plan, make_plan
+from wotbench.backend import Backend
+from wotbench.phases._context import RunContext
+from wotbench.reporting import late_send_us
+from wotbench.tracegen._generate import generate
+
+if TYPE_CHECKING:
+    from wotbench.spec import RunSpec, Spec
+
+
+class Preflight(NamedTuple):
+    plan: Plan
+    images: dict[str, str]
+    netem: bool
+
+
+def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
+    available = sorted(os.sched_getaffinity(0)) if cores is None else list(cores)
+    try:
+        return make_plan(available, reserve=hs.placement.reserve,
+                         ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
+                         devices=hs.device_count, affinity=hs.placement.affinity)
+    except UserError as err:
+        err.field = err.field or "placement"
+        raise
+
+
+def preflight(hs: Spec, backend: Backend) -> Preflight:
+    """What must hold before anything starts: a placement, the images, and
+    support for the impairment asked for."""
+    plan = plan_for(hs)
+    imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(hs.groups)
+            if g.impairment is not None]
+    images = backend.check_images(["device", "ge"] + (["nettools"] if imps else []))
+    netem = backend.check_impairment(imps) if imps else False
+    return Preflight(plan, images, netem)
+
+
+def locate(err: UserError, rs: RunSpec) -> UserError:
+    """Points an error without a file at the spec line of its key."""
+    return rs.locate(err)
+
+
+def generate_workload(rs: RunSpec, outdir: Path) -> Any:
+    return generate(rs.harness.workload, outdir)
+
+
+@dataclass(frozen=True)
+class Workload:
+    gen: Any                        # tracegen's GeneratedWorkload
+    group_of: list[int]             # device id -> group index
+    late_us: int                    # a send later than this counts as late (GE --late-us)
+
+    @property
+    def duration_us(self) -> int:
+        return int(self.gen.duration_us)
+
+
+def prepare(ctx: RunContext) -> Workload:
+    """Generates the workload (offline work, before anything starts)."""
+    ctx.say("generating workload")
+    gen = generate_workload(ctx.rs, ctx.run.workload)
+    group_of = ctx.hs.group_of()
+    if tuple(gen.device_group) != tuple(ctx.hs.groups[gi].name for gi in group_of):
+        raise RuntimeError("tracegen numbered the devices differently from the spec's groups")
+    return Workload(gen, group_of, late_send_us(ctx.run.root))

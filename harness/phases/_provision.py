@@ -1,0 +1,99 @@
+"""Provision: the run's networks, the CD node and the devices (started in
+parallel), and the readiness probe (every node answered CoAP)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wotbench import layout
+from wotbench._plan import Plan
+from wotbench.backend import ContainerSpec, Mount, Started
+from wotbench.formats import DEFAULT_COAP_PORT
+from wotbench.phases._context import RunContext
+from wotbench.phases._plan import Workload
+
+if TYPE_CHECKING:
+    from wotbench.spec import DeviceGroup
+
+#: Inside a device container: its resource file and its writable folder.
+RESOURCES_AT = "/resources.csv"
+STATS_AT = "/stats"
+#: The device image's user (docker/device.Dockerfile).
+DEVICE_UID = 65534
+CD_NODE_MEMORY = 32 << 20
+
+
+@dataclass(frozen=True)
+class Node:
+    """A CoAP server of the test: a device, or the CD node (no group)."""
+
+    started: Started
+    device_id: int | None
+    group: DeviceGroup | None
+
+
+def _device_folder(path: Path) -> Path:
+    """The one folder a device may write (its --stats file): owned by the
+    device's user; world-writable when the harness may not chown."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chown(path, DEVICE_UID, DEVICE_UID)
+    except PermissionError:
+        path.chmod(0o777)
+    return path
+
+
+def device_spec(key: str, device_id: int | None, group: DeviceGroup | None, cpuset: str,
+                resources: Path, folder: Path | None) -> ContainerSpec:
+    """A wotbench-device container: a device of ``group``, or the CD node
+    (no group); with ``folder`` it writes its --stats counters there."""
+    if not resources.exists():
+        raise RuntimeError(f"tracegen wrote no resource file {resources}")
+    threads = group.threads if group else 1
+    argv = ["--listen", f"0.0.0.0:{DEFAULT_COAP_PORT}", "--resources", RESOURCES_AT,
+            "--mode", group.mode if group else "sleep", "--threads", str(threads)]
+    if group and group.queue:
+        argv += ["--queue", str(group.queue)]
+    mounts = [Mount(resources, RESOURCES_AT)]
+    if folder is not None:
+        argv += ["--stats", f"{STATS_AT}/{layout.DEVICE_STATS}"]
+        mounts.append(Mount(folder, STATS_AT, writable=True))
+    return ContainerSpec(
+        key, "device" if group else "cd-node", tuple(argv), cpuset,
+        memory_bytes=group.memory_bytes if group else CD_NODE_MEMORY, pids=threads + 16,
+        nano_cpus=group.nano_cpus if group else None, device_id=device_id, mounts=tuple(mounts))
+
+
+def node_spec(ctx: RunContext, key: str, device_id: int | None, group: DeviceGroup | None,
+              cpuset: str, resources: Path) -> ContainerSpec:
+    folder = _device_folder(ctx.run.device_dir(ctx.backend.name_of(key)))
+    return device_spec(key, device_id, group, cpuset, resources, folder)
+
+
+def provision(ctx: RunContext, plan: Plan, wl: Workload) -> list[Node]:
+    """The CD node first (it takes the first placement slot), then the devices."""
+    hs = ctx.hs
+    todo: list[tuple[ContainerSpec, int | None, DeviceGroup | None]] = []
+    if hs.cd.enabled:
+        todo.append((node_spec(ctx, "cd-node", None, None, plan.cd_node_cpuset or "",
+                               wl.gen.cd_resource), None, None))
+    for dev_id, gi in enumerate(wl.group_of):
+        g = hs.groups[gi]
+        todo.append((node_spec(ctx, f"dev-{dev_id}", dev_id, g, plan.device_cpusets[dev_id],
+                               wl.gen.resources[dev_id]), dev_id, g))
+    n_net = ctx.backend.create_networks(len(todo))
+    ctx.say(f"starting {len(todo)} containers on {n_net} network(s)")
+    t = time.monotonic()
+    started = ctx.backend.start_nodes([spec for spec, _, _ in todo], ctx.opts.progress)
+    ctx.started(started)
+    ctx.say(f"  started in {time.monotonic() - t:.1f} s; waiting for CoAP readiness")
+    missing = ctx.backend.wait_ready(started, timeout_s=30 + 0.05 * len(started))
+    if missing:
+        raise RuntimeError(f"{len(missing)} device(s) never answered GET /.well-known/core: "
+                           + ", ".join(missing[:10]))
+    ctx.say(f"  all {len(started)} ready after {time.monotonic() - t:.1f} s")
+    return [Node(st, dev_id, g) for st, (_, dev_id, g) in zip(started, todo)]

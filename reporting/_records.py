@@ -1,0 +1,85 @@
+"""The run's records beside the GE outputs, as analysis sections for the
+checks to judge: what the harness observed (observed.json), the GEs' own
+counters (their summary JSON) and the devices' (their --stats JSON).
+Missing records are said, not guessed: a folder of GE files alone has none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from wotbench.formats import DEVICE_STATS_COUNTERS
+from wotbench.reporting._load import RunFiles, read_json
+
+__all__ = ["harness_section", "ge_counters", "device_section"]
+
+#: Roles of the CoAP servers of a run (wotbench.backend: NODE_ROLES).
+_NODES = ("device", "cd-node")
+#: Device counters shown in the analysis (all of them are in the files).
+DEVICE_TOTALS = ("requests", "served", "ok", "overflow", "duplicates", "dropped", "send_errors")
+
+
+def _object(path: Path) -> dict[str, Any]:
+    doc = read_json(path)
+    return doc if isinstance(doc, dict) else {}
+
+
+def harness_section(files: RunFiles) -> dict[str, Any]:
+    """observed.json in brief: the nodes that were not running at the end of
+    the load, every GE's exit and rows vs trace lines, the start, the
+    impairment applied and whether collectl ran."""
+    if files.observed is None:
+        return {"recorded": False}
+    doc = _object(files.observed)
+    containers = doc.get("containers") or {}
+    nodes = {n: c for n, c in containers.items() if c.get("role") in _NODES}
+    return {
+        "recorded": True,
+        "nodes": len(nodes),
+        "nodes_not_running": [{"container": n, **c} for n, c in sorted(nodes.items())
+                              if c.get("status") != "running"],
+        "ges": doc.get("ges") or {},
+        "start": doc.get("start"),
+        "impairment": doc.get("impairment"),
+        "collectl": doc.get("collectl"),
+    }
+
+
+def ge_counters(summary: Path | None) -> dict[str, Any] | None:
+    """A GE's own whole-run counters (its summary JSON), None without one."""
+    if summary is None:
+        return None
+    doc = _object(summary)
+    garbage = doc.get("garbage") or {}
+    return {"requests": doc.get("requests"), "late_sends": doc.get("late_sends"),
+            "late_us": (doc.get("config") or {}).get("late_us"), "send_errors": doc.get("send_errors"),
+            "garbage": garbage.get("total"),
+            "malformed": sum(int(garbage.get(k) or 0) for k in ("truncated", "unparseable"))}
+
+
+def _node_roles(files: RunFiles) -> dict[str, str]:
+    """container -> device | cd-node: from observed.json, else every stats file is a device's."""
+    if files.observed is None:
+        return dict.fromkeys(files.device_stats, "device")
+    containers = _object(files.observed).get("containers") or {}
+    return {n: c["role"] for n, c in containers.items() if c.get("role") in _NODES}
+
+
+def device_section(files: RunFiles) -> dict[str, Any]:
+    """Whole-run totals of the devices' --stats counters (the CD node apart),
+    and the devices whose file is missing (killed, or an older run)."""
+    roles = _node_roles(files)
+    totals = dict.fromkeys(DEVICE_TOTALS, 0)
+    cd_node: dict[str, int] | None = None
+    for name, path in files.device_stats.items():
+        doc = _object(path)
+        counts = {k: int(doc.get(k) or 0) for k in DEVICE_STATS_COUNTERS if k in DEVICE_TOTALS}
+        if roles.get(name) == "cd-node":
+            cd_node = counts
+            continue
+        for k, v in counts.items():
+            totals[k] += v
+    devices = [n for n, r in roles.items() if r == "device"]
+    return {"devices": len(devices), "files": sum(1 for n in devices if n in files.device_stats),
+            "missing": sorted(n for n in devices if n not in files.device_stats),
+            "totals": totals, "cd_node": cd_node}

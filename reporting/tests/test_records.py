@@ -1,0 +1,123 @@
+"""The checks of the harness's records: what the harness observed
+(observed.json), the GEs' counters (late sends, send errors) and the
+devices' (5.03 overload), each deciding the verdict in reporting alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wotbench.reporting import analyze_run, summarize_run
+from wotbench.reporting._checks import CHECKS
+
+
+def check(result: dict, name: str) -> dict:
+    return next(c for c in result["checks"] if c["check"] == name)
+
+
+def edit_json(path: Path, **changes) -> dict:
+    doc = {**json.loads(path.read_text()), **changes}
+    path.write_text(json.dumps(doc))
+    return doc
+
+
+def test_a_clean_run_passes_the_record_checks_and_the_harness_goes_first(make_run):
+    r = analyze_run(make_run())
+    assert CHECKS[0][0] == "harness"
+    for name in ("harness", "ge_counters", "overload"):
+        assert check(r, name)["ok"], check(r, name)
+    assert r["harness"]["recorded"] and r["device_counters"]["files"] == 4
+    assert r["thresholds"]["late_send_us"] == 1000 and r["thresholds"]["allow_overload"] is False
+
+
+def test_ge_files_alone_say_the_harness_records_are_missing(make_run):
+    r = analyze_run(make_run(records=False))
+    h = check(r, "harness")
+    assert h["ok"] and "no observed.json" in h["reason"]
+    assert r["verdict"] == "valid", r["reasons"]
+    assert r["ges"][0]["counters"] is None and "send errors unknown" in check(r, "ge_counters")["reason"]
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda o: o["containers"]["wb-synth-dev-2"].update(status="exited", exit_code=137, oom_killed=True),
+     ["device dev-2 (container wb-synth-dev-2) was not running", "exit code 137, OOM-killed"]),
+    (lambda o: o["ges"]["ge-0"].update(exit_code=2), ["ge-0 exited with 2"]),
+    (lambda o: o["ges"]["ge-0"].update(exit_code=None, killed=True), ["ge-0 was killed: it did not finish in time"]),
+    (lambda o: o["ges"]["ge-0"].update(rows=o["ges"]["ge-0"]["rows"] - 5), ["output rows for"]),
+    (lambda o: o["start"].update(late_us=250_000), ["not all up at their start instant (250 ms late"]),
+])
+def test_every_harness_observation_can_make_the_run_invalid(make_run, edit, words):
+    run = make_run()
+    observed = json.loads((run / "observed.json").read_text())
+    edit(observed)
+    (run / "observed.json").write_text(json.dumps(observed))
+    r = analyze_run(run)
+    assert r["verdict"] == "invalid"
+    assert r["reasons"][0].startswith("harness: ")
+    for w in words:
+        assert w in r["reasons"][0], r["reasons"][0]
+
+
+def test_overload_in_the_measurement_phase_is_invalid_unless_allowed(make_run):
+    run = make_run(overload_rate=0.002, error_rate=0.0)
+    r = analyze_run(run)
+    o = check(r, "overload")
+    n = sum(g["overloaded"] for g in r["ges"])
+    assert n > 0 and not o["ok"]
+    assert f"{n} requests answered 5.03" in o["reason"] and "GE output" in o["reason"]
+    # The devices' whole-run totals are shown beside it, and cover more than the measurement phase.
+    assert r["device_counters"]["totals"]["overflow"] >= n
+    assert f"--stats, whole run: {r['device_counters']['totals']['overflow']} 5.03" in o["reason"]
+    (run / "spec.yaml").write_text("name: spec\nvalidity: {allow_overload: true}\n")
+    r = analyze_run(run)
+    assert check(r, "overload")["ok"] and "accepted: allow_overload" in check(r, "overload")["reason"]
+
+
+def test_overload_outside_the_measurement_phase_is_a_warning(make_run):
+    run = make_run()
+    stats = run / "devices" / "wb-synth-dev-1" / "stats.json"
+    edit_json(stats, overflow=7)
+    r = analyze_run(run)
+    assert check(r, "overload")["ok"]
+    assert any("7 requests 5.03 over the whole run (--stats), 0 of them in the measurement phase" in w
+               for w in r["warnings"]), r["warnings"]
+    stats.unlink()
+    r = analyze_run(run)
+    assert r["device_counters"]["missing"] == ["wb-synth-dev-1"]
+    assert any("wrote no --stats counters" in w for w in r["warnings"])
+
+
+def test_send_errors_and_late_sends_fail_the_ge_counters(make_run):
+    r = analyze_run(make_run("errs", send_errors=3))
+    g = check(r, "ge_counters")
+    assert not g["ok"] and "GE 0: 3 send errors (max 0)" in g["reason"]
+    run = make_run("late", devices=1, rit_us=300.0, ge_floor_us=450.0, measure_s=10.0, warmup_s=0.5,
+                   cooldown_s=0.5)
+    (run / "spec.yaml").write_text("name: spec\nvalidity: {min_measure: 5s}\n")
+    g = check(analyze_run(run), "ge_counters")
+    assert not g["ok"] and "later than 1ms (max 1.0%)" in g["reason"]
+    (run / "spec.yaml").write_text("name: spec\nvalidity: {min_measure: 5s, max_late_sends: 100%}\n")
+    assert check(analyze_run(run), "ge_counters")["ok"]
+
+
+def test_malformed_datagrams_are_a_warning(make_run):
+    run = make_run()
+    edit_json(run / "ge" / "ge-0.summary.json", garbage={"truncated": 2, "unparseable": 1, "total": 5})
+    r = analyze_run(run)
+    assert any("GE 0 received 3 malformed datagrams" in w for w in r["warnings"])
+
+
+def test_data_that_cannot_be_analysed_get_a_verdict_from_the_records(make_run):
+    run = make_run()
+    (run / "ge" / "ge-0.csv").write_text("not,a,ge,file\n1,2,3,4\n")
+    r = summarize_run(run)
+    assert r["verdict"] == "invalid"
+    assert [c["check"] for c in r["checks"]] == ["harness", "analysis"]
+    assert r["reasons"][-1].startswith("analysis: the run's data could not be analysed: UserError")
+    json.dumps(r, allow_nan=False)
+    # The records still count: a dead device is the first reason.
+    edit_json(run / "observed.json", start={"late_us": 5000})
+    assert summarize_run(run)["reasons"][0].startswith("harness: the GE containers were not all up")
+    assert summarize_run(make_run("fine")) == analyze_run(make_run("fine"))
