@@ -86,3 +86,31 @@ def test_unreadable_file_is_a_user_error(tmp_path: Path) -> None:
 def test_field_name() -> None:
     assert yamlsrc.field_name(("devices", 0, "impairment", "loss")) == "devices[0].impairment.loss"
     assert yamlsrc.field_name(()) == ""
+
+
+def test_key_paths_parse_only_when_they_render_back() -> None:
+    assert yamlsrc.parse_key_path("devices[0].impairment.loss") == ("devices", 0, "impairment", "loss")
+    assert yamlsrc.parse_key_path("sweep") == ("sweep",)
+    for bad in ("devices[0]..count", "[0].count", "devices.0", "", "a b"):
+        assert yamlsrc.parse_key_path(bad) is None, bad
+
+
+def test_locate_places_a_later_error_at_its_key() -> None:
+    src = yamlsrc.loads(DOC, "exp.yaml")
+    err = src.locate(UserError("no such core", field="devices[1].service"))
+    assert str(err) == "exp.yaml:8: devices[1].service: no such core"
+    placed = UserError("x", "other.csv", 3, "value")
+    assert src.locate(placed) is placed and placed.file == "other.csv" and placed.line == 3
+
+
+def test_with_value_keeps_the_original_and_points_at_the_override() -> None:
+    src = yamlsrc.loads(DOC + "over:\n  count: 9\n", "exp.yaml")
+    new = src.with_value(("devices", 0, "count"), 9, ("over", "count"))
+    assert new.data["devices"][0]["count"] == 9 and src.data["devices"][0]["count"] == 2
+    assert new.line("devices", 0, "count") == 10 and src.line("devices", 0, "count") == 6
+    gone = src.with_value(("workload", "seed"), None, ("over",))
+    assert "seed" not in gone.data["workload"] and src.data["workload"]["seed"] == 3
+    with pytest.raises(UserError, match=r"devices\[5\] does not exist") as ei:
+        src.with_value(("devices", 5, "count"), 1, ("over", "count"))
+    assert ei.value.line == 10
+    assert "over" not in src.without("over").data and src.without("over").line("over", "count") == 10
