@@ -201,8 +201,8 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
     whole = runs[0].experiment
     cap = whole.capacity if whole is not None else None
     if cap is None:
-        raise runs[0].source.error("missing: the section saying what to vary and the objective "
-                                   "(docs/spec.md)", "capacity")
+        raise runs[0].locate(UserError("missing: the section saying what to vary and the objective "
+                                       "(docs/spec.md)", field="capacity"))
     # Every value the search may probe is valid before anything starts: the
     # extremes stand for the rest (only the varied key changes).
     # Images, impairment support and placement too (as `wotbench run` does).

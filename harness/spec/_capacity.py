@@ -1,14 +1,7 @@
-"""The ``capacity:`` section: what `wotbench capacity` varies and the
-response-time objective (the search itself is ``wotbench._capacity``)::
-
-    capacity:
-      vary: devices[0].count      # or devices[0].rate (requests/s per device)
-      start: 1                    # first probe
-      max: 64                     # never probe above this
-      resolution: 1               # stop when the pass/fail bracket is this narrow
-      max_probes: 12              # hard bound on the number of test runs
-      objective: {p95: 50ms}      # mean, p50, p90, p95, p99; all must hold
-"""
+"""The ``capacity:`` section (docs/spec.md, example in ``wotbench._capacity``):
+what `wotbench capacity` varies (``devices[N].count`` or ``devices[N].rate``),
+the range and resolution of the search, and the response-time objective.
+The search itself is ``wotbench._capacity``."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ from wotbench._errors import UserError
 from wotbench.spec import _scales as scales
 from wotbench.spec import _yaml
 from wotbench.spec._model import Spec
-from wotbench.spec._workload import WorkloadSpec
 from wotbench.spec._yaml import KeyPath, YamlSource
 
 
@@ -104,14 +103,6 @@ def loads(text: str, name: str = "<string>", scale: str | None = None,
 def load_saved(path: str | Path) -> Spec:
     """The spec of a run from its saved spec.yaml (``RunSpec.yaml()``)."""
     return Spec.build(_normalized(_yaml.load(path)))
-
-
-def workload_of(src: YamlSource) -> WorkloadSpec:
-    """Interim, for a caller that still holds ``RunSpec.source``: use
-    ``RunSpec.spec.workload``."""
-    workload = Spec.build(src).workload
-    assert workload is not None
-    return workload
 
 
 # --- the saved document reloads to the same spec ---------------------------

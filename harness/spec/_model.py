@@ -3,7 +3,7 @@ and validated from one document (docs/spec.md)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,6 @@ class Spec:
     def group_of(self) -> list[int]:
         """Group index of every device id, in tracegen's numbering (groups in order)."""
         return [gi for gi, g in enumerate(self.groups) for _ in range(g.count)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def build(cls, src: YamlSource, scales: tuple[str, ...] = ()) -> Spec:
