@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wotbench._errors import UserError
+from wotbench._version import __version__  # noqa: F401  (the package's version)
 
 if TYPE_CHECKING:
     from wotbench.reporting._load import Run
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from wotbench.spec import load as load_spec  # noqa: F401
 
 __all__ = ["UserError", "run", "load_run", "Spec", "RunSpec", "load_spec", "load_saved"]
-__version__ = "0.1.0"
 
 #: Public names of wotbench.spec, under the names they have here.
 _SPEC = {"Spec": "Spec", "RunSpec": "RunSpec", "load_spec": "load", "load_saved": "load_saved"}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wotbench import __version__
+from wotbench._version import __version__
 from wotbench.tracegen import _stats as stats
 from wotbench.tracegen._csvtext import device_host
 from wotbench.tracegen._distribution import Exp
