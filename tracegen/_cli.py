@@ -70,9 +70,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
-    from wotbench._units import parse_count, parse_duration, parse_size
-    from wotbench.formats import MAX_PAYLOAD_BYTES
-    from wotbench.spec import GroupWorkload, WorkloadSpec, parse_methods
+    from wotbench._units import parse_count, parse_duration
+    from wotbench.spec import GroupWorkload, WorkloadSpec, parse_methods, parse_payload
     from wotbench.tracegen._distribution import parse_distribution
 
     cwd = Path.cwd()
@@ -98,8 +97,7 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
         methods = parse_methods(shares, "--methods")
     group_kw: dict[str, Any] = {"methods": methods}
     if args.payload_bytes is not None:
-        group_kw["payload_bytes"] = parse_count(parse_size(args.payload_bytes, "--payload-bytes"),
-                                                "--payload-bytes", minimum=0, maximum=MAX_PAYLOAD_BYTES)
+        group_kw["payload_bytes"] = parse_payload(args.payload_bytes, "--payload-bytes")
     if args.resources is not None:
         group_kw["resources"] = parse_count(args.resources, "--resources", minimum=1)
     kw: dict[str, Any] = {"seed": seed, "rit_scope": scope}

@@ -22,13 +22,14 @@ from wotbench.spec._expand import RunSpec, load, load_saved, loads
 from wotbench.spec._model import Spec
 from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds
-from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, resource_service_times
+from wotbench.spec._workload import (GroupWorkload, WorkloadSpec, parse_methods, parse_payload,
+                                     resource_service_times)
 from wotbench.spec._yaml import field_name, parse_key_path
 from wotbench.tracegen._distribution import Distribution
 
 __all__ = [
     "load", "loads", "load_saved", "Spec", "RunSpec", "DeviceGroup", "Impairment", "Gateway",
     "ContentionDetection", "Placement", "Phases", "Sweep", "Thresholds", "CapacitySpec", "Objective",
-    "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "resource_service_times",
-    "parse_key_path", "field_name", "UserError",
+    "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "parse_payload",
+    "resource_service_times", "parse_key_path", "field_name", "UserError",
 ]

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -114,36 +113,26 @@ def _number(v: Any, field: str) -> float:
     return float(v)
 
 
-def _integer(v: Any, field: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise UserError(f"expected an integer, got {v!r}", field=field)
-    return v
+def _time_us(v: Any, field: str) -> float:
+    return units.parse_time_us(v, field, what="duration")
 
 
-def _boolean(v: Any, field: str) -> bool:
-    if not isinstance(v, bool):
-        raise UserError(f"expected true or false, got {v!r}", field=field)
-    return v
-
-
-def _reader(attr: str, typ: str) -> Callable[[Any, str], Any]:
-    """How a spec value of this threshold is read: units as in docs/spec.md."""
+def _threshold(attr: str, typ: str, v: Any, src: YamlSource, at: KeyPath) -> Any:
+    """One spec value of a threshold, read with the units of docs/spec.md."""
     if typ == "bool":
-        return _boolean
+        return read.boolean(v, src, at)
     if typ == "int":
-        return _integer
+        return read.integer(v, src, at, 0)
     if attr.endswith("_us"):
-        return lambda v, f: units.parse_time_us(v, f, what="duration")
-    if attr in _NUMBERS:
-        return _number
-    return units.parse_fraction
+        return read.value(_time_us, v, src, at)
+    return read.value(_number if attr in _NUMBERS else units.parse_fraction, v, src, at)
 
 
 def parse_validity(v: Any, src: YamlSource, at: KeyPath = ("validity",)) -> Thresholds:
     """Thresholds from a spec's ``validity:`` mapping (absent = the defaults)."""
     attrs = {spec_key(f.name): f for f in fields(Thresholds)}
     m = read.mapping(v, src, at, attrs)
-    values = {attrs[k].name: read.value(_reader(attrs[k].name, str(attrs[k].type)), raw, src, at + (k,))
+    values = {attrs[k].name: _threshold(attrs[k].name, str(attrs[k].type), raw, src, at + (k,))
               for k, raw in m.items()}
     try:
         return Thresholds(**values)

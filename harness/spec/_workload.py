@@ -239,8 +239,8 @@ def distribution(v: Any, src: YamlSource, at: KeyPath, role: str) -> Distributio
     return read.value(lambda x, f: parse_distribution(x, f, role=role, base_dir=src.base_dir), v, src, at)
 
 
-def _payload(v: Any, field_: str) -> int:
-    """A byte count: an integer or a size (``16``, ``"512B"``, ``"1KB"``)."""
+def parse_payload(v: Any, field_: str) -> int:
+    """A request payload in bytes: an integer or a size (``16``, ``"512B"``, ``"1KB"``)."""
     return units.parse_count(units.parse_size(v, field_), field_, minimum=0, maximum=MAX_PAYLOAD_BYTES)
 
 
@@ -255,7 +255,7 @@ def read_group(item: Mapping[str, Any], name: str, count: int, src: YamlSource,
     if "methods" in item:
         kw["methods"] = read.value(parse_methods, item["methods"], src, at + ("methods",))
     if "payload_bytes" in item:
-        kw["payload_bytes"] = read.value(_payload, item["payload_bytes"], src, at + ("payload_bytes",))
+        kw["payload_bytes"] = read.value(parse_payload, item["payload_bytes"], src, at + ("payload_bytes",))
     if "resources" in item:
         kw["resources"] = read.integer(item["resources"], src, at + ("resources",), 1, MAX_RESOURCES)
     try:

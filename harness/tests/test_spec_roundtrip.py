@@ -13,7 +13,8 @@ import pytest
 from wotbench import spec
 
 REPO = Path(__file__).resolve().parents[2]
-EXPERIMENTS = sorted((REPO / "experiments").glob("*.yaml")) + [REPO / "experiments" / "tests" / "capacity-fast.yaml"]
+EXPERIMENTS = [*sorted((REPO / "experiments").glob("*.yaml")),
+               REPO / "experiments" / "tests" / "capacity-fast.yaml"]
 
 
 def _saved(rs: spec.RunSpec, run_dir: Path) -> Path:

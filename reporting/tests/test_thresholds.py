@@ -40,8 +40,10 @@ def test_overrides_with_units():
 
 def test_sender_and_overload_limits():
     th = Thresholds()
-    assert (th.late_send_us, th.max_late_sends, th.max_send_errors, th.allow_overload) == (1000, 0.01, 0, False)
-    th = validity("validity: {late_send: 250us, max_late_sends: 0.5%, max_send_errors: 3, allow_overload: true}\n")
+    assert (th.late_send_us, th.max_late_sends, th.max_send_errors, th.allow_overload) == (
+        1000, 0.01, 0, False)
+    th = validity("validity: {late_send: 250us, max_late_sends: 0.5%, max_send_errors: 3,\n"
+                  "           allow_overload: true}\n")
     assert th.late_send_us == 250 and th.max_late_sends == pytest.approx(0.005)
     assert th.max_send_errors == 3 and th.allow_overload is True
     assert validity("validity: {late_send: 2µs}\n").late_send_us == 2.0
@@ -57,7 +59,8 @@ def test_sender_and_overload_limits():
     ("{late_send: 0ms}", "validity.late_send", "positive"),
     ("{late_send: 5}", "validity.late_send", "no unit"),
     ("{max_late_sends: 2}", "validity.max_late_sends", "outside"),
-    ("{max_send_errors: -1}", "validity.max_send_errors", "non-negative"),
+    ("{max_send_errors: -1}", "validity.max_send_errors", "at least 0"),
+    ("{max_send_errors: 0.5}", "validity.max_send_errors", "integer"),
     ("{allow_overload: 1}", "validity.allow_overload", "true or false"),
 ])
 def test_bad_values_name_the_file_line_and_field(mapping, field, what):
@@ -82,6 +85,8 @@ def test_thresholds_are_validated_when_built():
         Thresholds(max_late_sends=1.5)
     with pytest.raises(UserError, match="true or false"):
         Thresholds(allow_overload=0)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="non-negative"):
+        Thresholds(max_send_errors=-1)
 
 
 def test_every_threshold_is_documented():
