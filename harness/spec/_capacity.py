@@ -70,8 +70,7 @@ class CapacitySpec:
         return f"{group.rit.kind}:{max(1, round(1e6 / x))}us"
 
     @classmethod
-    def build(cls, v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str,
-              swept: bool) -> CapacitySpec:
+    def build(cls, v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str) -> CapacitySpec:
         at: KeyPath = ("capacity",)
         m = read.mapping(v, src, at, KEYS)
         if not m:
@@ -79,7 +78,7 @@ class CapacitySpec:
         for k in ("vary", "start", "max", "objective"):
             if k not in m:
                 raise src.error(f"missing key {k!r}", *at)
-        group, kind = _vary(m["vary"], src, groups, rit_scope, swept)
+        group, kind = _vary(m["vary"], src, groups, rit_scope)
         integer = kind == "count"
         start = _number(m["start"], src, at + ("start",), integer)
         maximum = _number(m["max"], src, at + ("max",), integer)
@@ -95,8 +94,7 @@ class CapacitySpec:
                    _objectives(m["objective"], src, at + ("objective",)))
 
 
-def _vary(v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str,
-          swept: bool) -> tuple[int, str]:
+def _vary(v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str) -> tuple[int, str]:
     at: KeyPath = ("capacity", "vary")
     m = _VARY_RE.fullmatch(str(v))
     if m is None:
@@ -104,8 +102,6 @@ def _vary(v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str
     group, kind = int(m.group(1)), m.group(2)
     if group >= len(groups):
         raise src.error(f"devices[{group}] does not exist in the spec", *at)
-    if swept:
-        raise src.error("capacity cannot be combined with a sweep (remove one)", *at)
     if kind == "rate":
         if rit_scope != "device":
             raise src.error("a per-device rate needs workload.rit_scope: device", *at)

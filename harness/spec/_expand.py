@@ -18,6 +18,7 @@ from wotbench._errors import UserError
 from wotbench.spec import _scales as scales
 from wotbench.spec import _yaml
 from wotbench.spec._model import Spec
+from wotbench.spec._sections import Sweep
 from wotbench.spec._yaml import KeyPath, YamlSource
 
 
@@ -35,7 +36,8 @@ class RunSpec:
     repetition: int = 1
     scale: str = scales.FULL        # the spec's scale (``scales:``)
     experiment: Spec | None = field(default=None, compare=False, repr=False)
-    """The whole file at this scale: sweep axes, repetitions, capacity, scales."""
+    """The whole file at this scale (with its first test's values): sweep
+    axes, repetitions, capacity, the scales it offers."""
 
     @property
     def harness(self) -> Spec:
@@ -68,15 +70,17 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
     offered = tuple(scales.names(src))
     scaled, scale_name = scales.apply(src, scale)
     scaled = _normalized(scaled)
-    experiment = Spec.build(scaled, offered)
+    sweep = scaled.data.get("sweep") if isinstance(scaled.data, Mapping) else None
+    axes = Sweep.build_axes(sweep, scaled, ("sweep",))
+    if axes and "capacity" in scaled.data:
+        raise scaled.error("capacity cannot be combined with a sweep (remove one)", "capacity", "vary")
+    # The whole file is checked with its first test's values: a swept key
+    # need not have a valid value in the body.
+    experiment = Spec.build(_substituted(scaled, axes, (0,) * len(axes)), offered)
     base = scaled.without("sweep", "capacity")
-    axes = experiment.sweep_axes
     runs: list[RunSpec] = []
     for idx in itertools.product(*(range(len(a.values)) for a in axes)):
-        vsrc = base
-        for a, i in zip(axes, idx):
-            vsrc = vsrc.with_value(a.path, a.values[i], a.at + ("values", i))
-        vsrc = _normalized(vsrc)
+        vsrc = _substituted(base, axes, idx)
         spec = Spec.build(vsrc)
         values = tuple(a.values[i] for a, i in zip(axes, idx))
         label = " ".join(f"{a.key}={v}" for a, v in zip(axes, values))
@@ -85,6 +89,14 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
             text = " ".join(x for x in (label, f"rep={rep}" if experiment.repetitions > 1 else "") if x)
             runs.append(RunSpec(spec, vsrc, text, value, rep, scale_name, experiment))
     return runs
+
+
+def _substituted(src: YamlSource, axes: tuple[Sweep, ...], idx: tuple[int, ...]) -> YamlSource:
+    """The document with the ``idx``-th value of every sweep axis; a bad
+    value is reported at its line under ``sweep``."""
+    for a, i in zip(axes, idx):
+        src = src.with_value(a.path, a.values[i], a.at + ("values", i))
+    return _normalized(src)
 
 
 def load(path: str | Path, scale: str | None = None) -> list[RunSpec]:

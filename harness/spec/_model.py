@@ -79,7 +79,7 @@ class Spec:
             validity=parse_validity(m.get("validity"), src),
             sweep_axes=axes,
             workload=workload,
-            capacity=(CapacitySpec.build(m["capacity"], src, groups, workload.rit_scope, bool(axes))
+            capacity=(CapacitySpec.build(m["capacity"], src, groups, workload.rit_scope)
                       if "capacity" in m else None),
             scales=scales,
         )

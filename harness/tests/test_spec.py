@@ -149,3 +149,12 @@ def test_yaml_syntax_error_has_a_line(spec_file):
 
 def test_empty_and_missing_devices(spec_file):
     assert err(spec_file, "name: x\n").field == "devices"
+
+
+def test_a_swept_key_needs_no_valid_value_in_the_body(spec_file):
+    text = BASE.replace("    rit: exp:100ms\n", "") + "sweep: {key: 'devices[0].rit', values: [exp:10ms, det:20ms]}\n"
+    runs = load(spec_file, text)
+    assert [r.spec.groups[0].rit.text for r in runs] == ["exp:10ms", "det:20ms"]
+    assert runs[0].experiment.sweep.key == "devices[0].rit" and runs[0].spec.sweep is None
+    e = err(spec_file, text.replace("det:20ms", "det:20"))
+    assert e.field == "devices[0].rit" and e.line == 15 and "has no unit" in e.what
