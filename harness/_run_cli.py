@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wotbench import layout
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("run", help="run an experiment spec on a Docker testbed")
@@ -72,7 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RunFailed as exc:
         if isinstance(exc.cause, UserError):
             raise exc.cause from None
-        print(f"error: run failed: {exc} (details: {exc.run_dir / 'INCOMPLETE'})", file=sys.stderr)
+        print(f"error: run failed: {exc} (details: {exc.run_dir / layout.INCOMPLETE})", file=sys.stderr)
         return 1
     for d in dirs:
         print(os.fspath(d))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "WORKLOAD", "GE", "CD", "MONITOR",
@@ -80,6 +81,11 @@ def ge_index(path: Path | str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _at(*parts: str) -> Any:
+    """A RunDir property: the path ``parts`` below the run's root."""
+    return property(lambda self: self.root.joinpath(*parts), doc="/".join(parts))
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The paths of one run folder."""
@@ -93,107 +99,45 @@ class RunDir:
     def name(self) -> str:
         return self.root.name
 
-    @property
-    def incomplete(self) -> Path:
-        return self.root / INCOMPLETE
-
-    @property
-    def spec(self) -> Path:
-        return self.root / SPEC
-
-    @property
-    def manifest(self) -> Path:
-        return self.root / MANIFEST
-
-    @property
-    def phases(self) -> Path:
-        return self.root / PHASES
-
-    @property
-    def observed(self) -> Path:
-        return self.root / OBSERVED
-
-    @property
-    def summary(self) -> Path:
-        return self.root / SUMMARY
-
-    @property
-    def pumba_log(self) -> Path:
-        return self.root / PUMBA_LOG
-
-    @property
-    def workload(self) -> Path:
-        return self.root / WORKLOAD
-
-    @property
-    def ge_dir(self) -> Path:
-        return self.root / GE
-
-    @property
-    def cd_dir(self) -> Path:
-        return self.root / CD
-
-    @property
-    def monitor_dir(self) -> Path:
-        return self.root / MONITOR
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.root / LOGS
-
-    @property
-    def devices_dir(self) -> Path:
-        return self.root / DEVICES
-
-    @property
-    def report_dir(self) -> Path:
-        return self.root / REPORT
-
-    @property
-    def hosts(self) -> Path:
-        return self.ge_dir / HOSTS
+    incomplete = _at(INCOMPLETE)
+    spec = _at(SPEC)
+    manifest = _at(MANIFEST)
+    phases = _at(PHASES)
+    observed = _at(OBSERVED)
+    summary = _at(SUMMARY)
+    pumba_log = _at(PUMBA_LOG)
+    workload = _at(WORKLOAD)
+    ge_dir = _at(GE)
+    cd_dir = _at(CD)
+    monitor_dir = _at(MONITOR)
+    logs_dir = _at(LOGS)
+    devices_dir = _at(DEVICES)
+    report_dir = _at(REPORT)
+    hosts = _at(GE, HOSTS)
+    cd_csv = _at(CD, CD_OUTPUT)
+    cd_raw = _at(CD, CD_RAW)
+    cd_summary = _at(CD, CD_SUMMARY)
+    host_monitor = _at(MONITOR, HOST_MONITOR)
+    containers_monitor = _at(MONITOR, CONTAINERS_MONITOR)
+    collectl_dir = _at(MONITOR, COLLECTL)
 
     def ge_csv(self, k: int) -> Path:
-        return self.ge_dir / ge_output(k)
+        return self.root / GE / ge_output(k)
 
     def ge_summary(self, k: int) -> Path:
-        return self.ge_dir / ge_summary(k)
+        return self.root / GE / ge_summary(k)
 
     def ge_devices(self, k: int) -> Path:
-        return self.ge_dir / ge_devices(k)
+        return self.root / GE / ge_devices(k)
 
     def ge_trace(self, k: int) -> Path:
-        return self.workload / ge_trace(k)
-
-    @property
-    def cd_csv(self) -> Path:
-        return self.cd_dir / CD_OUTPUT
-
-    @property
-    def cd_raw(self) -> Path:
-        return self.cd_dir / CD_RAW
-
-    @property
-    def cd_summary(self) -> Path:
-        return self.cd_dir / CD_SUMMARY
-
-    @property
-    def host_monitor(self) -> Path:
-        return self.monitor_dir / HOST_MONITOR
-
-    @property
-    def containers_monitor(self) -> Path:
-        return self.monitor_dir / CONTAINERS_MONITOR
-
-    @property
-    def collectl_dir(self) -> Path:
-        return self.monitor_dir / COLLECTL
+        return self.root / WORKLOAD / ge_trace(k)
 
     def device_dir(self, container: str) -> Path:
-        return self.devices_dir / container
+        return self.root / DEVICES / container
 
     def device_stats(self, container: str) -> Path:
         return self.device_dir(container) / DEVICE_STATS
 
     def log(self, container: str) -> Path:
-        return self.logs_dir / f"{container}.log"
+        return self.root / LOGS / f"{container}.log"

@@ -54,7 +54,7 @@ def _us(us: float) -> str:
 def check_measure_length(a: A, th: Thresholds) -> Check:
     ph, n = a["phases"], a["measure_counts"]["requests"]
     dur = ph["measure"][1] - ph["measure"][0]
-    src = " (no phases.json: the whole trace counts as measurement)" if ph["inferred"] else ""
+    src = f" (no {layout.PHASES}: the whole trace counts as measurement)" if ph["inferred"] else ""
     if dur < th.min_measure_us:
         return False, f"measurement phase {_s(dur)} is shorter than {_s(th.min_measure_us)}{src}"
     if n < th.min_requests:
@@ -136,7 +136,7 @@ def check_monitor(a: A, th: Thresholds) -> Check:
 def check_placement(a: A, th: Thresholds) -> Check:
     p = a["placement"]
     if p is None:
-        return True, "placement unknown (no manifest.json)"
+        return True, f"placement unknown (no {layout.MANIFEST})"
     if not p["degraded"]:
         return True, "placement as planned: dedicated GE cores"
     notes = "; ".join(p["notes"])
@@ -158,9 +158,9 @@ def _ge_problems(h: A) -> list[str]:
     out = []
     for name, g in sorted(h["ges"].items()):
         if g.get("killed"):
-            out.append(f"{name} was killed: it did not finish in time (see logs/)")
+            out.append(f"{name} was killed: it did not finish in time (see {layout.LOGS}/)")
         elif g.get("exit_code") != 0:
-            out.append(f"{name} exited with {g.get('exit_code')} (see logs/)")
+            out.append(f"{name} exited with {g.get('exit_code')} (see {layout.LOGS}/)")
         if g.get("trace_lines") is not None and g.get("rows") != g["trace_lines"]:
             out.append(f"{name}: {g.get('rows')} output rows for {g['trace_lines']} trace lines")
     return out
@@ -177,7 +177,8 @@ def check_harness(a: A, th: Thresholds) -> Check:
     exiting 0 with one output row per trace line, GEs up in time."""
     h = a["harness"]
     if not h["recorded"]:
-        return True, "no observed.json (GE files alone, or an older run): harness observations not checked"
+        return True, (f"no {layout.OBSERVED} (GE files alone, or an older run): "
+                      "harness observations not checked")
     problems = _node_problems(h) + _ge_problems(h) + _start_problems(h)
     if problems:
         return False, "; ".join(problems)

@@ -15,10 +15,10 @@ from typing import Any
 from tabulate import tabulate
 
 from wotbench import layout
+from wotbench.layout import RunDir
 from wotbench.reporting._analyze import Analysis, analyze
 from wotbench.reporting._load import find_files, read_json, read_summary
 from wotbench.reporting._plots import run_figures, sweep_figures
-from wotbench.layout import RunDir
 
 __all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
 

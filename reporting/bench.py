@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from wotbench import layout
+
 #: Acceptance on the 2-core build machine (docs: reporting/README.md).
 LIMIT_S = 30.0
 LIMIT_RSS_BYTES = 4 << 30
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({r['cpu_s']:.1f} s CPU, load average {r['loadavg_1min_after']:.1f} on {os.cpu_count()} cores), "
               f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB  [{'ok' if ok else 'OVER LIMIT'}: "
               f"<= {LIMIT_S:.0f} s, <= {LIMIT_RSS_BYTES / 2**30:.0f} GiB]")
-    csv_bytes = sum(p.stat().st_size for p in args.dir.glob("ge/*.csv"))
+    csv_bytes = sum(p.stat().st_size for p in (args.dir / layout.GE).glob(layout.GE_OUTPUT_GLOB))
     summary = {"requests_total": args.requests, "devices": args.devices, "csv_bytes": csv_bytes,
                "passes": results, "limits": {"wall_s": LIMIT_S, "peak_rss_bytes": LIMIT_RSS_BYTES}}
     if args.out:

@@ -101,3 +101,10 @@ def test_single_core_shares_everything():
 def test_plan_is_serialisable():
     d = plan(range(8)).to_dict()
     assert d["cores_shared"] is False and len(d["device_cpusets"]) == 10
+
+
+def test_the_cd_ge_spin_is_a_planner_value_recorded_with_the_plan():
+    p = plan(range(8))
+    assert p.cd_ge_spin_us == 2000 and p.to_dict()["cd_ge_spin_us"] == 2000
+    assert "--spin-us 2000" in p.render()
+    assert plan(range(8), cd_enabled=False).cd_ge_spin_us is None
