@@ -36,7 +36,6 @@ to pass.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -50,10 +49,13 @@ from typing import Any
 import numpy as np
 
 from wotbench._errors import UserError
+from wotbench import _dockerenv as dockerenv, _results as res, layout
+from wotbench._runner import RunFailed, RunOptions, preflight, run_spec
+from wotbench.reporting import load_run
 from wotbench.spec import CapacitySpec, Objective, RunSpec, load
 
-__all__ = ["CapacitySpec", "Objective", "SearchResult", "search", "probe_runs", "register",
-           "cmd_capacity", "run_capacity"]
+__all__ = ["CapacitySpec", "Objective", "SearchResult", "ProbeResult", "search", "probe_runs",
+           "run_capacity", "fmt_value", "evidence_text"]
 
 
 # --- the search (pure) ----------------------------------------------------------
@@ -136,9 +138,8 @@ def probe_runs(runs: Sequence[RunSpec], cap: CapacitySpec, value: float) -> list
 def evaluate(run_dir: Path, cap: CapacitySpec) -> ProbeResult:
     """The evidence of one finished probe run."""
     # Imported on use: `wotbench --help` loads this module (see register).
-    from wotbench.reporting import load_run
 
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / layout.SUMMARY).read_text())
     measure = load_run(run_dir).measure
     ok = measure[measure["status"] == "ok"]
     resp = ok["response_us"].to_numpy(dtype=np.float64)
@@ -184,7 +185,7 @@ def _combine(value: float, results: Sequence[ProbeResult]) -> ProbeResult:
 
 # --- the command ----------------------------------------------------------------------
 
-def _fmt(cap: CapacitySpec, x: float | None) -> str:
+def fmt_value(cap: CapacitySpec, x: float | None) -> str:
     if x is None:
         return "-"
     return str(int(x)) if cap.integer else f"{x:.4g}"
@@ -193,10 +194,6 @@ def _fmt(cap: CapacitySpec, x: float | None) -> str:
 def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None = None,
                  progress: bool = False, log: Any = sys.stderr) -> Path:
     """Runs the capacity search of a spec; returns its results folder."""
-    # Imported on use: `wotbench --help` loads this module (see register).
-    from wotbench import _dockerenv as dockerenv, _results as res
-    from wotbench._runner import RunFailed, RunOptions, preflight, run_spec
-
     runs = load(spec, scale)
     whole = runs[0].experiment
     cap = whole.capacity if whole is not None else None
@@ -228,7 +225,7 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
         res.write_json(out / "capacity.json", doc)
 
     def passes(x: float) -> bool:
-        print(f"capacity: probe {len(evidence) + 1}: {cap.vary.split('.')[-1]} = {_fmt(cap, x)}",
+        print(f"capacity: probe {len(evidence) + 1}: {cap.vary.split('.')[-1]} = {fmt_value(cap, x)}",
               file=log, flush=True)
         try:
             dirs = run_spec(probe_runs(runs, cap, x), opts)
@@ -239,7 +236,7 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
         p = _combine(x, [evaluate(d, cap) for d in dirs])
         evidence.append(p)
         report(None)
-        print(f"capacity: {_fmt(cap, x)} -> {'PASS' if p.passed else 'FAIL'} ({_why(cap, p)})",
+        print(f"capacity: {fmt_value(cap, x)} -> {'PASS' if p.passed else 'FAIL'} ({evidence_text(cap, p)})",
               file=log, flush=True)
         return p.passed
 
@@ -249,7 +246,7 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
     return out
 
 
-def _why(cap: CapacitySpec, p: ProbeResult) -> str:
+def evidence_text(cap: CapacitySpec, p: ProbeResult) -> str:
     objs = ", ".join(f"{o.stat} {_ms(p.objectives[o.stat])} (limit {o.limit_us / 1e3:g} ms)"
                      for o in cap.objectives)
     rd = f"R_d devices {_num(p.rd_devices)}, CD {_num(p.rd_cd)} (baseline {_num(p.rd_cd_baseline)})"
@@ -289,8 +286,8 @@ def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) 
     ax1.set_ylabel("device response time (ms)")
     ax1.set_ylim(bottom=0)
     ax1.legend(fontsize=7, ncol=2)
-    title = (f"capacity: {_fmt(cap, found.answer)} {cap.unit}" if found.answer is not None
-             else f"capacity: none (even {_fmt(cap, cap.start)} failed)")
+    title = (f"capacity: {fmt_value(cap, found.answer)} {cap.unit}" if found.answer is not None
+             else f"capacity: none (even {fmt_value(cap, cap.start)} failed)")
     if found.capped:
         title += " (the maximum probed; may be higher)"
     ax1.set_title(title)
@@ -322,36 +319,3 @@ def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) 
     fig.savefig(buf, format="png", dpi=80)
     plt.close(fig)
     return buf.getvalue()
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("capacity", help="search the largest device count or per-device rate "
-                       "that stays valid and meets the spec's response-time objective")
-    p.add_argument("spec", type=Path, help="experiment spec (YAML) with a 'capacity' section")
-    p.add_argument("--scale", help="one of the spec's scales (spec key 'scales'; default full)")
-    p.add_argument("--results", type=Path, default=Path("results"),
-                   help="folder that receives results/<capacity-run-id>/ (default: results)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_capacity)
-
-
-def cmd_capacity(args: argparse.Namespace) -> int:
-    progress = not args.no_progress and sys.stderr.isatty()
-    out = run_capacity(args.spec, args.results, args.scale, progress)
-    doc = json.loads((out / "capacity.json").read_text())
-    cap = CapacitySpec(**{**doc["capacity"], "objectives": tuple(
-        Objective(**o) for o in doc["capacity"]["objectives"])})
-    print(f"{'#':>2}  {cap.vary:<18} {'result':<6} evidence")
-    for i, p in enumerate(doc["probes"], 1):
-        pr = ProbeResult(**p)
-        print(f"{i:>2}  {_fmt(cap, pr.value):<18} {'PASS' if pr.passed else 'FAIL':<6} {_why(cap, pr)}")
-    ans = doc["answer"]
-    if ans is None:
-        print(f"capacity: none; even {cap.vary} = {_fmt(cap, cap.start)} failed")
-    else:
-        more = (" (the maximum allowed; the real capacity may be higher)" if doc["capped"] else
-                f" (first failure at {_fmt(cap, doc['first_fail'])})")
-        more += " (max_probes reached before the bracket was narrow)" if doc["exhausted"] else ""
-        print(f"capacity: {cap.vary} = {_fmt(cap, ans)} {cap.unit}{more}")
-    print(os.fspath(out))
-    return 0

@@ -58,7 +58,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             continue
         if len(runs) > 1:
             print(f"== {rs.label}")
-        print(plan_for(rs.harness, cores).render())
+        print(plan_for(rs.spec, cores).render())
     return 0
 
 

@@ -91,7 +91,7 @@ class Run:
     """One test of the testbed; :meth:`execute` returns its results dir."""
 
     def __init__(self, rs: RunSpec, opts: RunOptions, client: Any) -> None:
-        run_id = res.new_run_id(rs.harness.name)
+        run_id = res.new_run_id(rs.spec.name)
         self.ctx = RunContext(rs, opts, DockerBackend(client, run_id), RunDir(opts.results_root / run_id))
         self.dir = self.ctx.run.root
         self.torn_down = False
@@ -150,7 +150,7 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     client = dockerenv.client()
     for rs in runs:
         try:
-            preflight(rs.harness, client)
+            preflight(rs.spec, client)
         except UserError as err:
             raise phases.locate(err, rs)
     dirs = []

@@ -27,9 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wotbench import _run_cli as harness_cli
 
     harness_cli.register(sub)
-    from wotbench import _capacity as capacity
+    from wotbench import _capacity_cli as capacity_cli
 
-    capacity.register(sub)
+    capacity_cli.register(sub)
     from wotbench.reporting import _cli as report_cli
 
     report_cli.register(sub)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -13,14 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench.spec import _yaml as yamlsrc
 from wotbench.cd import detect_contention, normalized_deviation
-from wotbench.reporting._checks import RECORD_CHECKS, limits, run_checks, stability_warnings
+from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist, ge_integrity, per_device
 from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table, read_json,
                                       read_monitor, read_phases)
 from wotbench.reporting._records import device_section, ge_counters, harness_section
-from wotbench.spec._validity import Thresholds, parse_validity
+from wotbench.spec import Thresholds, load_saved
 
 __all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "late_send_us", "thresholds_for"]
 
@@ -64,11 +62,7 @@ class Analysis:
 
 def thresholds_for(files: RunFiles) -> Thresholds:
     """The run's spec.yaml ``validity:`` overrides, else the defaults."""
-    if files.spec is None:
-        return Thresholds()
-    src = yamlsrc.load(files.spec)
-    doc = src.data if isinstance(src.data, dict) else {}
-    return parse_validity(doc.get("validity"), src)
+    return Thresholds() if files.spec is None else load_saved(files.spec).validity
 
 
 #: Plots draw quantile curves from at most this many values (a fixed-seed
@@ -265,7 +259,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     result: dict[str, Any] = {
         "analysis_format": 1,
         "phases": phases.to_dict(),
-        "thresholds": _thresholds_dict(th),
+        "thresholds": th.to_dict(),
         "harness": harness_section(files),
         "measure_counts": counts,
         "ges": ges,
@@ -310,16 +304,14 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         th = thresholds_for(files)
         a = {"harness": harness_section(files), "analysis_error": f"{type(exc).__name__}: {exc}"}
         verdict, reasons, checks = run_checks(a, th, RECORD_CHECKS)
-        return _json_safe({"analysis_format": 1, "thresholds": _thresholds_dict(th), "harness": a["harness"],
+        return _json_safe({"analysis_format": 1, "thresholds": th.to_dict(), "harness": a["harness"],
                            "checks": checks, "warnings": [], "verdict": verdict, "reasons": reasons})
 
 
 def late_send_us(run_dir: Path) -> int:
     """The send lag (us) beyond which a GE counts a send as late (its
     --late-us): the run's threshold, from its spec.yaml."""
-    return int(limits(thresholds_for(find_files(Path(run_dir), need_ge=False))).late_send_us)
+    return int(thresholds_for(find_files(Path(run_dir), need_ge=False)).late_send_us)
 
 
-def _thresholds_dict(th: Thresholds) -> dict[str, Any]:
-    """Every limit used, the counter limits included."""
-    return {**th.to_dict(), **dataclasses.asdict(limits(th))}
+

@@ -11,36 +11,15 @@ report, Markdown and HTML all show the verdict computed here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from wotbench import layout
 from wotbench.spec import Thresholds
 
-__all__ = ["CHECKS", "RECORD_CHECKS", "Limits", "Thresholds", "limits", "run_checks", "stability_warnings"]
+__all__ = ["CHECKS", "RECORD_CHECKS", "Thresholds", "run_checks", "stability_warnings"]
 
 Check = tuple[bool, str]
 A = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The limits of the GE and device counters (validity keys late_send,
-    max_late_sends, max_send_errors, allow_overload)."""
-
-    late_send_us: float          # a send later than this is late (also the GE's --late-us)
-    max_late_sends: float        # fraction of the measured sends
-    max_send_errors: int
-    allow_overload: bool         # 5.03 replies in the measurement phase are accepted
-
-
-def limits(th: Thresholds) -> Limits:
-    """The counter limits of ``th``, with their defaults while Thresholds
-    does not carry them yet."""
-    return Limits(late_send_us=float(getattr(th, "late_send_us", 1000.0)),
-                  max_late_sends=float(getattr(th, "max_late_sends", 0.01)),
-                  max_send_errors=int(getattr(th, "max_send_errors", 0)),
-                  allow_overload=bool(getattr(th, "allow_overload", False)))
 
 
 def _s(us: float) -> str:
@@ -189,22 +168,21 @@ def check_harness(a: A, th: Thresholds) -> Check:
 def check_ge_counters(a: A, th: Thresholds) -> Check:
     """Late sends in the measurement phase (GE output: send lag beyond
     late_send) and send errors over the whole run (the GE's summary)."""
-    lim = limits(th)
     bad, seen = [], []
     for g in a["ges"]:
         n, late = g["requests"], g["late_sends"]
-        if n and late / n > lim.max_late_sends:
+        if n and late / n > th.max_late_sends:
             bad.append(f"GE {g['ge']}: {late} of {n} sends ({late / n:.2%}) later than "
-                       f"{_us(lim.late_send_us)} (max {lim.max_late_sends:.1%})")
+                       f"{_us(th.late_send_us)} (max {th.max_late_sends:.1%})")
         c = g["counters"]
         if c is None:
             seen.append(f"GE {g['ge']}: no summary JSON, send errors unknown")
-        elif (c["send_errors"] or 0) > lim.max_send_errors:
-            bad.append(f"GE {g['ge']}: {c['send_errors']} send errors (max {lim.max_send_errors})")
+        elif (c["send_errors"] or 0) > th.max_send_errors:
+            bad.append(f"GE {g['ge']}: {c['send_errors']} send errors (max {th.max_send_errors})")
     if bad:
         return False, "; ".join(bad)
-    return True, "; ".join([f"late sends within {lim.max_late_sends:.1%} (later than {_us(lim.late_send_us)}) "
-                            f"and at most {lim.max_send_errors} send errors for every GE", *seen])
+    return True, "; ".join([f"late sends within {th.max_late_sends:.1%} (later than {_us(th.late_send_us)}) "
+                            f"and at most {th.max_send_errors} send errors for every GE", *seen])
 
 
 def check_overload(a: A, th: Thresholds) -> Check:
@@ -219,7 +197,7 @@ def check_overload(a: A, th: Thresholds) -> Check:
     if n == 0:
         return True, f"no 5.03 (overload) reply in the measurement phase ({stats})"
     what = f"{n} requests answered 5.03 (device queue full) in the measurement phase (GE output; {stats})"
-    if limits(th).allow_overload:
+    if th.allow_overload:
         return True, what + "; accepted: allow_overload"
     return False, what + ": the devices were overloaded"
 

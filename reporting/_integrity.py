@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from wotbench.cd import normalized_deviation
-from wotbench.reporting._checks import limits
 from wotbench.spec import Thresholds
 
 __all__ = ["GeArrays", "dist", "rit_compare", "ge_integrity", "per_device", "window_cv"]
@@ -217,7 +216,7 @@ def ge_integrity(a: GeArrays, window: tuple[float, float], th: Thresholds) -> di
     return {
         "requests": n, "ok": n_ok, "timeouts": n_timeout, "errors": n - n_ok - n_timeout,
         "error_rate": (n - n_ok) / n if n else None,
-        "late_sends": int(np.count_nonzero(a.send_lag > limits(th).late_send_us)),
+        "late_sends": int(np.count_nonzero(a.send_lag > th.late_send_us)),
         "overloaded": int(np.count_nonzero(a.overload)),
         "devices": int(np.unique(a.device).size),
         "duration_s": dur_s,

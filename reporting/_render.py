@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import html
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from tabulate import tabulate
 
 from wotbench import layout
+from wotbench._results import write_atomic
 from wotbench.layout import RunDir
 from wotbench.reporting._analyze import Analysis, analyze
 from wotbench.reporting._load import find_files, read_json, read_summary
@@ -23,19 +23,6 @@ from wotbench.reporting._plots import run_figures, sweep_figures
 __all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
 
 Figures = list[tuple[str, str, bytes]]
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # --- number formatting --------------------------------------------------------

@@ -43,11 +43,11 @@ def test_scales_get_smaller(name):
     by = {s: spec.load(EXP / f"{name}.yaml", s) for s in ("full", "small", "ci")}
     for big, small in (("full", "small"), ("small", "ci")):
         assert len(by[small]) <= len(by[big])
-        assert max(r.harness.phases.total_us for r in by[small]) <= max(
-            r.harness.phases.total_us for r in by[big])
-        assert max(r.harness.device_count for r in by[small]) <= max(
-            r.harness.device_count for r in by[big])
-    ci_time = sum(r.harness.phases.total_us + r.harness.cd.calibration_us for r in by["ci"]) / 1e6
+        assert max(r.spec.phases.total_us for r in by[small]) <= max(
+            r.spec.phases.total_us for r in by[big])
+        assert max(r.spec.device_count for r in by[small]) <= max(
+            r.spec.device_count for r in by[big])
+    ci_time = sum(r.spec.phases.total_us + r.spec.cd.calibration_us for r in by["ci"]) / 1e6
     assert ci_time <= 30, f"{name}: ci scale has {ci_time:.0f} s of load"
 
 

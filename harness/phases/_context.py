@@ -25,7 +25,6 @@ OBSERVED_FORMAT = 1
 class RunOptions:
     results_root: Path = Path("results")
     progress: bool = True
-    keep_workload: bool = True
     log: Any = field(default=sys.stderr)
 
     def say(self, msg: str) -> None:
@@ -77,7 +76,7 @@ class RunContext:
 
     @property
     def hs(self) -> Spec:
-        return self.rs.harness
+        return self.rs.spec
 
     @property
     def run_id(self) -> str:

@@ -56,7 +56,7 @@ def locate(err: UserError, rs: RunSpec) -> UserError:
 
 
 def generate_workload(rs: RunSpec, outdir: Path) -> Any:
-    return generate(rs.harness.workload, outdir)
+    return generate(rs.spec.workload, outdir)
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,6 @@ class RunSpec:
     axes, repetitions, capacity, the scales it offers."""
 
     @property
-    def harness(self) -> Spec:
-        """The same as :attr:`spec` (its former name)."""
-        return self.spec
-
-    @property
     def doc(self) -> Mapping[str, Any]:
         return self.source.data
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from wotbench.spec import _read as read
 from wotbench.spec._capacity import CapacitySpec

@@ -12,7 +12,7 @@ import pytest
 
 from wotbench import _monitor as monitor, _results as results, layout
 from wotbench.phases import _collect as collect, _ge as ge
-from wotbench.spec import Gateway, Spec as HarnessSpec
+from wotbench.spec import Gateway, Spec
 
 TRACE = """device_id,send_ts_us,method,uri,payload
 0,10,GET,coap://dev-0/r/1,
@@ -51,8 +51,8 @@ def test_single_ge_uses_the_trace_as_is(tmp_path: Path):
     assert ge.trace_lines(trace) == 7
 
 
-def _hs(**gw) -> HarnessSpec:
-    return HarnessSpec("x", (), Gateway(**gw), None, None, None, 1, None, {})  # type: ignore[arg-type]
+def _hs(**gw) -> Spec:
+    return Spec("x", (), Gateway(**gw), None, None, None, 1, None, {})  # type: ignore[arg-type]
 
 
 def test_con_drain_covers_every_retransmission():

@@ -34,21 +34,21 @@ def load(spec_file, text, scale=None):
 def test_full_is_the_body(spec_file):
     for scale in (None, "full"):
         (rs,) = load(spec_file, BASE, scale)
-        assert rs.scale == "full" and rs.harness.device_count == 4
-        assert rs.harness.phases.measure_us == 60_000_000 and "scales" not in rs.doc
+        assert rs.scale == "full" and rs.spec.device_count == 4
+        assert rs.spec.phases.measure_us == 60_000_000 and "scales" not in rs.doc
 
 
 def test_small_overrides_key_paths_and_replaces_mappings_whole(spec_file):
     (rs,) = load(spec_file, BASE, "small")
-    assert rs.scale == "small" and rs.harness.device_count == 2
-    p = rs.harness.phases
+    assert rs.scale == "small" and rs.spec.device_count == 2
+    p = rs.spec.phases
     assert (p.warmup_us, p.measure_us, p.cooldown_us) == (1_000_000, 10_000_000, 0)
     assert "scales" not in rs.yaml() and "count: 2" in rs.yaml()
 
 
 def test_null_removes_a_key(spec_file):
     (rs,) = load(spec_file, BASE, "ci")
-    assert "gateway" not in rs.doc and rs.harness.gateway.timeout_us == 5_000_000
+    assert "gateway" not in rs.doc and rs.spec.gateway.timeout_us == 5_000_000
 
 
 def test_unknown_scale_names_the_key_and_the_choices(spec_file):
@@ -71,7 +71,7 @@ def test_bad_override_value_points_into_scales(spec_file):
     with pytest.raises(UserError) as ei:
         load(spec_file, text, "small")
     assert ei.value.line == 12 and ei.value.field == "devices[0].count"
-    assert load(spec_file, text, "full")[0].harness.device_count == 4    # other scales unaffected
+    assert load(spec_file, text, "full")[0].spec.device_count == 4    # other scales unaffected
 
 
 @pytest.mark.parametrize("override,what", [
@@ -95,8 +95,8 @@ def test_names():
 def test_scale_can_add_a_sweep(spec_file):
     text = BASE.replace("    gateway: null\n", "    sweep: {key: gateway.type, values: [con, non]}\n")
     runs = load(spec_file, text, "ci")
-    assert [r.harness.gateway.type for r in runs] == ["con", "non"]
-    assert all(r.scale == "ci" and r.harness.device_count == 1 for r in runs)
+    assert [r.spec.gateway.type for r in runs] == ["con", "non"]
+    assert all(r.scale == "ci" and r.spec.device_count == 1 for r in runs)
 
 
 # --- grid sweeps ---------------------------------------------------------------------
@@ -110,7 +110,7 @@ sweep:
 
 def test_grid_is_every_combination_first_key_slowest(spec_file):
     runs = load(spec_file, GRID)
-    got = [(r.harness.gateway.type, r.harness.device_count) for r in runs]
+    got = [(r.spec.gateway.type, r.spec.device_count) for r in runs]
     assert got == [("con", 1), ("con", 2), ("con", 3), ("non", 1), ("non", 2), ("non", 3)]
     assert runs[4].label == "gateway.type=non devices[0].count=2"
     assert runs[4].sweep_value == ("non", 2)

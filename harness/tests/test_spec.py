@@ -43,13 +43,13 @@ def err(spec_file, text) -> UserError:
 def test_quickstart_is_valid():
     runs = spec.load(REPO / "experiments" / "quickstart.yaml")
     assert len(runs) == 1
-    hs = runs[0].harness
+    hs = runs[0].spec
     assert hs.device_count == 10 and hs.groups[0].mode == "sleep"
     assert hs.cd.enabled and hs.phases is not None and hs.phases.measure_us == 60_000_000
 
 
 def test_values_are_converted(spec_file):
-    hs = load(spec_file, BASE)[0].harness
+    hs = load(spec_file, BASE)[0].spec
     g = hs.groups[0]
     assert (g.count, g.threads, g.memory_bytes, g.nano_cpus) == (4, 2, 48 << 20, 500_000_000)
     assert hs.gateway.timeout_us == 2_000_000 and hs.cd.calibration_us == 3_000_000
@@ -84,7 +84,7 @@ def test_bad_value_names_key_and_line(spec_file, old, new, field, line):
 def test_impairment_values(spec_file):
     text = BASE.replace(
         "    cpus: 0.5\n", "    cpus: 0.5\n    impairment: {loss: 2.5%, delay: 10ms, jitter: 1ms, rate: 1mbit}\n")
-    imp = load(spec_file, text)[0].harness.groups[0].impairment
+    imp = load(spec_file, text)[0].spec.groups[0].impairment
     assert imp == spec.Impairment(loss=0.025, delay_us=10_000, jitter_us=1_000, rate_bps=1_000_000)
     assert imp.needs_netem
 
@@ -114,7 +114,7 @@ def test_validity_is_checked_with_the_rest(spec_file):
 
 def test_sweep_makes_one_run_per_value(spec_file):
     runs = load(spec_file, BASE + "sweep: {key: 'devices[0].count', values: [1, 5, 10]}\n")
-    assert [r.harness.device_count for r in runs] == [1, 5, 10]
+    assert [r.spec.device_count for r in runs] == [1, 5, 10]
     assert [r.label for r in runs] == ["devices[0].count=1", "devices[0].count=5",
                                        "devices[0].count=10"]
     assert "sweep" not in runs[0].doc and "count: 5" in runs[1].yaml()
@@ -122,7 +122,7 @@ def test_sweep_makes_one_run_per_value(spec_file):
 
 def test_sweep_times_repetitions(spec_file):
     runs = load(spec_file, BASE + "repetitions: 2\nsweep: {key: gateway.type, values: [con, non]}\n")
-    assert [(r.harness.gateway.type, r.repetition) for r in runs] == [
+    assert [(r.spec.gateway.type, r.repetition) for r in runs] == [
         ("con", 1), ("con", 2), ("non", 1), ("non", 2)]
 
 

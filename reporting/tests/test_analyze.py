@@ -107,10 +107,10 @@ def test_missing_cd_and_monitor_are_reasons(make_run):
 
 def test_spec_validity_overrides_are_used(make_run):
     run = make_run("spec", monitor=False)
-    (run / "spec.yaml").write_text("name: spec\nvalidity:\n  require_monitor: false\n")
+    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity:\n  require_monitor: false\n")
     assert analyze_run(run)["verdict"] == "valid"
-    (run / "spec.yaml").write_text("name: spec\nvalidity:\n  require_monitr: false\n")
-    with pytest.raises(UserError, match="spec.yaml:3: validity.require_monitr: unknown key"):
+    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity:\n  require_monitr: false\n")
+    with pytest.raises(UserError, match="spec.yaml:5: validity.require_monitr: unknown key"):
         analyze_run(run)
 
 

@@ -70,7 +70,7 @@ def test_overload_in_the_measurement_phase_is_invalid_unless_allowed(make_run):
     # The devices' whole-run totals are shown beside it, and cover more than the measurement phase.
     assert r["device_counters"]["totals"]["overflow"] >= n
     assert f"--stats, whole run: {r['device_counters']['totals']['overflow']} 5.03" in o["reason"]
-    (run / "spec.yaml").write_text("name: spec\nvalidity: {allow_overload: true}\n")
+    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity: {allow_overload: true}\n")
     r = analyze_run(run)
     assert check(r, "overload")["ok"] and "accepted: allow_overload" in check(r, "overload")["reason"]
 
@@ -95,10 +95,10 @@ def test_send_errors_and_late_sends_fail_the_ge_counters(make_run):
     assert not g["ok"] and "GE 0: 3 send errors (max 0)" in g["reason"]
     run = make_run("late", devices=1, rit_us=300.0, ge_floor_us=450.0, measure_s=10.0, warmup_s=0.5,
                    cooldown_s=0.5)
-    (run / "spec.yaml").write_text("name: spec\nvalidity: {min_measure: 5s}\n")
+    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity: {min_measure: 5s}\n")
     g = check(analyze_run(run), "ge_counters")
     assert not g["ok"] and "later than 1ms (max 1.0%)" in g["reason"]
-    (run / "spec.yaml").write_text("name: spec\nvalidity: {min_measure: 5s, max_late_sends: 100%}\n")
+    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity: {min_measure: 5s, max_late_sends: 100%}\n")
     assert check(analyze_run(run), "ge_counters")["ok"]
 
 
