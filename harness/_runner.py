@@ -47,23 +47,16 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGINT) arrived: unwind so that teardown runs."""
 
 
-@contextlib.contextmanager
-def _signals_raise() -> Iterator[None]:
-    def handler(signum: int, _frame: Any) -> None:
-        raise Interrupted(signal.Signals(signum).name)
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signal.Signals(signum).name)
 
+
+@contextlib.contextmanager
+def _signals(handler: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` inside the block: ``_raise_interrupted``
+    unwinds so that teardown runs; ``SIG_IGN`` lets teardown finish (a second
+    Ctrl-C does not cut it short)."""
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextlib.contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """Teardown must finish: a second Ctrl-C does not cut it short."""
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -107,7 +100,7 @@ class Run:
         atexit.register(self.teardown)
         phases.start_manifest(ctx, pre)
         try:
-            with _signals_raise():
+            with _signals(_raise_interrupted):
                 self._phases(pre)
         except BaseException as exc:
             why = (f"interrupted by {exc}" if isinstance(exc, KeyboardInterrupt)
@@ -118,7 +111,7 @@ class Run:
                 ctx.observed.write(ctx.run)
             raise
         finally:
-            with _signals_ignored():
+            with _signals(signal.SIG_IGN):
                 self.teardown()
             atexit.unregister(self.teardown)
         return self.dir
@@ -142,7 +135,7 @@ class Run:
 def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     """Runs every test of an expanded spec in order; returns their dirs.
     Every test passes its preflight before the first one starts."""
-    with _signals_raise():           # SIGTERM between tests unwinds like Ctrl-C
+    with _signals(_raise_interrupted):           # SIGTERM between tests unwinds like Ctrl-C
         return _run_all(runs, opts)
 
 
