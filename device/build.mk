@@ -1,8 +1,8 @@
 # wotbench-device: included by the top-level Makefile (variables live there).
 
-DEV_SRCS := device/main.c device/cli.c device/resources.c device/registry.c device/wire.c \
-            device/tx.c device/dedup.c device/sepresp.c device/service.c device/workers.c \
-            device/loop.c device/dispatch.c device/counters.c
+DEV_SRCS := device/main.c device/cli.c device/cpulist.c device/resources.c device/registry.c \
+            device/wire.c device/tx.c device/dedup.c device/sepresp.c device/service.c \
+            device/workers.c device/loop.c device/dispatch.c device/counters.c
 DEV_HDRS := $(wildcard device/*.h)
 DEV_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(DEV_SRCS))
 DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))
@@ -23,9 +23,10 @@ $(BUILD)/asan/wotbench-device: $(DEV_ASAN_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB)
 
-# libFuzzer harnesses: the resource CSV parser and the request path
-# (parse + response build) are the two parsers of outside input.
-FUZZERS += $(BUILD)/fuzz/fuzz-device-resources $(BUILD)/fuzz/fuzz-device-request
+# libFuzzer harnesses: the resource CSV parser, the request path (parse +
+# response build) and the --cpus LIST parser are the parsers of outside input.
+FUZZERS += $(BUILD)/fuzz/fuzz-device-resources $(BUILD)/fuzz/fuzz-device-request \
+           $(BUILD)/fuzz/fuzz-device-cpulist
 
 $(BUILD)/fuzz/fuzz-device-resources: device/fuzz/fuzz_resources.c device/resources.c $(DEV_HDRS)
 	@mkdir -p $(@D)
@@ -35,6 +36,10 @@ $(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c devi
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
 	  device/wire.c device/tx.c device/registry.c device/resources.c -pthread $(COAP_LIB)
+
+$(BUILD)/fuzz/fuzz-device-cpulist: device/fuzz/fuzz_cpulist.c device/cpulist.c device/cpulist.h
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_cpulist.c device/cpulist.c
 
 # Closed-loop load tool and the device benchmark (max request rate on one core).
 $(BIN)/devload: device/bench/devload.c

@@ -19,6 +19,7 @@ static const char usage[] =
     "[--mode sleep|busy]\n"
     "                       [--threads N] [--queue N] [--dedup-entries N] "
     "[--stats FILE]\n"
+    "                       [--cpus LIST]\n"
     "  --listen ADDR:PORT     IPv4 or [IPv6] address and UDP port "
     "(default 0.0.0.0:5683)\n"
     "  --resources FILE       resource CSV: path,service_us[,payload_bytes]\n"
@@ -29,7 +30,10 @@ static const char usage[] =
     "(65536)\n"
     "  --dedup-entries N      remembered exchanges for duplicate detection "
     "(262144)\n"
-    "  --stats FILE           write the final counts as JSON (atomically)\n";
+    "  --stats FILE           write the final counts as JSON (atomically)\n"
+    "  --cpus LIST            run every thread on exactly these CPUs, e.g. "
+    "1 or 0-3 or 1,3-5\n"
+    "                         (default: the affinity inherited)\n";
 
 static int bad(const char *field, const char *what, const char *value) {
   fprintf(stderr, "error: %s: %s '%s'\n", field, what, value);
@@ -107,6 +111,7 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
       {"queue", required_argument, NULL, 'q'},
       {"dedup-entries", required_argument, NULL, 'd'},
       {"stats", required_argument, NULL, 's'},
+      {"cpus", required_argument, NULL, 'c'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -120,7 +125,8 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
   cfg->queue_cap = 65536;
   cfg->dedup_entries = 262144;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:s:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:s:c:h", opts, NULL)) !=
+         -1) {
     switch (c) {
     case 'l': cfg->listen_text = optarg; break;
     case 'r': cfg->resources_file = optarg; break;
@@ -149,6 +155,14 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
       cfg->dedup_entries = (uint32_t)v;
       break;
     case 's': cfg->stats_file = optarg; break;
+    case 'c': {
+      const char *why = cpulist_parse(optarg, &cfg->cpus);
+
+      if (why != NULL)
+        return bad("--cpus", why, optarg);
+      cfg->cpus_text = optarg;
+      break;
+    }
     case 'h': fputs(usage, stdout); return 1;
     case ':': return bad("option", "missing value for", argv[optind - 1]);
     default: return bad("option", "unknown option", argv[optind - 1]);

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "cpulist.h"
+
 enum dev_mode { DEV_MODE_SLEEP, DEV_MODE_BUSY };
 
 struct dev_config {
@@ -14,6 +16,8 @@ struct dev_config {
   const char *listen_text;
   const char *resources_file;
   const char *stats_file; /* NULL: no JSON stats */
+  const char *cpus_text;  /* --cpus LIST as given; NULL: affinity inherited */
+  cpu_set_t cpus;         /* --cpus LIST parsed */
   enum dev_mode mode;
   unsigned threads;
   uint32_t queue_cap;

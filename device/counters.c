@@ -33,7 +33,8 @@ void counters_print(FILE *f, const struct dev_counters *c) {
   fputc('\n', f);
 }
 
-int counters_write_json(const char *file, const struct dev_counters *c) {
+int counters_write_json(const char *file, const char *cpus,
+                        const struct dev_counters *c) {
   size_t n = strlen(file);
   char *tmp = malloc(n + 16);
   FILE *f;
@@ -45,7 +46,8 @@ int counters_write_json(const char *file, const struct dev_counters *c) {
   f = fopen(tmp, "w");
   if (f == NULL)
     goto err;
-  fprintf(f, "{\"format\": %d", DEV_STATS_FORMAT);
+  /* cpus is digits, commas and dashes (cpulist_format): no escaping. */
+  fprintf(f, "{\"format\": %d, \"cpus\": \"%s\"", DEV_STATS_FORMAT, cpus);
   for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
     fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
   fputs("}\n", f);

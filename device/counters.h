@@ -44,7 +44,10 @@ struct dev_counters {
 /* One line, `key=value` pairs, for stderr. */
 void counters_print(FILE *f, const struct dev_counters *c);
 
-/* JSON via temp file + rename; returns 0 or -1 (message printed). */
-int counters_write_json(const char *file, const struct dev_counters *c);
+/* JSON via temp file + rename: "format", "cpus" (the CPU affinity in
+ * force, LIST syntax), then the counters; returns 0 or -1 (message
+ * printed). */
+int counters_write_json(const char *file, const char *cpus,
+                        const struct dev_counters *c);
 
 #endif

@@ -15,7 +15,7 @@
 #define DEV_MAX_SERVICE_US 1000000000ULL
 #define DEV_MAX_PAYLOAD_BYTES 1024
 #define DEV_MAX_PATH_BYTES 255
-/* --stats JSON: "format" first, then DEV_COUNTERS (counters.h). */
+/* --stats JSON: "format", "cpus", then DEV_COUNTERS (counters.h). */
 #define DEV_STATS_FORMAT 1
 
 /* Response codes, as (class << 5 | detail). */

@@ -1,11 +1,15 @@
 # wotbench-ge: the gateway emulator (included by the top-level Makefile).
 GE_DIR  := gateway-emulator
 GE_SRCS := cli.c hosts.c trace.c plan.c wire.c timers.c loop.c recv.c counters.c stats.c output.c
-GE_HDRS := $(GE_DIR)/ge.h $(GE_DIR)/ge_format.h
+# One foreign source: the --cpus LIST parser is the device's, so that both
+# programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
+# compiled here with the GE's flags into the GE's own object folders.
+GE_CPULIST := device/cpulist.c
+GE_HDRS := $(GE_DIR)/ge.h $(GE_DIR)/ge_format.h device/cpulist.h
 GE_OBJ  := $(BUILD)/obj/gateway-emulator
-GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_SRCS:.c=.o))
-GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_SRCS:.c=.o))
-GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_SRCS:.c=.o))
+GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_SRCS:.c=.o) cpulist.o)
+GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_SRCS:.c=.o) cpulist.o)
+GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_SRCS:.c=.o) cpulist.o)
 
 $(GE_OBJ)/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
@@ -18,6 +22,18 @@ $(GE_OBJ)/asan/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 $(GE_OBJ)/fuzz/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
+
+$(GE_OBJ)/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(GE_OBJ)/asan/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -c $< -o $@
+
+$(GE_OBJ)/fuzz/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -c $< -o $@
 
 $(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o
 	@mkdir -p $(@D)

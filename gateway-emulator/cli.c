@@ -30,9 +30,9 @@ void ge_err_set(struct ge_err *e, const char *file, size_t line,
 static const char usage[] =
     "usage: wotbench-ge --trace FILE --out FILE --summary FILE\n"
     "         [--type con|non] [--timeout-ms N] [--ack-timeout-ms N]\n"
-    "         [--max-retransmit N] [--cpu N] [--start-at EPOCH_US]\n"
-    "         [--hosts FILE] [--late-us N] [--spin-us N] [--dump-plan FILE]\n"
-    "         [--quiet]\n";
+    "         [--max-retransmit N] [--cpu N | --cpus LIST]\n"
+    "         [--start-at EPOCH_US] [--hosts FILE] [--late-us N]\n"
+    "         [--spin-us N] [--dump-plan FILE] [--quiet]\n";
 
 /* Whole-string unsigned decimal within [lo, hi]. */
 static int num(const char *s, long long lo, long long hi, long long *out) {
@@ -57,6 +57,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       {"ack-timeout-ms", required_argument, 0, 'A'},
       {"max-retransmit", required_argument, 0, 'R'},
       {"cpu", required_argument, 0, 'c'},
+      {"cpus", required_argument, 0, 'C'},
       {"start-at", required_argument, 0, 'S'},
       {"hosts", required_argument, 0, 'H'},
       {"late-us", required_argument, 0, 'L'},
@@ -80,6 +81,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
   optind = 1;
   int c, li = -1;
   long long v;
+  const char *why, *flag;
   char name[40];
   while ((c = getopt_long(argc, argv, ":", opts, &li)) != -1) {
     if (li >= 0)
@@ -126,9 +128,24 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       cfg->max_retransmit = (unsigned)v;
       break;
     case 'c':
-      if (num(optarg, 0, 1023, &v))
-        goto bad_num;
-      cfg->cpu = (int)v;
+    case 'C':
+      flag = c == 'c' ? "--cpu" : "--cpus";
+      if (cfg->cpus_flag && strcmp(cfg->cpus_flag, flag)) {
+        ge_err_set(e, NULL, 0, "--cpus",
+                   "give --cpu N or --cpus LIST, not both");
+        return -1;
+      }
+      if (c == 'c') {
+        if (num(optarg, 0, CPU_SETSIZE - 1, &v))
+          goto bad_num;
+        CPU_ZERO(&cfg->cpus);
+        CPU_SET((int)v, &cfg->cpus);
+      } else if ((why = cpulist_parse(optarg, &cfg->cpus))) {
+        ge_err_set(e, NULL, 0, "--cpus", "%s '%s'", why, optarg);
+        return -1;
+      }
+      cfg->cpus_flag = flag;
+      cfg->cpus_text = optarg;
       break;
     case 'S':
       if (num(optarg, 1, 9007199254740992LL, &v))
@@ -158,6 +175,10 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
     ge_err_set(e, NULL, 0, "--trace", "is required");
     return -1;
   }
+  if (cfg->cpus_flag && CPU_COUNT(&cfg->cpus) == 1)
+    for (int i = 0; i < CPU_SETSIZE; i++)
+      if (CPU_ISSET(i, &cfg->cpus))
+        cfg->cpu = i;
   if (!cfg->dump_plan && (!cfg->out || !cfg->summary)) {
     ge_err_set(e, NULL, 0, cfg->out ? "--summary" : "--out", "is required");
     return -1;

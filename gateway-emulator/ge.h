@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../device/cpulist.h" /* one --cpus LIST syntax for both programs */
 #include "ge_format.h"
 
 /* Line walker shared by the trace and hosts parsers: yields each line that
@@ -67,10 +68,13 @@ struct ge_config {
   uint8_t coap_type; /* 0 = CON, 1 = NON (RFC 7252 type numbers) */
   int64_t timeout_ns, ack_timeout_ns, late_us;
   unsigned max_retransmit;
-  int cpu;             /* -1: not pinned */
-  int64_t start_at_us; /* -1: start as soon as loaded */
-  int64_t spin_us;     /* -1: always spin; else block while the next send
-                          is more than this far away */
+  const char *cpus_flag; /* "--cpu" or "--cpus" as given; NULL: not pinned */
+  const char *cpus_text; /* its value */
+  cpu_set_t cpus;        /* its CPUs */
+  int cpu;               /* the one CPU of a one-CPU set; -1: none */
+  int64_t start_at_us;   /* -1: start as soon as loaded */
+  int64_t spin_us;       /* -1: always spin; else block while the next send
+                            is more than this far away */
   bool quiet;
 };
 /* 0 ok, 1 help printed, -1 bad usage (message in e). */
@@ -282,6 +286,7 @@ struct ge_loop {
   int epfd;
   int64_t t0, t_end; /* monotonic ns */
   int64_t start_epoch_us;
+  cpu_set_t cpus; /* the CPU affinity in force during the run */
   size_t next, outstanding;
   const volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: abandon the run */
 };

@@ -1,5 +1,6 @@
-/* wotbench-ge: load and check everything, pin, wait for the start
- * instant, run the loop, then write the results atomically.
+/* wotbench-ge: load and check everything, pin (or read the affinity
+ * inherited), wait for the start instant, run the loop, then write the
+ * results atomically.
  * Exit 0 completed run, 1 runtime failure, 2 bad input. */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,14 +91,21 @@ static int wait_start(int64_t t0, struct ge_err *e) {
   return 0;
 }
 
-static int pin(int cpu, struct ge_err *e) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set)) {
-    ge_err_set(e, NULL, 0, "--cpu", "cannot pin to CPU %d: %s", cpu,
-               strerror(errno));
-    return -1;
+/* --cpu / --cpus, or the affinity inherited: the one in force goes to
+ * *got for the summary. Returns 0, 1 (a syscall failed) or 2 (a CPU this
+ * process may not use). */
+static int set_affinity(const struct ge_config *cfg, cpu_set_t *got,
+                        struct ge_err *e) {
+  char why[sizeof e->msg];
+  if (cfg->cpus_flag) {
+    int rc = cpulist_pin(cfg->cpus_text, &cfg->cpus, got, why, sizeof why);
+    if (rc)
+      ge_err_set(e, NULL, 0, cfg->cpus_flag, "%s", why);
+    return rc;
+  }
+  if (sched_getaffinity(0, sizeof *got, got)) {
+    ge_err_set(e, NULL, 0, "sched_getaffinity", "%s", strerror(errno));
+    return 1;
   }
   return 0;
 }
@@ -182,8 +190,12 @@ int main(int argc, char **argv) {
   if (tmp_open(&out, cfg.out, "--out", &e) ||
       tmp_open(&sum, cfg.summary, "--summary", &e))
     goto done;
-  if (cfg.cpu >= 0 && pin(cfg.cpu, &e))
+  cpu_set_t cpus;
+  int affinity = set_affinity(&cfg, &cpus, &e);
+  if (affinity) {
+    status = affinity;
     goto done;
+  }
   status = 1;
   loop_ready = true; /* ge_loop_init leaves L freeable even on failure */
   if (ge_loop_init(&L, &cfg, &plan, seeds.salt, seeds.rng)) {
@@ -191,6 +203,7 @@ int main(int argc, char **argv) {
     goto done;
   }
   L.stop = &stop_requested;
+  L.cpus = cpus;
   if (install_signals(&e) || ge_loop_open(&L, &e))
     goto done;
   int64_t offset = mono_minus_real();

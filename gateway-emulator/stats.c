@@ -91,6 +91,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   const struct ge_plan *p = L->plan;
   const struct ge_config *cfg = L->cfg;
   size_t n = p->n;
+  char cpus[CPULIST_TEXT_MAX];
   uint64_t *v = malloc((n ? n : 1) * sizeof *v);
   int dfd = dup(fd);
   FILE *f = dfd >= 0 ? fdopen(dfd, "w") : NULL;
@@ -111,15 +112,16 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
           "{\n  \"format\": %d,\n  \"tool\": \"wotbench-ge\",\n  \"trace\": ",
           GE_SUMMARY_FORMAT);
   json_str(f, cfg->trace);
+  cpulist_format(&L->cpus, cpus, sizeof cpus); /* any set fits */
   fprintf(f,
           ",\n  \"type\": \"%s\",\n"
           "  \"config\": {\"timeout_ms\": %lld, \"ack_timeout_ms\": %lld, "
-          "\"max_retransmit\": %u, \"cpu\": %d, \"late_us\": %lld, "
-          "\"start_at_us\": %lld, \"spin_us\": %lld},\n",
+          "\"max_retransmit\": %u, \"cpu\": %d, \"cpus\": \"%s\", "
+          "\"late_us\": %lld, \"start_at_us\": %lld, \"spin_us\": %lld},\n",
           cfg->coap_type == GE_CON ? "con" : "non",
           (long long)(cfg->timeout_ns / 1000000),
           (long long)(cfg->ack_timeout_ns / 1000000), cfg->max_retransmit,
-          cfg->cpu, (long long)cfg->late_us, (long long)cfg->start_at_us,
+          cfg->cpu, cpus, (long long)cfg->late_us, (long long)cfg->start_at_us,
           (long long)cfg->spin_us);
   fprintf(
       f,

@@ -21,7 +21,14 @@ GE_OUTPUT_COLUMNS: tuple[str, ...] = (
 )
 GE_STATUSES: tuple[str, ...] = ("ok", "timeout", "error")
 
-#: Counters of `wotbench-device --stats FILE`, in file order, after "format".
+#: Keys of `wotbench-device --stats FILE` that are not counters, in file
+#: order, before the counters: the format version and "cpus", the CPU
+#: affinity the device ran with as a string in the CPU list syntax of
+#: `--cpus LIST` ("0-1,3").
+DEVICE_STATS_FIELDS: tuple[str, ...] = ("format", "cpus")
+
+#: Counters of `wotbench-device --stats FILE`, in file order, after
+#: DEVICE_STATS_FIELDS.
 #: "overflow" counts the requests answered 5.03 because the queue was full.
 DEVICE_STATS_COUNTERS: tuple[str, ...] = (
     "datagrams", "requests", "served", "ok", "inline_zero", "not_found",

@@ -20,7 +20,8 @@ from aiocoap import Message
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin" / "wotbench-device"
 ASAN_BIN = ROOT / "build" / "asan" / "wotbench-device"
-FUZZERS = [ROOT / "build" / "fuzz" / n for n in ("fuzz-device-resources", "fuzz-device-request")]
+FUZZERS = [ROOT / "build" / "fuzz" / n
+           for n in ("fuzz-device-resources", "fuzz-device-request", "fuzz-device-cpulist")]
 
 SERVICE_TIME_OPTION = 65000
 
@@ -74,6 +75,7 @@ class Device:
     args: Sequence[str] = ()
     cpu: int | None = None
     proc: subprocess.Popen | None = None
+    started: str = ""  # the start-up line
     stderr: str = ""
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -93,6 +95,7 @@ class Device:
             rest = self.proc.stderr.read()
             self.proc.wait(5)
             raise AssertionError(f"device did not start: {first}{rest}")
+        self.started = first.rstrip("\n")
         return self
 
     @property

@@ -12,7 +12,7 @@ from aiocoap import Message
 from aiocoap.numbers.codes import Code
 from aiocoap.numbers.types import Type
 
-from wotbench.formats import DEVICE_STATS_COUNTERS, DEVICE_STATS_FORMAT
+from wotbench.formats import DEVICE_STATS_COUNTERS, DEVICE_STATS_FIELDS, DEVICE_STATS_FORMAT
 
 ROWS = [("/fast", 0, None), ("/work", 100_000, None), ("/long", 1_000_000, None),
         ("/slow", 2_100_000, None)]
@@ -149,11 +149,12 @@ def test_queue_overflow_answers_503_counted_in_stats_json(make_device, raw_clien
     assert dev.stop() == 0
     assert dev.counts["overflow"] == 4 and dev.counts["ok"] == 2
     # The harness reads the overload from the --stats JSON (docs/formats.md,
-    # "Device stats JSON"): every counter, in order, as on the stderr line.
+    # "Device stats JSON"): format and cpus, then every counter, in order,
+    # as on the stderr line.
     counts = json.loads(stats.read_text())
-    assert list(counts) == ["format", *DEVICE_STATS_COUNTERS]
+    assert list(counts) == [*DEVICE_STATS_FIELDS, *DEVICE_STATS_COUNTERS]
     assert counts["format"] == DEVICE_STATS_FORMAT
-    assert {k: v for k, v in counts.items() if k != "format"} == dev.counts
+    assert {k: v for k, v in counts.items() if k not in DEVICE_STATS_FIELDS} == dev.counts
     assert list(dev.counts) == list(DEVICE_STATS_COUNTERS)
     assert counts["overflow"] == 4 and counts["served"] == 6 and counts["requests"] == 6
     assert list(tmp_path.glob("stats.json?*")) == []  # the temporary file was renamed

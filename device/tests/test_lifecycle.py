@@ -75,7 +75,8 @@ def test_asan_build_request_mix_exits_clean(make_device, raw_client, wire):
     assert dev.counts["sep_acked"] == 1 and dev.counts["garbage"] >= 2
 
 
-@pytest.mark.parametrize("name", ["fuzz-device-resources", "fuzz-device-request"])
+@pytest.mark.parametrize("name", ["fuzz-device-resources", "fuzz-device-request",
+                                  "fuzz-device-cpulist"])
 def test_fuzzer_runs(device_fuzzers, tmp_path, name):
     fuzzer = next(f for f in device_fuzzers if f.name == name)
     seeds = Path(__file__).resolve().parents[1] / "fuzz" / "seeds" / name

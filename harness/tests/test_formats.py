@@ -199,18 +199,29 @@ def check_doc_constants(s: Sources) -> list[str]:
     return problems
 
 
+#: The keys of the device stats JSON that are not counters, named here too:
+#: a new one must be added on purpose, not slip in by editing formats alone.
+DEVICE_STATS_FIELDS = ("format", "cpus")
+
+
 def check_device_stats(s: Sources) -> list[str]:
-    """The device stats keys: counters.h's DEV_COUNTERS, formats and the
-    document's table, in the same order, after "format"."""
+    """The device stats keys: formats' fields (exactly "format", "cpus"),
+    then counters.h's DEV_COUNTERS, formats and the document's table, in
+    the same order. Only the counters are counters: a field is not in
+    DEV_COUNTERS (nor on the stderr counts line)."""
     problems = []
     header = x_macro(s.text[COUNTERS_H], "DEV_COUNTERS")
+    fields = s.py.get("DEVICE_STATS_FIELDS")
     py = s.py.get("DEVICE_STATS_COUNTERS")
     rows = doc_table(doc_sections(s.text[DOC]).get("Device stats JSON", ""))
     keys = [code(r[0]) for r in rows]
+    if fields != DEVICE_STATS_FIELDS:
+        problems.append(f"formats.DEVICE_STATS_FIELDS {fields} != {DEVICE_STATS_FIELDS}")
     if header is None or list(py or ()) != header:
         problems.append(f"{COUNTERS_H}: DEV_COUNTERS {header} != formats {py}")
-    if keys != ["format", *(py or ())]:
-        problems.append(f"{DOC}: Device stats JSON keys {keys} != format + formats {py}")
+    if keys != [*DEVICE_STATS_FIELDS, *(py or ())]:
+        problems.append(f"{DOC}: Device stats JSON keys {keys} != {DEVICE_STATS_FIELDS} "
+                        f"+ formats {py}")
     if rows and rows[0][1:2] != [str(s.py.get("DEVICE_STATS_FORMAT"))]:
         problems.append(f"{DOC}: Device stats JSON: format {rows[0][1:2]}")
     return problems
@@ -332,6 +343,12 @@ DRIFTS: dict[Callable[[Sources], list[str]], dict[str, Drift]] = {
         "python stats keys": py_set("DEVICE_STATS_COUNTERS", formats.DEVICE_STATS_COUNTERS[1:]),
         "doc stats row gone": edit(DOC, "| `overflow` |", "| overflow |"),
         "doc stats format": edit(DOC, "| `format` | 1 |", "| `format` | 2 |"),
+        "doc stats cpus row gone": edit(DOC, "| `cpus` |", "| cpus |"),
+        "doc stats cpus listed twice": edit(
+            DOC, "| `datagrams` |", "| `cpus` | x |\n| `datagrams` |"),
+        "python stats fields": py_set("DEVICE_STATS_FIELDS", ("format",)),
+        "python stats field added": py_set("DEVICE_STATS_FIELDS", ("format", "cpus", "host")),
+        "counters.h cpus as a counter": edit(COUNTERS_H, "X(datagrams)", "X(cpus) X(datagrams)"),
     },
     check_response_codes: {
         "doc response code": edit(DOC, "(queue full) 5.03", "(queue full) 5.00"),
