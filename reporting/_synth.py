@@ -191,7 +191,7 @@ def _ge_records(run: RunDir, k: int, table: pa.Table, spec: SynthSpec) -> dict[s
         n = int(np.count_nonzero(dev == d))
         counts = dict.fromkeys(DEVICE_STATS_COUNTERS, 0)
         counts.update(requests=n, served=n, overflow=int(np.count_nonzero(over == d)))
-        _write_json(run.device_stats(name), {"format": 1, **counts})
+        _write_json(run.device_stats(name), {"format": 1, "cpus": "0", **counts})
     return containers
 
 
