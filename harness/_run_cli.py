@@ -48,17 +48,34 @@ def _cores(text: str) -> list[int]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from wotbench._runner import plan_for
+    """Prints each test's layout: this host's cores, or on a swarm manager
+    every node's (docs/spec.md, ``cluster``)."""
+    from dataclasses import replace
+
+    from wotbench._errors import UserError
+    from wotbench._inventory import Inventory, read_inventory
+    from wotbench._plan import Plan
+    from wotbench.phases._plan import layout_for
     from wotbench.spec import load
 
     runs = load(args.spec, args.scale)
-    cores = _cores(args.cores) if args.cores else None
+    cores = tuple(_cores(args.cores)) if args.cores else None
+    inventory = read_inventory()
+    if cores is not None:      # this host's cores replaced; the other nodes' stay
+        local = replace(inventory.local, cores=cores, cores_from="--cores")
+        inventory = Inventory(inventory.swarm, tuple(local if n.local else n for n in inventory.nodes))
     for rs in runs:
         if rs.repetition > 1:
             continue
         if len(runs) > 1:
             print(f"== {rs.label}")
-        print(plan_for(rs.spec, cores).render())
+        try:
+            layout = layout_for(rs.spec, inventory)
+        except UserError as err:
+            raise rs.locate(err) from None
+        hs = rs.spec
+        print(layout.render() if isinstance(layout, Plan)
+              else layout.render(hs.group_of(), [g.name for g in hs.groups]))
     return 0
 
 

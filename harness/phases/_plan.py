@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wotbench._errors import UserError
-from wotbench._plan import Plan, make_plan
+from wotbench._inventory import Inventory
+from wotbench._plan import ClusterPlan, Plan, make_cluster_plan, make_plan
 from wotbench.backend import Backend
 from wotbench.phases._context import RunContext
 from wotbench.reporting import late_send_us
+from wotbench.spec import Cluster
 from wotbench.tracegen._generate import generate
 
 if TYPE_CHECKING:
@@ -29,6 +31,10 @@ class Preflight(NamedTuple):
 
 
 def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
+    """This host's plan (its cores, or ``cores``)."""
+    if hs.cluster is not None:
+        raise UserError("a run across a swarm's nodes needs the Swarm backend, which is not there "
+                        "yet; without this section the run uses this host alone", field="cluster")
     available = sorted(os.sched_getaffinity(0)) if cores is None else list(cores)
     try:
         return make_plan(available, reserve=hs.placement.reserve,
@@ -37,6 +43,20 @@ def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
     except UserError as err:
         err.field = err.field or "placement"
         raise
+
+
+def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
+    """On a swarm manager every node's plan (the spec's ``cluster``, else
+    its defaults); on a host that is not in a swarm, that host's plan."""
+    if not inventory.swarm:
+        if hs.cluster is not None:
+            raise UserError("this host is not in a swarm: a spec with this section is planned on a "
+                            "swarm manager (docker swarm init); without it, for this host alone",
+                            field="cluster")
+        return plan_for(hs, inventory.local.cores)
+    return make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
+                             ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
+                             group_sizes=[g.count for g in hs.groups], affinity=hs.placement.affinity)
 
 
 def preflight(hs: Spec, backend: Backend) -> Preflight:

@@ -17,6 +17,7 @@ Values with units have one grammar (:mod:`wotbench._units`).
 
 from wotbench._errors import UserError
 from wotbench.spec._capacity import CapacitySpec, Objective
+from wotbench.spec._cluster import Cluster, NodeSelector
 from wotbench.spec._devices import DeviceGroup, Impairment
 from wotbench.spec._expand import RunSpec, load, load_saved, loads
 from wotbench.spec._model import Spec
@@ -30,6 +31,7 @@ from wotbench.tracegen._distribution import Distribution
 __all__ = [
     "load", "loads", "load_saved", "Spec", "RunSpec", "DeviceGroup", "Impairment", "Gateway",
     "ContentionDetection", "Placement", "Phases", "Sweep", "Thresholds", "CapacitySpec", "Objective",
+    "Cluster", "NodeSelector",
     "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
 ]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from wotbench.spec import _read as read
 from wotbench.spec._capacity import CapacitySpec
+from wotbench.spec._cluster import Cluster
 from wotbench.spec._devices import DeviceGroup, read_groups
 from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds, parse_validity
@@ -15,7 +16,7 @@ from wotbench.spec._workload import WorkloadSpec, read_workload
 from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
-            "sweep", "validity", "capacity")
+            "sweep", "validity", "capacity", "cluster")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class Spec:
     capacity: CapacitySpec | None = None
     scales: tuple[str, ...] = ()
     """The scales the file offers (``full`` first); empty in a test's spec."""
+    cluster: Cluster | None = None
+    """Where the parts go on a swarm; None: one host (or the swarm's defaults)."""
 
     @property
     def device_count(self) -> int:
@@ -81,6 +84,7 @@ class Spec:
             capacity=(CapacitySpec.build(m["capacity"], src, groups, workload.rit_scope)
                       if "capacity" in m else None),
             scales=scales,
+            cluster=Cluster.build(m["cluster"], src, ("cluster",)) if "cluster" in m else None,
         )
         if spec.gateway.instances > spec.device_count:
             raise src.error(f"{spec.gateway.instances} GEs for {spec.device_count} devices",

@@ -1,0 +1,116 @@
+"""On a real one-node swarm: the inventory read from the engine and
+`wotbench plan` with a ``cluster`` section. The test inits the swarm and
+leaves it, and leaves the host's networks exactly as it found them
+(``swarm leave --force`` keeps a docker_gwbridge network: it is removed)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from wotbench._inventory import read_inventory
+
+pytestmark = pytest.mark.docker
+
+GWBRIDGE = "docker_gwbridge"
+LABEL = "org.wotbench.test-role"
+
+
+def _docker(*args: str) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def _networks() -> list[str]:
+    return sorted(_docker("network", "ls", "--no-trunc", "--format",
+                          "{{.ID}} {{.Name}} {{.Driver}} {{.Scope}}").splitlines())
+
+
+def _remove_gwbridge() -> None:
+    for _ in range(40):         # its endpoints go a moment after the swarm does
+        r = subprocess.run(["docker", "network", "rm", GWBRIDGE], capture_output=True, text=True)
+        if r.returncode == 0 or "not found" in r.stderr:
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"cannot remove {GWBRIDGE}: {r.stderr.strip()}")
+
+
+def _docker0_address() -> str:
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "docker0"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return out[out.index("inet") + 1].split("/")[0]
+
+
+@pytest.fixture
+def one_node_swarm(docker_client: Any) -> Iterator[str]:
+    """A one-node swarm on this host (its node ID); fails when the host is
+    in a swarm already (this test must not leave someone else's)."""
+    state = docker_client.info()["Swarm"]["LocalNodeState"]
+    if state != "inactive":
+        pytest.fail(f"this host is in a swarm already (LocalNodeState {state!r}): the test inits and "
+                    "leaves its own one-node swarm; run it on a host that is not in one")
+    before = _networks()
+    had_gwbridge = any(f" {GWBRIDGE} " in n for n in before)
+    _docker("swarm", "init", "--advertise-addr", _docker0_address())
+    try:
+        yield docker_client.info()["Swarm"]["NodeID"]
+    finally:
+        _docker("swarm", "leave", "--force")
+        if not had_gwbridge:
+            _remove_gwbridge()
+    assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
+    assert _networks() == before
+
+
+def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, spec_file, make_spec,
+                                                wotbench_cli):
+    _docker("node", "update", "--label-add", f"{LABEL}=devices", one_node_swarm)
+    inv = read_inventory(docker_client)
+    assert inv.swarm and len(inv.nodes) == 1
+    me = inv.local
+    version = docker_client.version()
+    assert (me.id, me.role, me.state, me.availability) == (one_node_swarm, "manager", "ready", "active")
+    assert me.hostname == docker_client.info()["Name"] and me.has_label(LABEL, "devices")
+    assert me.cores == tuple(range(docker_client.info()["NCPU"])) and me.engine_version == version["Version"]
+    assert me.kernel == version["KernelVersion"] and (me.platform or "").startswith("linux/")
+
+    good = spec_file(make_spec(4, extra=f"cluster:\n  ge: {{node: {me.hostname}}}\n"
+                                        f"  devices: {{label: {LABEL}=devices}}\n"), "good.yaml")
+    r = wotbench_cli("plan", str(good), timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"node {me.hostname} (manager, {len(me.cores)} cores (NanoCPUs), "
+                               f"engine {me.engine_version}): GE, CD pair, 4 devices")
+    assert lines[1] == "  device ids: s 0-3" and lines[2].startswith("  cores offered: ")
+    assert "why:" in lines
+    assert f"  GE node {me.hostname}: cluster.ge.node" in lines
+    assert any(f"the nodes with the label {LABEL}=devices (cluster.devices.label)" in x for x in lines)
+    assert "  spread even: 4 devices over 1 node(s), every group split evenly: " \
+           f"{me.hostname} 4" in lines
+
+    default = spec_file(make_spec(4), "default.yaml")      # no section: the swarm's defaults
+    r = wotbench_cli("plan", str(default), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"node {me.hostname} (manager,") and "one-node swarm" in r.stdout
+
+    bad = spec_file(make_spec(4, extra=f"cluster:\n  devices: {{label: {LABEL}=nope}}\n"), "bad.yaml")
+    r = wotbench_cli("plan", str(bad), timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    (line,) = r.stderr.splitlines()
+    want = (f"error: {bad}:{bad.read_text().splitlines().index(f'  devices: {{label: {LABEL}=nope}}') + 1}: "
+            f"cluster.devices.label: no node of the swarm has the label {LABEL}=nope")
+    assert line.startswith(want), line
+
+
+def test_run_refuses_a_cluster_section_until_there_is_a_swarm_backend(docker_client, spec_file, make_spec,
+                                                                      wotbench_cli, tmp_path):
+    path = spec_file(make_spec(2, extra="cluster:\n  spread: even\n"))
+    r = wotbench_cli("run", str(path), "--results", str(tmp_path / "results"), "--no-progress", timeout=120)
+    assert r.returncode == 2
+    (line,) = r.stderr.splitlines()
+    n = path.read_text().splitlines().index("cluster:") + 1
+    assert line.startswith(f"error: {path}:{n}: cluster: a run across a swarm's nodes needs the Swarm backend")
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())
