@@ -53,14 +53,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from wotbench._errors import UserError
-    from wotbench._inventory import Inventory, read_inventory
+    from wotbench._inventory import Inventory, read_inventory, this_host
     from wotbench._plan import Plan
     from wotbench.phases._plan import layout_for
     from wotbench.spec import load
 
     runs = load(args.spec, args.scale)
     cores = tuple(_cores(args.cores)) if args.cores else None
-    inventory = read_inventory()
+    # Only a spec with a cluster section is planned across a swarm's nodes.
+    inventory = (read_inventory() if any(rs.spec.cluster is not None for rs in runs)
+                 else Inventory(False, (this_host(),)))
     if cores is not None:      # this host's cores replaced; the other nodes' stay
         local = replace(inventory.local, cores=cores, cores_from="--cores")
         inventory = Inventory(inventory.swarm, tuple(local if n.local else n for n in inventory.nodes))

@@ -17,7 +17,6 @@ from wotbench._plan import ClusterPlan, Plan, make_cluster_plan, make_plan
 from wotbench.backend import Backend
 from wotbench.phases._context import RunContext
 from wotbench.reporting import late_send_us
-from wotbench.spec import Cluster
 from wotbench.tracegen._generate import generate
 
 if TYPE_CHECKING:
@@ -46,15 +45,17 @@ def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
 
 
 def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
-    """On a swarm manager every node's plan (the spec's ``cluster``, else
-    its defaults); on a host that is not in a swarm, that host's plan."""
-    if not inventory.swarm:
-        if hs.cluster is not None:
-            raise UserError("this host is not in a swarm: a spec with this section is planned on a "
-                            "swarm manager (docker swarm init); without it, for this host alone",
-                            field="cluster")
+    """A spec with a ``cluster`` section: every node's plan (it needs a
+    swarm manager). Without one: this host's plan, as `wotbench run` runs it
+    (until the Swarm backend runs tests across nodes, a swarm's defaults
+    would describe a run that does not happen)."""
+    if hs.cluster is None:
         return plan_for(hs, inventory.local.cores)
-    return make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
+    if not inventory.swarm:
+        raise UserError("this host is not in a swarm: a spec with this section is planned on a "
+                        "swarm manager (docker swarm init); without it, for this host alone",
+                        field="cluster")
+    return make_cluster_plan(inventory, hs.cluster, reserve=hs.placement.reserve,
                              ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
                              group_sizes=[g.count for g in hs.groups], affinity=hs.placement.affinity)
 

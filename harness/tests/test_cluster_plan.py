@@ -208,9 +208,12 @@ def test_a_host_not_in_a_swarm_plans_as_before_and_refuses_a_cluster_section():
     assert ei.value.field == "cluster"
 
 
-def test_a_swarm_without_the_section_takes_the_defaults_and_errors_point_at_the_spec():
+def test_on_a_swarm_no_section_is_this_hosts_plan_an_empty_one_the_defaults_and_errors_point_at_the_spec():
     hs = spec.loads(SPEC, "exp.yaml")[0].spec
-    assert [n.hostname for n in layout_for(hs, swarm(node("h2"))).nodes] == ["mgr", "h2"]
+    inv = swarm(node("h2"))
+    assert layout_for(hs, inv) == plan_for(hs, list(inv.local.cores))     # as `wotbench run` runs it
+    empty = spec.loads(SPEC + "cluster: {}\n", "exp.yaml")[0].spec
+    assert [n.hostname for n in layout_for(empty, inv).nodes] == ["mgr", "h2"]
     rs = spec.loads(SPEC + "cluster:\n  devices:\n    label: role=device\n", "exp.yaml")[0]
     with pytest.raises(UserError) as ei:
         layout_for(rs.spec, swarm(node("h2")))

@@ -91,10 +91,14 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
     assert "  spread even: 4 devices over 1 node(s), every group split evenly: " \
            f"{me.hostname} 4" in lines
 
-    default = spec_file(make_spec(4), "default.yaml")      # no section: the swarm's defaults
+    default = spec_file(make_spec(4, extra="cluster: {}\n"), "default.yaml")   # the swarm's defaults
     r = wotbench_cli("plan", str(default), timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"node {me.hostname} (manager,") and "one-node swarm" in r.stdout
+    alone = spec_file(make_spec(4), "alone.yaml")      # no section: this host, as `run` runs it
+    r = wotbench_cli("plan", str(alone), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not r.stdout.startswith("node ") and "GE 0" in r.stdout
 
     bad = spec_file(make_spec(4, extra=f"cluster:\n  devices: {{label: {LABEL}=nope}}\n"), "bad.yaml")
     r = wotbench_cli("plan", str(bad), timeout=120)
