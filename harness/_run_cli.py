@@ -55,7 +55,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from wotbench._errors import UserError
     from wotbench._inventory import Inventory, read_inventory, this_host
     from wotbench._plan import Plan
-    from wotbench.phases._plan import layout_for
+    from wotbench.phases import layout_for
     from wotbench.spec import load
 
     runs = load(args.spec, args.scale)
