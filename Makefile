@@ -45,7 +45,7 @@ fuzz-build: $(FUZZERS)
 
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
 # and Docker end-to-end.
-test: setup build build-asan fuzz-build images
+test: setup build build-asan fuzz-build images images-swarm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Each fuzzer for FUZZ_RUNS executions (the closing notes quote 1e6+).
@@ -63,6 +63,12 @@ bench: bench-ge bench-device bench-tracegen bench-report bench-harness
 # debootstrap base (docker import) for the network-tools sidecar.
 images: build
 	bash docker/build-images.sh $(BIN)
+
+# The Swarm lab's node image (docker/swarm-node.Dockerfile: the base plus
+# Debian's docker.io); skipped when it is up to date.
+.PHONY: images-swarm
+images-swarm: images
+	bash docker/build-images.sh $(BIN) --swarm-node
 
 # The quickstart experiment on this machine (about two minutes).
 run: setup build images

@@ -3,16 +3,25 @@
 #   wotbench/device, wotbench/ge   FROM scratch + one static binary
 #   wotbench/base:bookworm         debootstrap minbase (+ iproute2, iptables), docker import
 #   wotbench/nettools              the impairment sidecar, FROM the base
-# Usage: docker/build-images.sh [BIN_DIR]   (default build/bin)
+#   wotbench/swarm-node            opt-in (--swarm-node, alone): the base + docker.io,
+#                                  a Swarm lab node (harness/_swarmlab.py)
+# Usage: docker/build-images.sh [BIN_DIR] [--swarm-node]   (default build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-build/bin}
+bin=build/bin swarm_node=false
+for arg in "$@"; do
+  case $arg in
+    --swarm-node) swarm_node=true ;;
+    -*) echo "usage: $0 [BIN_DIR] [--swarm-node]" >&2; exit 2 ;;
+    *) bin=$arg ;;
+  esac
+done
 tag=${WOTBENCH_IMAGE_TAG:-latest}
 rootfs=${WOTBENCH_ROOTFS:-/var/tmp/wotbench-rootfs/bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 export DOCKER_BUILDKIT=0
 
-for b in wotbench-device wotbench-ge; do
+$swarm_node || for b in wotbench-device wotbench-ge; do
   [[ -x $bin/$b ]] || { echo "images: $bin/$b is missing (run: make build)" >&2; exit 1; }
 done
 
@@ -33,6 +42,25 @@ fi
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
+
+# The Swarm lab node, only with --swarm-node. apt-get install docker.io in
+# the build (the Debian mirror answers builds); rebuilt only when its
+# Dockerfile or the base changed (the key is a label of the image).
+if $swarm_node; then
+  node=wotbench/swarm-node:$tag
+  key=$( { cat docker/swarm-node.Dockerfile; docker image inspect -f '{{.Id}}' wotbench/base:bookworm; } | sha256sum | cut -c1-16)
+  if [[ $(docker image inspect -f '{{index .Config.Labels "org.wotbench.build-key"}}' "$node" 2>/dev/null) == "$key" ]]; then
+    echo "images: $node up to date"
+    exit 0
+  fi
+  echo "images: building $node (apt-get install docker.io, about 15 s)"
+  if ! out=$(docker build -q -f docker/swarm-node.Dockerfile --label "org.wotbench.build-key=$key" \
+                -t "$node" "$ctx" 2>&1); then
+    echo "$out" >&2; exit 1
+  fi
+  printf 'images: %s %s\n' "$node" "$(docker image inspect -f '{{.Size}}' "$node" | numfmt --to=iec)"
+  exit 0
+fi
 build() {  # build NAME DOCKERFILE [BINARY]
   rm -rf "${ctx:?}"/*
   [[ -n ${3:-} ]] && strip -o "$ctx/$(basename "$3")" "$3"

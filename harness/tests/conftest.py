@@ -48,6 +48,24 @@ def docker_client() -> Iterator[Any]:
     c.close()
 
 
+@pytest.fixture(scope="session")
+def swarm_lab_host(docker_client: Any) -> Any:
+    """The Docker client, on a host fit for a Swarm lab (wotbench._swarmlab):
+    the node image built (make images-swarm) and the host in no swarm."""
+    import docker.errors
+
+    from wotbench._swarmlab import NODE_IMAGE
+
+    try:
+        docker_client.images.get(NODE_IMAGE)
+    except docker.errors.ImageNotFound:
+        _need(f"image {NODE_IMAGE} missing (make images-swarm)")
+    state = docker_client.info()["Swarm"]["LocalNodeState"]
+    if state != "inactive":
+        _need(f"the host is in a swarm ({state}); the Swarm lab makes its own")
+    return docker_client
+
+
 @pytest.fixture
 def spec_file(tmp_path: Path) -> Callable[..., Path]:
     """Writes a dedented YAML spec to tmp_path and returns its path."""
