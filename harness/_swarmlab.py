@@ -9,19 +9,16 @@ images-swarm``). Test and lab infrastructure for multi-host runs:
 ``up()`` records the host (swarm state, containers, networks), refuses a host
 already in a swarm, and on any failure or Ctrl-C removes what it made before
 re-raising. ``down()`` removes all the lab made and checks that the host is
-exactly as recorded. A state file lets ``python -m wotbench._swarmlab down``
+exactly as recorded. A state file lets ``wotbench swarm-lab down``
 end a lab that ``up`` started in another process.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -38,7 +35,7 @@ from wotbench import _dockerenv as dockerenv
 from wotbench._dockerenv import IMAGE_TAG, IMAGES, LABEL_ROLE
 from wotbench._errors import UserError
 
-__all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "SwarmLabError", "main"]
+__all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR", "DEFAULT_IMAGES"]
 
 LABEL_LAB = "org.wotbench.swarmlab"
 NODE_IMAGE = f"wotbench/swarm-node:{IMAGE_TAG}"
@@ -404,47 +401,3 @@ class SwarmLab:
 
             with ThreadPoolExecutor(len(lab.nodes)) as pool:
                 list(pool.map(load, lab.nodes))
-
-
-# --- the command line ---------------------------------------------------------------
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m wotbench._swarmlab", description=__doc__.split(":")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p_up = sub.add_parser("up", help="make a lab (records the host first)")
-    p_up.add_argument("--workers", type=int, default=1, help="node containers (0: the host alone)")
-    p_up.add_argument("--image", action="append", help="image to load into every node (repeatable)")
-    sub.add_parser("down", help="remove a lab, check the host is as found").add_argument("--id")
-    args = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)     # SIGTERM: as Ctrl-C
-    try:
-        return _command(args)
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-
-
-def _command(args: argparse.Namespace) -> int:
-    labs, t = sorted(p.stem for p in STATE_DIR.glob("*.json")), time.monotonic()
-    if args.cmd == "up":
-        if args.workers < 0:
-            raise SwarmLabError("--workers must be 0 or more")
-        lab = SwarmLab(args.workers, tuple(args.image or DEFAULT_IMAGES)).up()
-        print(f"swarm lab {lab.id} up in {time.monotonic() - t:.1f} s: manager {lab.manager} (this host)",
-              *(f"  node {n.name} {n.address}: docker exec -i {n.name} docker ..." for n in lab.nodes), sep="\n")
-        print(f"end it with: python -m wotbench._swarmlab down --id {lab.id}")
-        return 0
-    if not args.id and len(labs) != 1:
-        raise SwarmLabError(f"{len(labs)} labs ({', '.join(labs) or 'none'}): name one with --id")
-    lab = Lab.load(args.id or labs[0])
-    lab.down()
-    print(f"swarm lab {lab.id} down in {time.monotonic() - t:.1f} s; " + (
-        "the host is as it was" if lab.before else "no state file: removed what carries its label"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wotbench.reporting import _cli as report_cli
 
     report_cli.register(sub)
+    from wotbench import _swarmlab_cli as swarmlab_cli
+
+    swarmlab_cli.register(sub)
     return parser
 
 
@@ -52,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `wotbench plan ... | head`: the reader left
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -213,7 +213,7 @@ def test_command_line_up_down(host: Found) -> None:
     env = {**os.environ, "WOTBENCH_SWARMLAB_DIR": str(host.state)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "wotbench._swarmlab", *args], env=env,
+        return subprocess.run([sys.executable, "-m", "wotbench.cli", "swarm-lab", *args], env=env,
                               capture_output=True, text=True, timeout=300)
 
     up = cli("up", "--workers", "0")
