@@ -5,7 +5,6 @@ The search itself is ``wotbench._capacity``."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,13 +79,14 @@ class CapacitySpec:
                 raise src.error(f"missing key {k!r}", *at)
         group, kind = _vary(m["vary"], src, groups, rit_scope)
         integer = kind == "count"
-        start = _number(m["start"], src, at + ("start",), integer)
-        maximum = _number(m["max"], src, at + ("max",), integer)
+        start = read.number(m["start"], src, at + ("start",), integer=integer, positive=True)
+        maximum = read.number(m["max"], src, at + ("max",), integer=integer, positive=True)
         if maximum < start:
             raise src.error(f"{maximum} is below start ({start})", *at, "max")
         if integer and maximum > 100_000:
             raise src.error("at most 100000 devices", *at, "max")
-        resolution = _number(m.get("resolution", 1), src, at + ("resolution",), integer)
+        resolution = read.number(m.get("resolution", 1), src, at + ("resolution",), integer=integer,
+                                 positive=True)
         mp = m.get("max_probes", 12)
         if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
             raise src.error(f"expected an integer 1..100, got {mp!r}", *at, "max_probes")
@@ -125,10 +125,3 @@ def _objectives(v: Any, src: YamlSource, at: KeyPath) -> tuple[Objective, ...]:
             raise src.error("must be positive", *at, stat)
         out.append(Objective(stat, limit_us))
     return tuple(out)
-
-
-def _number(v: Any, src: YamlSource, at: KeyPath, integer: bool) -> float:
-    ok = not isinstance(v, bool) and (isinstance(v, int) if integer else isinstance(v, (int, float)))
-    if not ok or not math.isfinite(v) or v <= 0:
-        raise src.error(f"expected a positive {'integer' if integer else 'number'}, got {v!r}", *at)
-    return v

@@ -4,6 +4,7 @@ document and raises through it, so that every error reads
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
@@ -43,6 +44,16 @@ def duration(v: Any, src: YamlSource, at: KeyPath) -> int:
 def integer(v: Any, src: YamlSource, at: KeyPath, lo: int, hi: int = 2**62) -> int:
     with src.at(*at):
         return units.parse_count(v, field_name(at), minimum=lo, maximum=hi)
+
+
+def number(v: Any, src: YamlSource, at: KeyPath, *, integer: bool = False, positive: bool = False) -> float:
+    """A plain finite number (no unit): an integer only with ``integer``,
+    above 0 with ``positive``."""
+    ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
+    if not ok or not math.isfinite(v) or (positive and v <= 0):
+        what = ("positive " if positive else "") + ("integer" if integer else "number")
+        raise src.error(f"expected a {what}, got {v!r}", *at)
+    return v
 
 
 def boolean(v: Any, src: YamlSource, at: KeyPath) -> bool:

@@ -107,12 +107,6 @@ def spec_key(attr: str) -> str:
     return attr[:-3] if attr.endswith("_us") else attr
 
 
-def _number(v: Any, field: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise UserError(f"expected a number, got {v!r}", field=field)
-    return float(v)
-
-
 def _time_us(v: Any, field: str) -> float:
     return units.parse_time_us(v, field, what="duration")
 
@@ -125,7 +119,9 @@ def _threshold(attr: str, typ: str, v: Any, src: YamlSource, at: KeyPath) -> Any
         return read.integer(v, src, at, 0)
     if attr.endswith("_us"):
         return read.value(_time_us, v, src, at)
-    return read.value(_number if attr in _NUMBERS else units.parse_fraction, v, src, at)
+    if attr in _NUMBERS:
+        return float(read.number(v, src, at))
+    return read.value(units.parse_fraction, v, src, at)
 
 
 def parse_validity(v: Any, src: YamlSource, at: KeyPath = ("validity",)) -> Thresholds:
