@@ -12,13 +12,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench.cd import detect_contention, normalized_deviation
+from wotbench._errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
-from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist, ge_integrity, per_device
-from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table, read_json,
+from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
+from wotbench.reporting._integrity import GeArrays, ge_integrity, per_device
+from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table,
                                       read_monitor, read_phases)
 from wotbench.reporting._records import device_section, ge_counters, harness_section
-from wotbench.spec import Thresholds, load_saved
+from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, cd_service_us, host_sections,
+                                       placement_section, swarm_records, worst_cd)
+from wotbench.spec import Spec, Thresholds, load_saved
 
 __all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "late_send_us", "thresholds_for"]
 
@@ -39,14 +42,6 @@ class GePlot:
 
 
 @dataclass
-class CdPlot:
-    t_us: np.ndarray
-    rd: np.ndarray
-    response_us: np.ndarray
-    service_us: float | None
-
-
-@dataclass
 class Analysis:
     """The JSON result (``result``) and what the plots draw (arrays, small)."""
 
@@ -58,11 +53,19 @@ class Analysis:
     """t_s and utilisation % per CPU (cpu<N>) and in total (``all``)."""
     container_cpu: pd.DataFrame | None = None
     """t_s, role, cpu_pct."""
+    hosts: list[HostPlot] = field(default_factory=list)
+    """Per host of a run across a swarm (then ``cd`` and ``host_cpu`` are None)."""
+
+
+def spec_for(files: RunFiles) -> Spec | None:
+    """The spec as run (spec.yaml), None without one."""
+    return None if files.spec is None else load_saved(files.spec)
 
 
 def thresholds_for(files: RunFiles) -> Thresholds:
     """The run's spec.yaml ``validity:`` overrides, else the defaults."""
-    return Thresholds() if files.spec is None else load_saved(files.spec).validity
+    spec = spec_for(files)
+    return Thresholds() if spec is None else spec.validity
 
 
 #: Plots draw quantile curves from at most this many values (a fixed-seed
@@ -94,20 +97,6 @@ def _per_second(a: GeArrays) -> pd.DataFrame:
                          "ok": oks.astype(np.int64), "response_mean_us": mean})
 
 
-def _host_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Utilisation % per CPU from collectl's idle % (harness monitor columns cpu<N>_idle)."""
-    if df is None:
-        return None
-    idle = [c for c in df.columns if c.startswith("cpu") and c.endswith("_idle") and c[3:-5].isdigit()]
-    if not idle:
-        return None
-    out = pd.DataFrame({"t_s": df["t_us"].to_numpy(dtype=np.float64) / 1e6})
-    for c in sorted(idle, key=lambda c: int(c[3:-5])):
-        out[c[:-5]] = 100.0 - pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
-    out["all"] = out[[c[:-5] for c in idle]].mean(axis=1)
-    return out.sort_values("t_s", ignore_index=True)
-
-
 def _container_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
     """CPU % per role, from the cumulative cgroup usage of every container."""
     if df is None or not {"container", "role", "cpu_usage_us"} <= set(df.columns):
@@ -121,54 +110,6 @@ def _container_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
         return None
     d = d.assign(t_s=(d["t_us"] / 1e6).round())
     return d.groupby(["t_s", "role"], as_index=False)["cpu_pct"].sum()
-
-
-def _monitor_section(host: pd.DataFrame | None, raw_present: bool, phases: Phases) -> dict[str, Any]:
-    if host is None:
-        return {"present": raw_present, "covers_measure": False, "samples": 0, "cpu_util_mean": None,
-                "cpu_util_max": None, "per_cpu_mean": {}}
-    a, b = phases.measure[0] / 1e6, phases.measure[1] / 1e6
-    m = host[(host["t_s"] >= a) & (host["t_s"] < b)]
-    per_cpu = {c: float(m[c].mean()) for c in host.columns if c.startswith("cpu") and len(m)}
-    # Sampled once a second: covering means samples over at least half of the phase.
-    covers = len(m) >= max(1, 0.5 * (b - a))
-    return {"present": True, "covers_measure": bool(covers), "samples": int(len(m)),
-            "cpu_util_mean": float(m["all"].mean()) if len(m) else None,
-            "cpu_util_max": float(m["all"].max()) if len(m) else None, "per_cpu_mean": per_cpu}
-
-
-def _cd_section(files: RunFiles, phases: Phases, th: Thresholds) -> tuple[dict[str, Any] | None, CdPlot | None]:
-    if files.cd_csv is None:
-        return None, None
-    t = GeArrays.from_table(read_ge_table(files.cd_csv, ANALYSIS_COLUMNS))
-    resp = np.where(t.ok, t.response, np.nan)
-    rd = normalized_deviation(resp, t.service)
-    res = detect_contention(t.intended, rd, calibration=phases.calibration, measure=phases.measure,
-                            alpha=th.cd_alpha, min_effect=th.cd_min_effect, window_us=th.cd_window_us,
-                            min_samples=th.cd_min_samples)
-    svc = t.service[np.isfinite(t.service)]
-    s_us = float(np.median(svc)) if svc.size else None
-
-    def resp_in(w: tuple[float, float] | None) -> dict[str, Any]:
-        if w is None:
-            return dist(np.zeros(0), LATENCY_QUANTILES)
-        return dist(resp[(t.intended >= w[0]) & (t.intended < w[1])], LATENCY_QUANTILES)
-
-    sec = {"requests": len(t), "ok": int(np.count_nonzero(t.ok)), "service_us": s_us,
-           "response_calibration_us": resp_in(phases.calibration), "response_measure_us": resp_in(phases.measure),
-           "contention": res.to_dict()}
-    return sec, CdPlot(t.intended, rd, resp, s_us)
-
-
-def _placement(files: RunFiles) -> dict[str, Any] | None:
-    if files.manifest is None:
-        return None
-    m = read_json(files.manifest)
-    p = m.get("placement") if isinstance(m, dict) else None
-    if not isinstance(p, dict):
-        return None
-    return {"degraded": bool(p.get("degraded", p.get("cores_shared", False))),
-            "notes": [str(n) for n in p.get("notes", []) or []]}
 
 
 def _groups(files: RunFiles) -> dict[int, str]:
@@ -219,10 +160,8 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
-    """The full analysis of one run (GE files alone are enough)."""
-    files = find_files(Path(run_dir))
-    th = thresholds if thresholds is not None else thresholds_for(files)
+def _ge_sections(files: RunFiles, th: Thresholds) -> tuple[list[dict], list[dict], list[GePlot], Phases]:
+    """Per GE and per device, in the measurement phase: integrity and latency."""
     ges, devices, plots = [], [], []
     with ThreadPoolExecutor(max_workers=1) as pool:  # writes Parquet caches while we compute
         tables = [read_ge_table(p, ANALYSIS_COLUMNS, pool) for p in files.ge_csvs]
@@ -247,43 +186,86 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     group_of = _groups(files)
     for d in devices:
         d["group"] = group_of.get(d["device_id"])
-    counts = {k: int(sum(g[k] for g in ges)) for k in ("requests", "ok", "timeouts", "errors")}
-    counts["devices"] = len(devices)
-    counts["ges"] = len(ges)
-    cd, cd_plot = _cd_section(files, phases, th)
-    host_raw = read_monitor(files.host_monitor)
-    host = _host_cpu(host_raw)
+    return ges, devices, plots, phases
+
+
+def _device_summary(devices: list[dict[str, Any]]) -> dict[str, Any]:
     rds = np.array([d["rd_ratio"] for d in devices if d["rd_ratio"] is not None], dtype=np.float64)
     thr = np.array([d["throughput"] for d in devices if d["throughput"] is not None], dtype=np.float64)
     resp_mean = [d["response_mean_us"] for d in devices if d["response_mean_us"] is not None]
+    return {
+        "devices": len(devices),
+        "throughput_per_device_mean": float(thr.mean()) if thr.size else None,
+        "response_mean_us": float(np.mean(resp_mean)) if resp_mean else None,
+        "rd_ratio_mean": float(rds.mean()) if rds.size else None,
+        "rd_ratio_max": float(rds.max()) if rds.size else None,
+    }
+
+
+@dataclass
+class _Hosts:
+    """The contention and monitor sections: of the one host, or of every
+    host of a swarm (``cd``/``monitor`` then the deciding host's)."""
+
+    cd: dict[str, Any] | None
+    monitor: dict[str, Any]
+    hosts: dict[str, dict[str, Any]]
+    cd_plot: CdPlot | None = None
+    host_cpu: pd.DataFrame | None = None
+    host_plots: list[HostPlot] = field(default_factory=list)
+
+
+def _hosts(files: RunFiles, rec: SwarmRecords, spec: Spec | None, phases: Phases, th: Thresholds,
+           harness: dict[str, Any]) -> _Hosts:
+    if rec.swarm:
+        hosts, plots = host_sections(files, rec, phases, th, harness, cd_service_us(spec))
+        return _Hosts(worst_cd(hosts), busiest_monitor(hosts, phases), hosts, host_plots=plots)
+    cd, cd_plot = cd_section(files.cd_csv, phases, th)
+    raw = read_monitor(files.host_monitor)
+    cpu = host_cpu(raw)
+    return _Hosts(cd, monitor_section(cpu, raw is not None, phases), {}, cd_plot, cpu)
+
+
+def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
+    """The full analysis of one run (GE files alone are enough)."""
+    files = find_files(Path(run_dir))
+    rec = swarm_records(files)
+    # The spec gives the thresholds and, across a swarm, the CD service time S.
+    spec = spec_for(files) if thresholds is None or rec.swarm else None
+    th = thresholds if thresholds is not None else (spec.validity if spec is not None else Thresholds())
+    ges, devices, plots, phases = _ge_sections(files, th)
+    counts = {k: int(sum(g[k] for g in ges)) for k in ("requests", "ok", "timeouts", "errors")}
+    counts["devices"] = len(devices)
+    counts["ges"] = len(ges)
+    harness = harness_section(files)
+    h = _hosts(files, rec, spec, phases, th, harness)
+    host_of = {i: name for name, sec in h.hosts.items() for i in sec["device_ids"]}
+    for d in devices if rec.swarm else ():
+        d["host"] = host_of.get(d["device_id"])
     result: dict[str, Any] = {
         "analysis_format": 1,
         "phases": phases.to_dict(),
         "thresholds": th.to_dict(),
-        "harness": harness_section(files),
+        "harness": harness,
         "measure_counts": counts,
         "ges": ges,
-        "device_summary": {
-            "devices": len(devices),
-            "throughput_per_device_mean": float(thr.mean()) if thr.size else None,
-            "response_mean_us": float(np.mean(resp_mean)) if resp_mean else None,
-            "rd_ratio_mean": float(rds.mean()) if rds.size else None,
-            "rd_ratio_max": float(rds.max()) if rds.size else None,
-        },
+        "device_summary": _device_summary(devices),
         "devices": devices,
         "groups": _group_summary(devices),
-        "cd": cd,
+        "cd": h.cd,
         "device_counters": device_section(files),
-        "monitor": _monitor_section(host, host_raw is not None, phases),
-        "placement": _placement(files),
+        "monitor": h.monitor,
+        "placement": placement_section(files),
+        "swarm": rec.swarm,
+        "hosts": h.hosts,
     }
     verdict, reasons, checks = run_checks(result, th)
     result["checks"] = checks
     result["warnings"] = stability_warnings(result, th)
     result["verdict"] = verdict
     result["reasons"] = reasons
-    return Analysis(files.root, _json_safe(result), plots, cd_plot, host,
-                    _container_cpu(read_monitor(files.containers_monitor)))
+    return Analysis(files.root, _json_safe(result), plots, h.cd_plot, h.host_cpu,
+                    _container_cpu(read_monitor(files.containers_monitor)), h.host_plots)
 
 
 def analyze_run(run_dir: Path, thresholds: Thresholds | None = None) -> dict[str, Any]:
@@ -302,10 +284,20 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
     except Exception as exc:      # the run's data stay; the summary says why
         files = find_files(Path(run_dir), need_ge=False)
         th = thresholds_for(files)
-        a = {"harness": harness_section(files), "analysis_error": f"{type(exc).__name__}: {exc}"}
+        a = {"harness": harness_section(files), "analysis_error": f"{type(exc).__name__}: {exc}",
+             "swarm": _records_swarm(files)}
         verdict, reasons, checks = run_checks(a, th, RECORD_CHECKS)
         return _json_safe({"analysis_format": 1, "thresholds": th.to_dict(), "harness": a["harness"],
-                           "checks": checks, "warnings": [], "verdict": verdict, "reasons": reasons})
+                           "swarm": a["swarm"], "checks": checks, "warnings": [], "verdict": verdict,
+                           "reasons": reasons})
+
+
+def _records_swarm(files: RunFiles) -> bool:
+    """Whether the run went across a swarm, also with a damaged manifest."""
+    try:
+        return swarm_records(files).swarm
+    except UserError:
+        return bool(files.hosts)
 
 
 def late_send_us(run_dir: Path) -> int:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from wotbench import layout
+from wotbench.reporting._hostchecks import (cd_sections, contention_per_host, monitor_per_host, no_collectl,
+                                            placement_per_host, swarm_problems, swarm_seen)
 from wotbench.spec import Thresholds
 
 __all__ = ["CHECKS", "RECORD_CHECKS", "Thresholds", "run_checks", "stability_warnings"]
@@ -90,6 +92,10 @@ def check_errors(a: A, th: Thresholds) -> Check:
 
 
 def check_contention(a: A, th: Thresholds) -> Check:
+    """The CD module's verdict: of the host, or of every host of a swarm
+    (the failing ones named)."""
+    if a.get("swarm"):
+        return contention_per_host(a, th)
     cd = a["cd"]
     if cd is None:
         return (not th.require_cd), f"no CD data ({layout.CD}/{layout.CD_OUTPUT}): contention was not tested"
@@ -103,9 +109,11 @@ def check_contention(a: A, th: Thresholds) -> Check:
 
 
 def check_monitor(a: A, th: Thresholds) -> Check:
+    if a.get("swarm"):
+        return monitor_per_host(a, th)
     m = a["monitor"]
     if not m["present"]:
-        why = ": collectl is not installed" if a["harness"].get("collectl") is False else ""
+        why = ": collectl is not installed" if no_collectl(a, None) else ""
         return (not th.require_monitor), f"no monitor data ({layout.MONITOR}/{layout.HOST_MONITOR}){why}"
     if not m["covers_measure"]:
         return (not th.require_monitor), "monitor data does not cover the measurement phase"
@@ -113,6 +121,8 @@ def check_monitor(a: A, th: Thresholds) -> Check:
 
 
 def check_placement(a: A, th: Thresholds) -> Check:
+    if a.get("swarm"):
+        return placement_per_host(a, th)
     p = a["placement"]
     if p is None:
         return True, f"placement unknown (no {layout.MANIFEST})"
@@ -128,14 +138,16 @@ def check_placement(a: A, th: Thresholds) -> Check:
 
 
 def _node_problems(h: A) -> list[str]:
-    return [f"{c.get('role')} {c.get('key')} (container {c['container']}) was not running at the end of the "
+    return [f"{c.get('role')} {c.get('key')} (container {c['container']})"
+            + (f" on node {c['node']}" if c.get("node") else "") + " was not running at the end of the "
             f"test (status {c.get('status')}, exit code {c.get('exit_code')}"
             + (", OOM-killed" if c.get("oom_killed") else "") + ")" for c in h["nodes_not_running"]]
 
 
 def _ge_problems(h: A) -> list[str]:
     out = []
-    for name, g in sorted(h["ges"].items()):
+    for key, g in sorted(h["ges"].items()):
+        name = f"{key} (on node {g['node']})" if g.get("node") else key
         if g.get("killed"):
             out.append(f"{name} was killed: it did not finish in time (see {layout.LOGS}/)")
         elif g.get("exit_code") != 0:
@@ -153,16 +165,17 @@ def _start_problems(h: A) -> list[str]:
 
 def check_harness(a: A, th: Thresholds) -> Check:
     """What the harness saw (observed.json): nodes running to the end, GEs
-    exiting 0 with one output row per trace line, GEs up in time."""
+    exiting 0 with one output row per trace line, GEs up in time; across a
+    swarm also every node up to the end and every device host's probe answered."""
     h = a["harness"]
     if not h["recorded"]:
         return True, (f"no {layout.OBSERVED} (GE files alone, or an older run): "
                       "harness observations not checked")
-    problems = _node_problems(h) + _ge_problems(h) + _start_problems(h)
+    problems = swarm_problems(a) + _node_problems(h) + _ge_problems(h) + _start_problems(h)
     if problems:
         return False, "; ".join(problems)
     return True, (f"{h['nodes']} device/CD containers ran to the end; {len(h['ges'])} GE(s) exited 0 with "
-                  "one output row per trace line, up before their start instant")
+                  "one output row per trace line, up before their start instant" + swarm_seen(a))
 
 
 def check_ge_counters(a: A, th: Thresholds) -> Check:
@@ -257,13 +270,13 @@ def stability_warnings(a: A, th: Thresholds) -> list[str]:
     if few:
         out.append(f"{len(few)} device(s) have fewer than {th.min_device_samples} measured responses "
                    f"(e.g. {', '.join(map(str, few[:5]))}): their percentiles are not reliable")
-    if a["cd"] is not None:
-        c = a["cd"]["contention"]
+    for where, cd in cd_sections(a):
+        c = cd["contention"]
         if c["status"] == "inconclusive":
-            out.append(c["reason"])
+            out.append(where + c["reason"])
         n = c["measure"]["n"]
         if 0 < n < 30:
-            out.append(f"only {n} CD samples in the measurement phase: the contention test has little power")
+            out.append(f"{where}only {n} CD samples in the measurement phase: the contention test has little power")
     if a["phases"]["inferred"]:
         out.append(f"no {layout.PHASES}: the whole trace is treated as the measurement phase (no warm-up cut)")
     return out + _counter_warnings(a)

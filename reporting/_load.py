@@ -28,10 +28,10 @@ import pyarrow.parquet as pq
 from wotbench import layout
 from wotbench._errors import UserError
 from wotbench.formats import GE_OUTPUT_COLUMNS
-from wotbench.layout import RunDir
+from wotbench.layout import HostDir, RunDir
 
-__all__ = ["Phases", "RunSummary", "Run", "RunFiles", "find_files", "read_ge_table", "load_run",
-           "read_phases", "read_json"]
+__all__ = ["Phases", "RunSummary", "Run", "RunHost", "RunFiles", "HostFiles", "find_files", "read_ge_table",
+           "load_run", "read_phases", "read_json"]
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 # Times as float64: the GE writes whole microseconds, but fractional ones
@@ -83,6 +83,27 @@ class RunSummary:
 
 
 @dataclass(frozen=True)
+class HostFiles:
+    """One host's files in a run across a swarm (``nodes/<hostname>/``);
+    None where a file is missing."""
+
+    hostname: str
+    root: Path
+    cd_csv: Path | None
+    cd_summary: Path | None
+    host_monitor: Path | None
+    probe_csv: Path | None
+    probe_summary: Path | None
+
+    @classmethod
+    def of(cls, h: HostDir) -> HostFiles:
+        assert h.hostname is not None, "the run folder itself is not a swarm host's folder"
+        return cls(hostname=h.hostname, root=h.root, cd_csv=_opt(h.cd_csv), cd_summary=_opt(h.cd_summary),
+                   host_monitor=_opt(h.host_monitor), probe_csv=_opt(h.probe_csv),
+                   probe_summary=_opt(h.probe_summary))
+
+
+@dataclass(frozen=True)
 class RunFiles:
     """Where a run's inputs are; GE files alone are enough."""
 
@@ -102,6 +123,8 @@ class RunFiles:
     cd_summary: Path | None = None
     device_stats: dict[str, Path] = field(default_factory=dict)
     """container name -> its --stats JSON, for every one written."""
+    hosts: tuple[HostFiles, ...] = ()
+    """Per host, in a run across a swarm (``nodes/*/``); empty on one host."""
 
     def ge_devices(self, ge_csv: Path) -> Path:
         """The device list beside a GE output (harness runs only)."""
@@ -130,13 +153,15 @@ def find_files(run_dir: Path, need_ge: bool = True) -> RunFiles:
     if not ges and need_ge:
         raise UserError(f"no GE output ({layout.GE}/{layout.ge_output(0)})", run.root)
     stats = sorted(run.devices_dir.glob(f"*/{layout.DEVICE_STATS}")) if run.devices_dir.is_dir() else []
+    hosts = tuple(HostFiles.of(h) for h in run.hosts() if h.hostname is not None)
     return RunFiles(
         root=run.root, ge_csvs=ges, cd_csv=_opt(cd_dir / layout.CD_OUTPUT), phases=_opt(run.phases),
         host_monitor=_opt(run.host_monitor), containers_monitor=_opt(run.containers_monitor),
         manifest=_opt(run.manifest), summary=_opt(run.summary), spec=_opt(run.spec),
         incomplete=_opt(run.incomplete), observed=_opt(run.observed),
         ge_summaries=tuple(_opt(p.parent / layout.ge_summary(_ge_index(p))) for p in ges),
-        cd_summary=_opt(cd_dir / layout.CD_SUMMARY), device_stats={p.parent.name: p for p in stats})
+        cd_summary=_opt(cd_dir / layout.CD_SUMMARY), device_stats={p.parent.name: p for p in stats},
+        hosts=hosts)
 
 
 def read_json(path: Path) -> Any:
@@ -273,6 +298,18 @@ def read_monitor(path: Path | None) -> pd.DataFrame | None:
 
 
 @dataclass
+class RunHost:
+    """One host of a run across a swarm: its CD-GE requests (on t0), host
+    monitor samples and the GE node's probe of it (intended_us relative to
+    the probe's own start); None when missing."""
+
+    hostname: str
+    cd: pd.DataFrame | None
+    monitor: pd.DataFrame | None
+    probe: pd.DataFrame | None
+
+
+@dataclass
 class Run:
     """A run for notebooks: DataFrames and the summary.
 
@@ -290,6 +327,9 @@ class Run:
     manifest: dict[str, Any] | None
     observed: dict[str, Any] | None = None
     """observed.json: what the harness saw (container states, GE exits, ...)."""
+    hosts: dict[str, RunHost] = field(default_factory=dict)
+    """Per hostname, in a run across a swarm (then ``cd`` and ``monitor`` are
+    None: every host has its own); empty on one host."""
 
     @property
     def measure(self) -> pd.DataFrame:
@@ -315,4 +355,11 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         containers=read_monitor(files.containers_monitor), phases=read_phases(files, tables),
         summary=read_summary(files.summary) if files.summary else None,
         manifest=read_json(files.manifest) if files.manifest else None,
-        observed=read_json(files.observed) if files.observed else None)
+        observed=read_json(files.observed) if files.observed else None,
+        hosts={h.hostname: _run_host(h) for h in files.hosts})
+
+
+def _run_host(h: HostFiles) -> RunHost:
+    return RunHost(h.hostname, cd=read_ge_table(h.cd_csv).to_pandas() if h.cd_csv else None,
+                   monitor=read_monitor(h.host_monitor),
+                   probe=read_ge_table(h.probe_csv).to_pandas() if h.probe_csv else None)

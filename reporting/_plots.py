@@ -6,6 +6,7 @@ as fast as a small one."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 
 import matplotlib
@@ -13,11 +14,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from wotbench.reporting._analyze import QGRID, Analysis  # noqa: E402
+from wotbench.reporting._host import CdPlot  # noqa: E402
+from wotbench.reporting._hostchecks import clock_note  # noqa: E402
 
-__all__ = ["run_figures", "sweep_figures"]
+__all__ = ["run_figures", "host_figures", "sweep_figures"]
 
 _PHASE_COLORS = {"calibration": "#d9e8f5", "warmup": "#f2f2f2", "measure": "#ffffff", "cooldown": "#f2f2f2"}
 _C_EXP, _C_SUB, _C_CD, _C_BAD = "#1f77b4", "#d62728", "#2ca02c", "#d62728"
@@ -151,13 +155,15 @@ def fig_timeline(an: Analysis) -> bytes | None:
 
 def fig_cd(an: Analysis) -> bytes | None:
     """CD node R_d over time, windowed median, baseline and contention onset."""
-    cd = an.cd
-    sec = an.result["cd"]
-    if cd is None or sec is None:
+    if an.cd is None or an.result["cd"] is None:
         return None
+    return _fig_cd(an.cd, an.result["cd"], an.result["phases"], "CD node")
+
+
+def _fig_cd(cd: CdPlot, sec: dict, phases: dict, who: str) -> bytes:
     c = sec["contention"]
     fig, ax = _fig(8.5, 4.4)
-    _shade_phases(ax, an.result["phases"])
+    _shade_phases(ax, phases)
     ax.plot(cd.t_us / 1e6, cd.rd, ".", ms=3, color="0.45", label="R_d per CD request")
     base = c["baseline"]["median"]
     if base is not None:
@@ -184,7 +190,7 @@ def fig_cd(an: Analysis) -> bytes | None:
         title += f" from t = {c['onset_us'] / 1e6:.0f} s"
     elif c["p_value"] is not None:
         title += f" (whole-phase p = {c['p_value']:.2g})"
-    ax.set_title(f"CD node R_d: {title}")
+    ax.set_title(f"{who} R_d: {title}")
     handles, labels = ax.get_legend_handles_labels()
     uniq = dict(zip(labels, handles))
     ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left")
@@ -195,21 +201,24 @@ def fig_cpu(an: Analysis) -> bytes | None:
     """Paper Fig. 5b's data over time: CPU utilisation per CPU (and per container role)."""
     if an.host_cpu is None:
         return None
+    return _fig_cpu(an.host_cpu, an.result["phases"], an.container_cpu, "Host CPU utilisation")
+
+
+def _fig_cpu(h: pd.DataFrame, phases: dict, containers: pd.DataFrame | None, title: str) -> bytes:
     fig, ax = _fig(8.5, 4.2)
-    _shade_phases(ax, an.result["phases"])
-    h = an.host_cpu
+    _shade_phases(ax, phases)
     for c in h.columns:
         if c.startswith("cpu"):
             ax.plot(h["t_s"], h[c], lw=1, label=c)
     ax.plot(h["t_s"], h["all"], lw=2.2, color="k", label="all CPUs")
-    if an.container_cpu is not None:
-        for role, d in an.container_cpu.groupby("role"):
+    if containers is not None:
+        for role, d in containers.groupby("role"):
             ax.plot(d["t_s"], d["cpu_pct"] / max(1, sum(1 for c in h.columns if c.startswith("cpu"))),
                     lw=1, ls="--", label=f"containers: {role} (share of all CPUs)")
     ax.set_ylim(0, 105)
     ax.set_xlabel("time since t0 (s)")
     ax.set_ylabel("CPU utilisation (%)")
-    ax.set_title("Host CPU utilisation")
+    ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     return _png(fig)
 
@@ -235,7 +244,8 @@ def fig_devices(an: Analysis) -> bytes | None:
     ax2.bar(np.arange(len(devs)), rd[order], color=_C_EXP, label="device R_d")
     cd = an.result["cd"]
     if cd is not None and cd["contention"]["measure"]["median"] is not None:
-        ax2.axhline(cd["contention"]["measure"]["median"], color=_C_CD, lw=1.5, label="CD node R_d (median)")
+        ax2.axhline(cd["contention"]["measure"]["median"], color=_C_CD, lw=1.5,
+                    label="CD node R_d (median" + (f", host {cd['host']})" if cd.get("host") else ")"))
     ax2.set_xlabel("device (by id)" if len(devs) > 30 else "device id")
     if len(devs) <= 30:
         ax2.set_xticks(np.arange(len(devs)), [str(ids[i]) for i in order], fontsize=7)
@@ -265,7 +275,25 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
         ("devices", "Per device: mean and p95 response time against throughput, and R_d.", fig_devices(an)),
         ("cpu", "Host CPU utilisation from the resource monitor (collectl).", fig_cpu(an)),
     ]
+    out += host_figures(an)
     return [(n, c, p) for n, c, p in out if p is not None]
+
+
+def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None]]:
+    """A run across a swarm: each host's CD R_d and CPU utilisation."""
+    out: list[tuple[str, str, bytes | None]] = []
+    phases = an.result["phases"]
+    for hp in an.hosts:
+        s = an.result["hosts"][hp.hostname]
+        slug = re.sub(r"[^A-Za-z0-9_.-]", "_", hp.hostname)
+        if hp.cd is not None and s["cd"] is not None:
+            out.append((f"cd-rd-{slug}", f"Host {hp.hostname}: its CD node's R_d over time (its CD-GE's clock, "
+                        f"on t0{clock_note(s) or ' (the GE node)'}), baseline and window medians.",
+                        _fig_cd(hp.cd, s["cd"], phases, f"{hp.hostname}: CD node")))
+        if hp.cpu is not None:
+            out.append((f"cpu-{slug}", f"Host {hp.hostname}: CPU utilisation (collectl on that host).",
+                        _fig_cpu(hp.cpu, phases, None, f"Host {hp.hostname}: CPU utilisation")))
+    return out
 
 
 # --- several runs (a sweep) ------------------------------------------------------

@@ -27,7 +27,8 @@ def _object(path: Path) -> dict[str, Any]:
 def harness_section(files: RunFiles) -> dict[str, Any]:
     """observed.json in brief: the nodes that were not running at the end of
     the load, every GE's exit and rows vs trace lines, the start, the
-    impairment applied and whether collectl ran."""
+    impairment applied, whether collectl ran (a bool, or per host across a
+    swarm), and across a swarm each node's state and probe."""
     if files.observed is None:
         return {"recorded": False}
     doc = _object(files.observed)
@@ -42,6 +43,10 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
         "start": doc.get("start"),
         "impairment": doc.get("impairment"),
         "collectl": doc.get("collectl"),
+        # A run across a swarm: hostname -> {state, lost, reason}, and the GE
+        # node's probe of each host -> {rows, ok, exit_code}; empty on one host.
+        "node_states": doc.get("nodes") or {},
+        "probe": doc.get("probe") or {},
     }
 
 
@@ -66,7 +71,7 @@ def _node_roles(files: RunFiles) -> dict[str, str]:
 
 
 def device_section(files: RunFiles) -> dict[str, Any]:
-    """Whole-run totals of the devices' --stats counters (the CD node apart),
+    """Whole-run totals of the devices' --stats counters (the CD nodes' apart),
     and the devices whose file is missing (killed, or an older run)."""
     roles = _node_roles(files)
     totals = dict.fromkeys(DEVICE_TOTALS, 0)
@@ -74,8 +79,8 @@ def device_section(files: RunFiles) -> dict[str, Any]:
     for name, path in files.device_stats.items():
         doc = _object(path)
         counts = {k: int(doc.get(k) or 0) for k in DEVICE_STATS_COUNTERS if k in DEVICE_TOTALS}
-        if roles.get(name) == "cd-node":
-            cd_node = counts
+        if roles.get(name) == "cd-node":      # one per device host across a swarm: summed
+            cd_node = {k: v + (cd_node or {}).get(k, 0) for k, v in counts.items()}
             continue
         for k, v in counts.items():
             totals[k] += v

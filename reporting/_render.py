@@ -9,7 +9,6 @@ import html
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tabulate import tabulate
 
@@ -17,187 +16,15 @@ from wotbench import layout
 from wotbench._results import write_atomic
 from wotbench.layout import RunDir
 from wotbench.reporting._analyze import Analysis, analyze
-from wotbench.reporting._load import find_files, read_json, read_summary
+from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
+from wotbench.reporting._tables import (HOSTS_NOTE, cd_blocks, cd_stats_line, cd_table, checks_table, device_table,
+                                        group_table, hosts_table, latency_table, rate_table, rit_table, run_id,
+                                        run_notes, sweep_row, sweep_table)
 
 __all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
 
 Figures = list[tuple[str, str, bytes]]
-
-
-# --- number formatting --------------------------------------------------------
-
-def _us(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:.2f} s"
-    if abs(v) >= 1e3:
-        return f"{v / 1e3:.2f} ms"
-    return f"{v:.0f} us"
-
-
-def _pct(v: float | None, digits: int = 1) -> str:
-    return "-" if v is None else f"{v:+.{digits}%}"
-
-
-def _f(v: float | None, fmt: str = ".3f") -> str:
-    return "-" if v is None else format(v, fmt)
-
-
-def _p(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2g}"
-
-
-# --- tables shared by every output format -------------------------------------------
-
-def run_id(an: Analysis) -> str:
-    files = find_files(an.path)
-    if files.summary is not None:
-        return read_summary(files.summary).run_id
-    return an.path.name
-
-
-def run_notes(an: Analysis) -> list[str]:
-    """What the run folder says beyond this analysis: an interrupted run, and
-    a summary.json whose verdict differs (written by an older analysis)."""
-    files = find_files(an.path)
-    notes = []
-    if files.incomplete is not None:
-        first = files.incomplete.read_text(errors="replace").strip().splitlines()[:1]
-        notes.append(f"run did not finish ({layout.INCOMPLETE})" + (f": {first[0]}" if first else ""))
-    if files.summary is not None:
-        s = read_summary(files.summary)
-        if (s.verdict, list(s.reasons)) != (an.result["verdict"], an.result["reasons"]):
-            notes.append(f"{layout.SUMMARY} says {str(s.verdict).upper()}"
-                         + (f" ({'; '.join(s.reasons)})" if s.reasons else "")
-                         + ": it was written by another analysis of this run")
-    return notes
-
-
-def checks_table(r: dict) -> tuple[list[str], list[list[str]]]:
-    return ["check", "result", "detail"], [[c["check"], "PASS" if c["ok"] else "FAIL", c["reason"]]
-                                          for c in r["checks"]]
-
-
-def rit_table(r: dict) -> tuple[list[str], list[list[str]]]:
-    """Paper Table 1 (mean and p5 of expected vs submitted RIT) plus p50/p95/p99 and KS."""
-    head = ["GE", "devices", "RIT", "mean", "p5", "p50", "p95", "p99", "KS D", "KS p", "ok"]
-    rows = []
-    for g in r["ges"]:
-        rit = g["rit"]
-        for label, d in (("expected", rit["expected"]), ("submitted", rit["submitted"])):
-            sub = label == "submitted"
-            rows.append([str(g["ge"]) if not sub else "", str(g["devices"]) if not sub else "", label,
-                         _us(d["mean"]), _us(d["p5"]), _us(d["p50"]), _us(d["p95"]), _us(d["p99"]),
-                         _f(rit["ks_d"]) if sub else "", _p(rit["ks_p"]) if sub else "",
-                         ("yes" if rit["ok"] else "NO") if sub else ""])
-    return head, rows
-
-
-def rate_table(r: dict) -> tuple[list[str], list[list[str]]]:
-    head = ["GE", "target rate", "achieved", "deviation", "send lag p50", "p99", "p99.9", "max",
-            "errors"]
-    rows = [[str(g["ge"]), _f(g["target_rate"], ".1f") + "/s", _f(g["achieved_rate"], ".1f") + "/s",
-             _pct(g["rate_dev"], 2), _us(g["send_lag_us"]["p50"]), _us(g["send_lag_us"]["p99"]),
-             _us(g["send_lag_us"]["p99_9"]), _us(g["send_lag_us"]["max"]),
-             _pct(g["error_rate"], 2).lstrip("+")] for g in r["ges"]]
-    return head, rows
-
-
-def latency_table(r: dict) -> tuple[list[str], list[list[str]]]:
-    head = ["GE", "latency", "mean", "p50", "p90", "p99", "p99.9", "max"]
-    rows = []
-    for g in r["ges"]:
-        for label, key in (("measured (recv - sent)", "response_us"),
-                           ("from intended send", "latency_intended_us")):
-            d = g[key]
-            rows.append([str(g["ge"]) if key == "response_us" else "", label, _us(d["mean"]), _us(d["p50"]),
-                         _us(d["p90"]), _us(d["p99"]), _us(d["p99_9"]), _us(d["max"])])
-    return head, rows
-
-
-def cd_table(r: dict) -> tuple[list[str], list[list[str]]] | None:
-    cd = r["cd"]
-    if cd is None:
-        return None
-    c = cd["contention"]
-    head = ["", "samples", "R_d median", "R_d mean", "R_d p95", "response p50", "response p99"]
-    rows = [["calibration (CD pair alone)", str(c["baseline"]["n"]), _f(c["baseline"]["median"], ".4f"),
-             _f(c["baseline"]["mean"], ".4f"), _f(c["baseline"]["p95"], ".4f"),
-             _us(cd["response_calibration_us"]["p50"]), _us(cd["response_calibration_us"]["p99"])],
-            ["measurement", str(c["measure"]["n"]), _f(c["measure"]["median"], ".4f"),
-             _f(c["measure"]["mean"], ".4f"), _f(c["measure"]["p95"], ".4f"),
-             _us(cd["response_measure_us"]["p50"]), _us(cd["response_measure_us"]["p99"])]]
-    return head, rows
-
-
-def cd_stats_line(r: dict) -> str:
-    cd = r["cd"]
-    if cd is None:
-        return "no CD data"
-    c = cd["contention"]
-    ci = c["shift_ci"]
-    parts = [f"status: {c['status']}", f"S = {_us(cd['service_us'])}"]
-    if c["shift"] is not None:
-        parts += [f"shift {c['shift']:+.4f} ({c['confidence']:.0%} CI {ci[0]:+.4f}..{ci[1]:+.4f})",
-                  f"one-sided Mann-Whitney p = {_p(c['p_value'])} (alpha {c['alpha']:g})",
-                  f"P(R_d above baseline) = {_f(c['prob_superiority'], '.2f')}",
-                  f"min effect {c['min_effect']:g}", f"window {c['window_us'] / 1e6:g} s"]
-    if c["onset_us"] is not None:
-        parts.append(f"onset t = {c['onset_us'] / 1e6:.1f} s")
-    return "; ".join(parts)
-
-
-def device_table(r: dict, limit: int = 40) -> tuple[list[str], list[list[str]], int]:
-    """The devices, worst R_d first (at most ``limit`` rows)."""
-    devs = sorted(r["devices"], key=lambda d: -(d["rd_ratio"] if d["rd_ratio"] is not None else -1e9))
-    head = ["device", "GE", "requests", "throughput", "R mean", "R p95", "R p99", "R_d", "RIT mean exp/sub",
-            "RIT p5 exp/sub", "KS D", "RIT ok"]
-    rows = [[str(d["device_id"]), str(d["ge"]), str(d["requests"]), _f(d["throughput"], ".2f") + "/s",
-             _us(d["response_mean_us"]), _us(d["response_p95_us"]), _us(d["response_p99_us"]),
-             _f(d["rd_ratio"], ".4f"), f"{_us(d['rit_expected_mean_us'])} / {_us(d['rit_submitted_mean_us'])}",
-             f"{_us(d['rit_expected_p5_us'])} / {_us(d['rit_submitted_p5_us'])}", _f(d["rit_ks_d"]),
-             "yes" if d["rit_ok"] else "NO"] for d in devs[:limit]]
-    return head, rows, len(devs)
-
-
-def group_table(r: dict) -> tuple[list[str], list[list[str]]] | None:
-    if len(r["groups"]) < 2:
-        return None
-    head = ["group", "devices", "requests", "throughput/device", "R mean", "R_d"]
-    return head, [[g["group"], str(g["devices"]), str(g["requests"]), _f(g["throughput_per_device_mean"], ".2f") + "/s",
-                   _us(g["response_mean_us"]), _f(g["rd_ratio_mean"], ".4f")] for g in r["groups"]]
-
-
-def sweep_row(an: Analysis) -> dict[str, Any]:
-    """One run's numbers for the sweep table and figures."""
-    r = an.result
-    cd = r["cd"]
-    c = cd["contention"] if cd else None
-    return {
-        "run": run_id(an), "devices": r["device_summary"]["devices"], "verdict": r["verdict"],
-        "throughput_per_device": r["device_summary"]["throughput_per_device_mean"],
-        "response_mean_us": r["device_summary"]["response_mean_us"],
-        "rd_devices": r["device_summary"]["rd_ratio_mean"],
-        "cd_response_mean_us": cd["response_measure_us"]["mean"] if cd else None,
-        "cd_service_us": cd["service_us"] if cd else None,
-        "rd_cd": c["measure"]["mean"] if c else None,
-        "rd_cd_baseline": c["baseline"]["mean"] if c else None,
-        "contention": c["status"] if c else "no CD data",
-        "contention_p": c["p_value"] if c else None,
-        "cpu_util": r["monitor"]["cpu_util_mean"],
-    }
-
-
-def sweep_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
-    head = ["run", "devices", "throughput/device", "R mean", "R_d devices", "R_d CD (baseline)",
-            "contention (p)", "CPU %", "verdict"]
-    body = [[r["run"], str(r["devices"]), _f(r["throughput_per_device"], ".2f") + "/s", _us(r["response_mean_us"]),
-             _f(r["rd_devices"], ".4f"), f"{_f(r['rd_cd'], '.4f')} ({_f(r['rd_cd_baseline'], '.4f')})",
-             f"{r['contention']} ({_p(r['contention_p'])})", _f(r["cpu_util"], ".1f"), r["verdict"].upper()]
-            for r in rows]
-    return head, body
 
 
 # --- terminal ---------------------------------------------------------------------------
@@ -215,12 +42,14 @@ def terminal_text(an: Analysis) -> str:
                                 ("Latency", latency_table(r))):
         lines += [title, tabulate(rows, head, tablefmt="simple", maxcolwidths=[None, None, 90]
                                   if title == "Checks" else None), ""]
-    ct = cd_table(r)
+    ht = hosts_table(r)
+    if ht:
+        lines += ["Hosts (a run across a swarm)", tabulate(ht[1], ht[0], tablefmt="simple"), HOSTS_NOTE, ""]
     lines.append("Contention detection")
-    if ct:
-        lines += [tabulate(ct[1], ct[0], tablefmt="simple"), cd_stats_line(r)]
-    else:
-        lines.append("no CD data")
+    for title, cd in cd_blocks(r):
+        ct = cd_table(cd)
+        lines += ([title] if title else []) + ([tabulate(ct[1], ct[0], tablefmt="simple")] if ct else [])
+        lines.append(cd_stats_line(cd))
     lines.append("")
     if r["warnings"]:
         lines += ["Warnings"] + [f"  ! {w}" for w in r["warnings"]] + [""]
@@ -249,9 +78,15 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
     out += ["## Workload integrity", "", "Rate and send lag:", "", _md_table(rate_table(r)), "",
             "Request inter-arrival time, expected vs submitted (paper Table 1):", "", _md_table(rit_table(r)), "",
-            "## Latency", "", _md_table(latency_table(r)), "", "## Contention detection", ""]
-    ct = cd_table(r)
-    out += ([_md_table(ct), "", cd_stats_line(r), ""] if ct else ["No CD data.", ""])
+            "## Latency", "", _md_table(latency_table(r)), ""]
+    ht = hosts_table(r)
+    if ht:
+        out += ["## Hosts", "", _md_table(ht), "", HOSTS_NOTE, ""]
+    out += ["## Contention detection", ""]
+    for title, cd in cd_blocks(r):
+        ct = cd_table(cd)
+        out += ([f"### {title}", ""] if title else []) + ([_md_table(ct), ""] if ct else [])
+        out += [cd_stats_line(cd) if ct else "No CD data.", ""]
     gt = group_table(r)
     if gt:
         out += ["## Device groups", "", _md_table(gt), ""]
@@ -308,7 +143,7 @@ def _html_table(t: tuple[list[str], list[list[str]]], reason_col: int | None = N
             cls = ""
             if v == "PASS":
                 cls = ' class="pass"'
-            elif v in ("FAIL", "NO", "INVALID"):
+            elif v in ("FAIL", "NO", "INVALID", "LOST", "NO ANSWERS", "CONTENTION", "NO CD DATA"):
                 cls = ' class="fail"'
             elif i == reason_col:
                 cls = ' class="reason"'
@@ -357,10 +192,16 @@ def html_page(an: Analysis, figures: Figures) -> str:
         parts += ["<h2>Warnings</h2>"] + [f'<div class="warn">{html.escape(w)}</div>' for w in r["warnings"]]
     parts += ["<h2>Workload integrity</h2>", "<h3>Rate and send lag</h3>", _html_table(rate_table(r)),
               "<h3>Request inter-arrival time, expected vs submitted (paper Table 1)</h3>", _html_table(rit_table(r)),
-              "<h2>Latency</h2>", _html_table(latency_table(r)), "<h2>Contention detection</h2>"]
-    ct = cd_table(r)
-    parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(r))}</p>",
-              f"<p>{html.escape(r['cd']['contention']['reason'])}</p>"] if ct else ["<p>No CD data.</p>"]
+              "<h2>Latency</h2>", _html_table(latency_table(r))]
+    ht = hosts_table(r)
+    if ht:
+        parts += ['<h2 id="hosts">Hosts</h2>', _html_table(ht), f'<p class="meta">{html.escape(HOSTS_NOTE)}</p>']
+    parts.append("<h2>Contention detection</h2>")
+    for title, cd in cd_blocks(r):
+        ct = cd_table(cd)
+        parts += [f"<h3>{html.escape(title)}</h3>"] if title else []
+        parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(cd))}</p>",
+                  f"<p>{html.escape(cd['contention']['reason'])}</p>"] if ct else ["<p>No CD data.</p>"]
     gt = group_table(r)
     if gt:
         parts += ["<h2>Device groups</h2>", _html_table(gt)]

@@ -9,6 +9,11 @@ time for the CD node and the devices from a given instant), an error rate,
 missing CD or monitor data, a degraded placement, 5.03 (overload) replies,
 GE send errors. The harness's records come too (observed.json: every
 container running to the end, GEs exiting 0; GE summaries; device --stats).
+
+``synth_swarm_run`` writes a run across a swarm (``nodes/<hostname>/`` per
+host, the swarm's manifest and observed.json), with contention on one
+host, a lost node, a probe without answers or a host without monitor data
+(``SwarmSynth``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import pyarrow.csv as pacsv
 from wotbench.formats import DEVICE_STATS_COUNTERS, GE_OUTPUT_COLUMNS
 from wotbench.layout import RunDir
 
-__all__ = ["SynthSpec", "synth_run"]
+__all__ = ["SynthSpec", "SwarmSynth", "synth_run", "synth_swarm_run"]
 
 _RESOURCES = 64
 #: The GEs' --late-us in a synthetic run (the default late_send threshold).
@@ -74,8 +79,9 @@ def _nullable(x: np.ndarray, valid: np.ndarray) -> pa.Array:
 
 
 def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, end_us: float, rit_us: float,
-              svc: np.ndarray, spec: SynthSpec, uri_host: str) -> pa.Table:
-    """The per-request output of one GE serving ``dev_ids`` (aggregate Poisson stream)."""
+              svc: np.ndarray, spec: SynthSpec, uri_host: str, contended: np.ndarray | None = None) -> pa.Table:
+    """The per-request output of one GE serving ``dev_ids`` (aggregate Poisson
+    stream); contention hits the devices in ``contended`` (None: all)."""
     rate = dev_ids.size / rit_us
     # Enough arrivals to pass end_us for sure, then cut: the stream covers the whole run.
     n = int((end_us - start_us) * rate * 1.1) + 100
@@ -96,6 +102,8 @@ def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, en
     response = service + spec.network_us + rng.gamma(4.0, spec.network_us / 40.0, n)
     if spec.contention_from_s is not None:
         hit = intended >= spec.contention_from_s * 1e6
+        if contended is not None:
+            hit &= np.isin(dev_ids[which], contended)
         response[hit] += spec.contention_extra * service[hit] + spec.contention_extra * spec.service_us
     failed = rng.random(n) < spec.error_rate
     # Drawn only when asked for, so that the other runs keep their random stream.
@@ -132,25 +140,33 @@ def _write_csv(table: pa.Table, path: Path) -> None:
         pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=False, quoting_style="none"))
 
 
-def _cd_table(rng: np.random.Generator, spec: SynthSpec, end_s: float) -> pa.Table:
+def _seq_table(t: np.ndarray, sent: np.ndarray, resp: np.ndarray, ok: np.ndarray, service_us: float,
+               uri: str) -> pa.Table:
+    """The output of a sequential GE to one CD node (the CD-GE, the probe): a
+    request without an answer timed out after its retransmissions."""
+    n = t.size
+    sent = np.round(sent)
+    recv = sent + np.round(resp)
+    return pa.table({
+        "device_id": pa.array(np.zeros(n, np.int32)), "method": _dict(["GET"], np.zeros(n)),
+        "uri": _dict([uri], np.zeros(n)), "intended_us": pa.array(t.astype(np.int64)),
+        "sent_us": pa.array(sent.astype(np.int64)), "recv_us": _nullable(recv, ok),
+        "response_us": _nullable(recv - sent, ok), "latency_intended_us": _nullable(recv - t, ok),
+        "send_lag_us": pa.array((sent - t).astype(np.int64)),
+        "status": _dict(["ok", "timeout"], np.where(ok, 0, 1)),
+        "code": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32), mask=~ok), pa.array(["2.05"])),
+        "retransmissions": pa.array(np.where(ok, 0, 4).astype(np.int32)),
+        "service_us": _nullable(np.full(n, service_us), ok)})
+
+
+def _cd_table(rng: np.random.Generator, spec: SynthSpec, end_s: float, contended: bool = True) -> pa.Table:
     """The CD-GE's output: deterministic RIT, calibration before t0."""
     t = np.arange(-spec.calibration_s * 1e6, end_s * 1e6, spec.cd_rit_s * 1e6)
     sent = t + rng.gamma(2.0, 4.0, t.size)
     resp = spec.service_us + spec.network_us + rng.gamma(4.0, spec.network_us / 40.0, t.size)
-    if spec.contention_from_s is not None:
+    if spec.contention_from_s is not None and contended:
         resp[t >= spec.contention_from_s * 1e6] += 2 * spec.contention_extra * spec.service_us
-    n = t.size
-    ok = np.ones(n, bool)
-    recv = np.round(sent) + np.round(resp)
-    return pa.table({
-        "device_id": pa.array(np.zeros(n, np.int32)), "method": _dict(["GET"], np.zeros(n)),
-        "uri": _dict(["coap://cd-node/cd"], np.zeros(n)), "intended_us": pa.array(t.astype(np.int64)),
-        "sent_us": pa.array(np.round(sent).astype(np.int64)), "recv_us": _nullable(recv, ok),
-        "response_us": _nullable(recv - np.round(sent), ok), "latency_intended_us": _nullable(recv - t, ok),
-        "send_lag_us": pa.array((np.round(sent) - t).astype(np.int64)),
-        "status": _dict(["ok"], np.zeros(n)), "code": _dict(["2.05"], np.zeros(n)),
-        "retransmissions": pa.array(np.zeros(n, np.int32)),
-        "service_us": _nullable(np.full(n, spec.service_us), ok)})
+    return _seq_table(t, sent, resp, np.ones(t.size, bool), spec.service_us, "coap://cd-node/cd")
 
 
 def _monitor_table(rng: np.random.Generator, spec: SynthSpec, end_s: float) -> pa.Table:
@@ -208,33 +224,162 @@ def _write_json(path: Path, doc: Any) -> None:
     path.write_text(json.dumps(doc))
 
 
-def synth_run(root: Path, spec: SynthSpec = SynthSpec()) -> Path:
-    """Write a run directory at ``root`` and return it."""
-    rng = np.random.default_rng(spec.seed)
-    run = RunDir(Path(root))
+def _write_phases(run: RunDir, spec: SynthSpec) -> float:
+    """phases.json; returns the end of the load (s from t0)."""
     end_s = spec.warmup_s + spec.measure_s + spec.cooldown_s
-    phases = {"t0_epoch_us": 1_700_000_000_000_000,
-              "calibration": [-spec.calibration_s * 1e6, 0.0], "warmup": [0.0, spec.warmup_s * 1e6],
-              "measure": [spec.warmup_s * 1e6, (spec.warmup_s + spec.measure_s) * 1e6],
-              "cooldown": [(spec.warmup_s + spec.measure_s) * 1e6, end_s * 1e6]}
-    _write_json(run.phases, phases)
+    _write_json(run.phases, {"t0_epoch_us": 1_700_000_000_000_000,
+                             "calibration": [-spec.calibration_s * 1e6, 0.0], "warmup": [0.0, spec.warmup_s * 1e6],
+                             "measure": [spec.warmup_s * 1e6, (spec.warmup_s + spec.measure_s) * 1e6],
+                             "cooldown": [(spec.warmup_s + spec.measure_s) * 1e6, end_s * 1e6]})
+    return end_s
+
+
+def _write_ges(run: RunDir, rng: np.random.Generator, spec: SynthSpec, end_s: float,
+               contended: np.ndarray | None = None) -> tuple[list[int], dict[str, dict[str, Any]]]:
+    """Every workload GE's output (and records): their row counts and the device containers."""
     svc = np.round(rng.exponential(spec.service_us, (spec.devices, _RESOURCES)))
     rows: list[int] = []
     containers: dict[str, dict[str, Any]] = {}
     for k in range(spec.ges):
         ids = np.arange(k, spec.devices, spec.ges)
-        table = _ge_table(rng, ids, 0.0, end_s * 1e6, spec.rit_us, svc[ids], spec, "dev-")
+        table = _ge_table(rng, ids, 0.0, end_s * 1e6, spec.rit_us, svc[ids], spec, "dev-", contended)
         _write_csv(table, run.ge_csv(k))
         rows.append(table.num_rows)
         if spec.records:
             containers.update(_ge_records(run, k, table, spec))
         del table
+    return rows, containers
+
+
+def _plan(spec: SynthSpec) -> dict[str, Any]:
+    return {"degraded": spec.degraded, "notes": ["2 cores: GE and devices share cores"] if spec.degraded else []}
+
+
+def synth_run(root: Path, spec: SynthSpec = SynthSpec()) -> Path:
+    """Write a run directory at ``root`` and return it."""
+    rng = np.random.default_rng(spec.seed)
+    run = RunDir(Path(root))
+    end_s = _write_phases(run, spec)
+    rows, containers = _write_ges(run, rng, spec, end_s)
     if spec.cd:
         _write_csv(_cd_table(rng, spec, end_s), run.cd_csv)
     if spec.monitor:
         _write_csv(_monitor_table(rng, spec, end_s), run.host_monitor)
     if spec.records:
         _write_json(run.observed, _observed(spec, rows, containers))
-    _write_json(run.manifest, {"format": 1, "run_id": run.name, "placement": {
-        "degraded": spec.degraded, "notes": ["2 cores: GE and devices share cores"] if spec.degraded else []}})
+    _write_json(run.manifest, {"format": 1, "run_id": run.name, "placement": _plan(spec)})
+    return run.root
+
+
+# --- a run across a swarm --------------------------------------------------------
+
+@dataclass(frozen=True)
+class SwarmSynth:
+    """A run across a swarm (docs/run-layout.md, "Runs across a swarm"): its
+    hosts, and what goes wrong on which. SynthSpec's contention episode
+    happens on ``contention_host`` only (its CD pair and its devices)."""
+
+    device_hosts: tuple[str, ...] = ("node-a", "node-b")
+    """Device i runs on device_hosts[i % len]; each has a CD pair and a probe."""
+    ge_node: str = "node-a"
+    """Runs the workload GEs (a device host too when listed in device_hosts)."""
+    contention_host: str | None = None
+    lost_node: str | None = None
+    """A node that went down mid-run (its containers' state unknown)."""
+    failed_probe: str | None = None
+    """A host whose probe got no answers."""
+    no_monitor: str | None = None
+    """A host without monitor data (collectl missing there)."""
+    cross_host_us: float = 200.0
+    """Extra latency of the path from the GE node to another host."""
+    clock_offset_us: float = -350.0
+    """Every other host's clock minus the GE node's."""
+    probe_requests: int = 50
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return (self.ge_node, *(h for h in self.device_hosts if h != self.ge_node))
+
+
+def _probe_table(rng: np.random.Generator, spec: SynthSpec, sw: SwarmSynth, host: str) -> pa.Table:
+    """The GE node's probe of ``host``'s CD node: 10 ms apart from the probe's own start."""
+    t = np.arange(sw.probe_requests) * 10_000.0
+    sent = t + rng.gamma(2.0, 4.0, t.size)
+    path = sw.cross_host_us if host != sw.ge_node else 0.0
+    resp = spec.service_us + spec.network_us + path + rng.gamma(4.0, spec.network_us / 40.0, t.size)
+    ok = np.full(t.size, host != sw.failed_probe)
+    return _seq_table(t, sent, resp, ok, spec.service_us, f"coap://cd-node-{host}/cd")
+
+
+def _swarm_manifest(run: RunDir, spec: SynthSpec, sw: SwarmSynth, ids: dict[str, list[int]]) -> dict[str, Any]:
+    nodes, plans = [], []
+    for i, h in enumerate(sw.hosts):
+        ge = spec.ges if h == sw.ge_node else 0
+        dev = h in sw.device_hosts
+        roles = (([f"{ge} GEs" if ge > 1 else "GE"] if ge else [])
+                 + (["CD pair", f"{len(ids[h])} devices"] if dev else []))
+        remote = h != sw.ge_node
+        nodes.append({"hostname": h, "id": f"id{i}", "role": "worker" if remote else "manager", "local": not remote,
+                      "engine_version": "24.0.7", "kernel": "6.1.0", "cores": [0, 1], "labels": {},
+                      "platform": "linux/x86_64", "addr": f"10.0.9.{i + 2}", "roles": roles,
+                      "device_ids": ids.get(h, []),
+                      "clock": {"offset_us": sw.clock_offset_us if remote else 0.0,
+                                "uncertainty_us": 80.0 if remote else 0.0,
+                                "how": "engine SystemTime at the midpoint of the call"}})
+        plans.append({"hostname": h, "id": f"id{i}", "ge_instances": ge, "device_ids": ids.get(h, []),
+                      "plan": {**_plan(spec), "cd_node_cpuset": "1" if dev else None}})
+    return {"format": 1, "run_id": run.name, "swarm": True, "ge_node": sw.ge_node, "nodes": nodes,
+            "placement": {"spread": "even", "why": ["devices spread evenly over the device hosts"], "nodes": plans}}
+
+
+def _swarm_observed(spec: SynthSpec, sw: SwarmSynth, rows: list[int], containers: dict[str, dict[str, Any]],
+                    cd_rows: dict[str, int], probe: dict[str, pa.Table]) -> dict[str, Any]:
+    doc = _observed(spec, rows, containers)
+    for g in doc["ges"].values():
+        g["node"] = sw.ge_node
+    for i, h in enumerate(sw.device_hosts):
+        doc["ges"][f"cd-ge-{i}"] = {"container": f"wb-synth-cd-ge-{i}", "exit_code": 0, "killed": False,
+                                    "trace_lines": cd_rows[h], "rows": cd_rows[h], "node": h}
+        for role in ("cd-node", "cd-ge"):
+            containers[f"wb-synth-{role}-{i}"] = {"key": f"{role}-{i}", "role": role, "status": "running",
+                                                  "exit_code": 0, "oom_killed": False, "node": h}
+    doc["nodes"] = {h: {"state": "ready", "lost": False, "reason": None} for h in sw.hosts}
+    if sw.lost_node is not None:
+        doc["nodes"][sw.lost_node] = {"state": "down", "lost": True,
+                                      "reason": "node down at t=20s: its engine stopped answering"}
+        for c in containers.values():
+            if c["node"] == sw.lost_node:
+                c.update(status="unknown", exit_code=None)
+    doc["probe"] = {h: {"rows": t.num_rows, "ok": _count(t, "status", "ok"), "exit_code": 0} for h, t in probe.items()}
+    doc["collectl"] = {h: h != sw.no_monitor for h in sw.hosts}
+    return doc
+
+
+def synth_swarm_run(root: Path, spec: SynthSpec = SynthSpec(), sw: SwarmSynth = SwarmSynth()) -> Path:
+    """Write a run folder of a run across a swarm at ``root`` and return it:
+    the GE output at the top, ``nodes/<hostname>/`` per host, the swarm's
+    manifest and observed.json."""
+    rng = np.random.default_rng(spec.seed)
+    run = RunDir(Path(root))
+    end_s = _write_phases(run, spec)
+    host_of = [sw.device_hosts[i % len(sw.device_hosts)] for i in range(spec.devices)]
+    ids = {h: [i for i, x in enumerate(host_of) if x == h] for h in sw.device_hosts}
+    contended = np.array(ids.get(sw.contention_host, []) if sw.contention_host else [], dtype=np.int32)
+    rows, containers = _write_ges(run, rng, spec, end_s, contended)
+    for c in containers.values():
+        c["node"] = host_of[int(c["key"].removeprefix("dev-"))]
+    cd_rows, probe = {}, {}
+    for h in sw.hosts:
+        host = run.host(h)
+        if h in sw.device_hosts:
+            table = _cd_table(rng, spec, end_s, contended=h == sw.contention_host)
+            _write_csv(table, host.cd_csv)
+            cd_rows[h] = table.num_rows
+            probe[h] = _probe_table(rng, spec, sw, h)
+            _write_csv(probe[h], host.probe_csv)
+        if h != sw.no_monitor:
+            _write_csv(_monitor_table(rng, spec, end_s), host.host_monitor)
+    if spec.records:
+        _write_json(run.observed, _swarm_observed(spec, sw, rows, containers, cd_rows, probe))
+    _write_json(run.manifest, _swarm_manifest(run, spec, sw, ids))
     return run.root
