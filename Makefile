@@ -22,7 +22,7 @@ STATIC_LDFLAGS := -static -pthread
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 
-.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge bench-harness bench-report images clean-build venv images bench-harness bench-report
+.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge bench-harness bench-swarm bench-report images clean-build venv images bench-harness bench-report
 
 all: build
 
@@ -57,7 +57,7 @@ fuzz: fuzz-build
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
 
 # Every benchmark; each prints medians and writes JSON under build/bench/.
-bench: bench-ge bench-device bench-tracegen bench-report bench-harness
+bench: bench-ge bench-device bench-tracegen bench-report bench-harness bench-swarm
 
 # Docker images with no registry: static binaries FROM scratch, and a
 # debootstrap base (docker import) for the network-tools sidecar.
@@ -79,6 +79,11 @@ run: setup build images
 # Bring-up/teardown rate and memory per device for 100 and 400 devices.
 bench-harness: setup build images
 	$(PY) -m wotbench.bench --devices 100 400 --out $(BUILD)/bench/harness.json
+
+# A two-node Swarm lab on this machine: start-up rate on 1 vs 2 nodes and
+# the cross-host path (docs/multi-host.md).
+bench-swarm: setup build images images-swarm
+	$(PY) -m wotbench.bench --swarm --devices 40 --reps 3 --out $(BUILD)/bench/swarm.json
 
 clean-build:
 	rm -rf $(BUILD)

@@ -20,7 +20,9 @@ fi
 # Docker: no init system starts the engine on these machines.
 if ! docker info >/dev/null 2>&1; then
   echo "setup: starting dockerd"
-  (setsid dockerd >/var/log/dockerd.log 2>&1 &)
+  # Every inherited descriptor above 2 closed: dockerd outlives this script,
+  # and must not hold a lock (flock) or pipe of whoever ran `make setup`.
+  (setsid bash -c 'for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ] && [ "$n" -lt 255 ]; then eval "exec $n>&-"; fi; done 2>/dev/null; exec dockerd' </dev/null >/var/log/dockerd.log 2>&1 &)
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
   docker info >/dev/null 2>&1 || { echo "setup: dockerd did not start (see /var/log/dockerd.log)" >&2; exit 1; }
 fi

@@ -22,6 +22,10 @@ from wotbench._errors import UserError
 LABEL_RUN = "org.wotbench.run"
 LABEL_ROLE = "org.wotbench.role"
 LABEL_DEVICE = "org.wotbench.device"
+#: Swarm node label: the URL of that node's Docker engine as the manager
+#: reaches it (``ssh://user@host``, ``tcp://host:2376`` with TLS, or a
+#: ``unix://`` socket); docs/multi-host.md.
+LABEL_ENGINE = "org.wotbench.engine"
 #: Host and pid of the harness that owns a run, so that `wotbench clean`
 #: leaves the runs of live harnesses alone.
 LABEL_OWNER = "org.wotbench.owner"
@@ -68,6 +72,19 @@ def client() -> docker.DockerClient:
     except docker.errors.DockerException as exc:
         raise UserError(f"the Docker engine does not answer ({exc}); start it with "
                         "`make setup` or `dockerd &`") from None
+    return c
+
+
+def engine_client(url: str, node: str) -> docker.DockerClient:
+    """A client for another node's engine at ``url`` (its LABEL_ENGINE);
+    a clear error naming the node when it does not answer."""
+    try:
+        c = docker.DockerClient(base_url=url, use_ssh_client=url.startswith("ssh://"),
+                                max_pool_size=WORKERS * 2, timeout=120)
+        c.ping()
+    except docker.errors.DockerException as exc:
+        raise UserError(f"the engine of node {node} does not answer at {url} ({exc}); "
+                        f"check its {LABEL_ENGINE} label (docs/multi-host.md)") from None
     return c
 
 
@@ -146,11 +163,13 @@ def live_runs(c: docker.DockerClient) -> set[str]:
 
 
 def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
-                    keep: set[str] | frozenset[str] = frozenset()) -> tuple[int, int, list[str]]:
-    """Removes every container, then every network, carrying the run label
+                    keep: set[str] | frozenset[str] = frozenset(),
+                    swarm_networks: bool = True) -> tuple[int, int, list[str]]:
+    """Removes every container, volume, then network carrying the run label
     (of one run, or of any run but those in ``keep`` when ``run_id`` is
     None). Returns the counts removed and the names of networks the engine
-    refused to remove."""
+    refused to remove. ``swarm_networks`` False: a swarm worker's engine,
+    which sees the manager's overlay networks but cannot remove them."""
     flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
 
     def kept(obj: Any) -> bool:
@@ -173,8 +192,14 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
 
     with ThreadPoolExecutor(WORKERS) as pool:
         n_ct = sum(pool.map(rm, containers))
+    for vol in [v for v in c.volumes.list(filters=flt) if not kept(v)]:
+        try:
+            vol.remove(force=True)
+        except docker.errors.NotFound:
+            pass
     n_net, stuck = 0, []
-    for net in [n for n in c.networks.list(filters=flt) if not kept(n)]:
+    nets = c.networks.list(filters=flt if swarm_networks else {**flt, "scope": "local"})
+    for net in [n for n in nets if not kept(n)]:
         # The engine releases the endpoints of just-removed containers a
         # moment after the removal returns; a network whose endpoint it
         # never releases (moby#42119) is reported, not fatal.
@@ -186,7 +211,10 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
             except docker.errors.NotFound:
                 break
             except docker.errors.APIError as exc:
-                if exc.status_code != 403:
+                # 403: endpoints not yet released; 400 "in use by task": an
+                # overlay still attached on a swarm node (one that was lost
+                # keeps it until it is back or removed from the swarm).
+                if exc.status_code not in (400, 403):
                     raise
                 if attempt == 39:
                     stuck.append(net.name)

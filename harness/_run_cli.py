@@ -53,16 +53,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from wotbench._errors import UserError
-    from wotbench._inventory import Inventory, read_inventory, this_host
+    from wotbench._inventory import Inventory, read_inventory
     from wotbench._plan import Plan
     from wotbench.phases import layout_for
     from wotbench.spec import load
 
     runs = load(args.spec, args.scale)
     cores = tuple(_cores(args.cores)) if args.cores else None
-    # Only a spec with a cluster section is planned across a swarm's nodes.
-    inventory = (read_inventory() if any(rs.spec.cluster is not None for rs in runs)
-                 else Inventory(False, (this_host(),)))
+    # On a swarm manager every spec is planned across the swarm's nodes.
+    inventory = read_inventory()
     if cores is not None:      # this host's cores replaced; the other nodes' stay
         local = replace(inventory.local, cores=cores, cores_from="--cores")
         inventory = Inventory(inventory.swarm, tuple(local if n.local else n for n in inventory.nodes))
@@ -100,12 +99,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _node_engines(c: Any) -> list[tuple[str, Any]]:
+    """The engines of a swarm's other nodes that carry an engine label
+    (docs/multi-host.md); none outside a swarm. A node whose engine does
+    not answer is reported, and skipped."""
+    from wotbench import _dockerenv as dockerenv
+    from wotbench._errors import UserError
+    from wotbench._inventory import read_inventory
+
+    out = []
+    for node in read_inventory(c).nodes:
+        url = dict(node.labels).get(dockerenv.LABEL_ENGINE)
+        if node.local or not url:
+            continue
+        try:
+            out.append((node.hostname, dockerenv.engine_client(url, node.hostname)))
+        except UserError as err:
+            print(f"warning: node {node.hostname} skipped: {err.what}", file=sys.stderr)
+    return out
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     from wotbench import _dockerenv as dockerenv
+    from wotbench._errors import UserError
 
     c = dockerenv.client()
     keep = set() if args.run or args.all else dockerenv.live_runs(c)
-    n_ct, n_net, stuck = dockerenv.remove_labelled(c, args.run, keep=keep)
+    n_ct = n_net = 0
+    stuck: list[str] = []
+    for host, engine in _node_engines(c):      # a swarm's other nodes first, then the manager
+        try:
+            k = keep | (set() if args.run or args.all else dockerenv.live_runs(engine))
+            a, b, s = dockerenv.remove_labelled(engine, args.run, keep=k, swarm_networks=False)
+        except UserError as err:
+            print(f"warning: node {host} skipped: {err.what}", file=sys.stderr)
+            continue
+        n_ct, n_net, stuck = n_ct + a, n_net + b, stuck + [f"{host}: {x}" for x in s]
+    a, b, s = dockerenv.remove_labelled(c, args.run, keep=keep)
+    n_ct, n_net, stuck = n_ct + a, n_net + b, stuck + s
     print(f"removed {n_ct} container(s) and {n_net} network(s)")
     if keep:
         print(f"left alone (their harness is still running): {', '.join(sorted(keep))}")

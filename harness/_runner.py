@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from wotbench import _dockerenv as dockerenv, _results as res, phases
 from wotbench._errors import UserError
-from wotbench._plan import Plan
+from wotbench._inventory import Inventory, read_inventory
 from wotbench.spec import load
-from wotbench.backend import DockerBackend
+from wotbench.backend import Backend, DockerBackend, SwarmBackend
 from wotbench.layout import RunDir
 from wotbench.phases import Preflight, RunContext, RunOptions, plan_for
 
@@ -75,25 +75,34 @@ def _pinned(cores: Sequence[int]) -> Iterator[None]:
         os.sched_setaffinity(0, own)
 
 
-def preflight(hs: Spec, client: Any) -> tuple[Plan, dict[str, str], bool]:
-    """(plan, image ids, netem available) on the local Docker engine, or a UserError."""
-    return phases.preflight(hs, DockerBackend(client, "preflight"))
+def backend_for(client: Any, run_id: str, inventory: Inventory) -> Backend:
+    """The swarm's nodes on a swarm manager, else this host's engine."""
+    return SwarmBackend(client, run_id, inventory) if inventory.swarm else DockerBackend(client, run_id)
+
+
+def preflight(hs: Spec, client: Any, inventory: Inventory | None = None) -> phases.Preflight:
+    """(layout, image ids, netem available) on this host or the swarm it
+    manages, or a UserError."""
+    inventory = inventory or read_inventory(client)
+    return phases.preflight(hs, backend_for(client, "preflight", inventory), inventory)
 
 
 class Run:
     """One test of the testbed; :meth:`execute` returns its results dir."""
 
-    def __init__(self, rs: RunSpec, opts: RunOptions, client: Any) -> None:
+    def __init__(self, rs: RunSpec, opts: RunOptions, client: Any, inventory: Inventory) -> None:
         run_id = res.new_run_id(rs.spec.name)
-        self.ctx = RunContext(rs, opts, DockerBackend(client, run_id), RunDir(opts.results_root / run_id))
+        self.inventory = inventory
+        self.ctx = RunContext(rs, opts, backend_for(client, run_id, inventory),
+                              RunDir(opts.results_root / run_id))
         self.dir = self.ctx.run.root
         self.torn_down = False
 
     def execute(self) -> Path:
         ctx = self.ctx
-        pre = phases.preflight(ctx.hs, ctx.backend)
+        pre = phases.preflight(ctx.hs, ctx.backend, self.inventory)
         ctx.say(f"run {ctx.run_id} {ctx.rs.label}".rstrip())
-        ctx.say(pre.plan.render())
+        ctx.say(pre.layout.render(ctx.hs.group_of(), [g.name for g in ctx.hs.groups]))
         self.dir.mkdir(parents=True)
         res.mark_incomplete(self.dir, "running")
         res.write_atomic(ctx.run.spec, ctx.rs.yaml())
@@ -119,12 +128,15 @@ class Run:
     def _phases(self, pre: Preflight) -> None:
         ctx = self.ctx
         wl = phases.prepare(ctx)          # offline work before anything starts: all cores
-        with _pinned(pre.plan.reserved):
-            nodes = phases.provision(ctx, pre.plan, wl)
+        lay = pre.layout
+        with _pinned(lay.reserve if lay.swarm else lay.parts[0].plan.reserved):
+            nodes = phases.provision(ctx, lay, wl)
+            if lay.swarm:
+                phases.cross_host(ctx, lay, nodes, wl)
             phases.impair(ctx, nodes, pre.netem, wl)
-            measured = phases.measure(ctx, pre.plan, wl, nodes)
+            measured = phases.measure(ctx, lay, wl, nodes)
             phases.collect(ctx, measured)
-            phases.summarize(ctx, pre.plan)
+            phases.summarize(ctx, lay)
 
     def teardown(self) -> None:
         if not self.torn_down:
@@ -141,16 +153,17 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
 
 def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     client = dockerenv.client()
+    inventory = read_inventory(client)
     for rs in runs:
         try:
-            preflight(rs.spec, client)
+            preflight(rs.spec, client, inventory)
         except UserError as err:
             raise phases.locate(err, rs)
     dirs = []
     for i, rs in enumerate(runs, 1):
         if len(runs) > 1:
             opts.say(f"== test {i}/{len(runs)}: {rs.label}")
-        run = Run(rs, opts, client)
+        run = Run(rs, opts, client, inventory)
         try:
             dirs.append(run.execute())
         except Exception as exc:

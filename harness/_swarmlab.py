@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import tempfile
 import time
@@ -32,7 +33,7 @@ import docker
 import docker.errors
 
 from wotbench import _dockerenv as dockerenv
-from wotbench._dockerenv import IMAGE_TAG, IMAGES, LABEL_ROLE
+from wotbench._dockerenv import IMAGE_TAG, IMAGES, LABEL_ENGINE, LABEL_ROLE
 from wotbench._errors import UserError
 
 __all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR", "DEFAULT_IMAGES"]
@@ -40,7 +41,9 @@ __all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "S
 LABEL_LAB = "org.wotbench.swarmlab"
 NODE_IMAGE = f"wotbench/swarm-node:{IMAGE_TAG}"
 SWARM_PORT = 2377
-DEFAULT_IMAGES = (IMAGES["device"], IMAGES["ge"])
+DEFAULT_IMAGES = (IMAGES["device"], IMAGES["ge"], IMAGES["nettools"])
+#: Inside a node container: the folder of its engine's second socket.
+ENGINE_DIR = "/wotbench-engine"
 STATE_DIR = Path(os.environ.get("WOTBENCH_SWARMLAB_DIR", "/var/tmp/wotbench-swarmlab"))
 #: The measured recipe for a dockerd in a container where --privileged is refused.
 NODE_FLAGS = ("--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE",
@@ -163,6 +166,10 @@ class Lab:
     def label(self) -> str:
         return f"{LABEL_LAB}={self.id}"
 
+    def engine_dir(self, node: Node) -> Path:
+        """The host folder holding ``node``'s engine socket."""
+        return self.state_dir / self.id / node.name
+
     def __enter__(self) -> Lab:
         return self
 
@@ -237,6 +244,7 @@ class Lab:
             step("checking the host", lambda: before.expect(HostState.read(c)))
         if errors:
             raise SwarmLabError(f"swarm lab {self.id}: " + "; ".join(errors))
+        shutil.rmtree(self.state_dir / self.id, ignore_errors=True)
         (self.state_dir / f"{self.id}.json").unlink(missing_ok=True)
 
     def _swarm_is_ours(self, c: docker.DockerClient) -> bool:
@@ -307,6 +315,9 @@ class SwarmLab:
 
     workers: int = 1
     images: tuple[str, ...] = DEFAULT_IMAGES
+    node_cpus: str | None = None
+    """A cpuset for every node container (``0``): a node then reports those
+    CPUs alone, as cores ``0 .. n-1``, so give the lowest ones."""
     lab_id: str = field(default_factory=lambda: secrets.token_hex(3))
     timeout_s: float = 60.0
     state_dir: Path = STATE_DIR
@@ -363,15 +374,24 @@ class SwarmLab:
         _until(self.timeout_s, "every node Ready",
                lambda: want <= {h for h, s in lab.node_status().items() if s == "ready"},
                lambda: str(lab.node_status()))
+        for node in lab.nodes:           # how the harness reaches each node's engine
+            lab.docker("node", "update", "--label-add",
+                       f"{LABEL_ENGINE}=unix://{lab.engine_dir(node)}/docker.sock", node.name)
         if lab.nodes and self.images:
             self._load_images(lab)
 
     def _start_node(self, lab: Lab, node: Node, pool: IPv4Network) -> None:
-        """A node container (its engine's networks on ``pool``); waits until
-        that engine answers."""
+        """A node container (its engine's networks on ``pool``; its engine's
+        socket also in a host folder, for the harness); waits until that
+        engine answers."""
+        sock_dir = lab.engine_dir(node)
+        sock_dir.mkdir(parents=True, exist_ok=True)
         _run(["docker", "run", "-d", "--name", node.name, "--hostname", node.name, "--label", lab.label,
               "--label", f"{LABEL_ROLE}=swarm-node", *NODE_FLAGS, "--network", lab.network, "--ip",
-              node.address, NODE_IMAGE, "--default-address-pool", f"base={pool},size=24"],
+              node.address, "-v", f"{sock_dir}:{ENGINE_DIR}",
+              *(["--cpuset-cpus", self.node_cpus] if self.node_cpus else []), NODE_IMAGE,
+              "--default-address-pool", f"base={pool},size=24",
+              "-H", "unix:///var/run/docker.sock", "-H", f"unix://{ENGINE_DIR}/docker.sock"],
              f"starting node {node.name}", self.timeout_s)
 
         def logs() -> str:

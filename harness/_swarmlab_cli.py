@@ -18,6 +18,9 @@ def register(sub: Any) -> None:
     up = cmds.add_parser("up", help="make a lab (records the host first)")
     up.add_argument("--workers", type=int, default=1, help="node containers (0: the host alone)")
     up.add_argument("--image", action="append", help="image to load into every node (repeatable)")
+    up.add_argument("--node-cpus", metavar="LIST",
+                    help="cpuset of every node container, lowest CPUs first (e.g. 0): each node then "
+                         "reports those alone, so the nodes do not share the manager's GE core")
     cmds.add_parser("down", help="remove a lab, check the host is as found").add_argument("--id")
     p.set_defaults(func=cmd_swarm_lab)
 
@@ -30,7 +33,8 @@ def cmd_swarm_lab(args: argparse.Namespace) -> int:
     if args.lab_cmd == "up":
         if args.workers < 0:
             raise swarmlab.SwarmLabError("--workers must be 0 or more")
-        lab = swarmlab.SwarmLab(args.workers, tuple(args.image or swarmlab.DEFAULT_IMAGES)).up()
+        lab = swarmlab.SwarmLab(args.workers, tuple(args.image or swarmlab.DEFAULT_IMAGES),
+                                node_cpus=args.node_cpus).up()
         print(f"swarm lab {lab.id} up in {time.monotonic() - t:.1f} s: manager {lab.manager} (this host)",
               *(f"  node {n.name} {n.address}: docker exec -i {n.name} docker ..." for n in lab.nodes), sep="\n")
         print(f"end it with: wotbench swarm-lab down --id {lab.id}")

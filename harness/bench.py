@@ -104,7 +104,20 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--devices", type=int, nargs="+", default=[100, 400])
     ap.add_argument("--out", type=Path, help="also write the results as JSON here")
+    ap.add_argument("--swarm", action="store_true",
+                    help="the swarm benchmark instead (wotbench._swarmbench; first --devices only)")
+    ap.add_argument("--reps", type=int, default=3, help="--swarm: repetitions side by side")
+    ap.add_argument("--no-lab", action="store_true", help="--swarm: the swarm this host manages, no lab")
     args = ap.parse_args(argv)
+    if args.swarm:
+        from wotbench._swarmbench import bench_swarm
+
+        with tempfile.TemporaryDirectory(prefix="wotbench-bench-") as tmp:
+            report = bench_swarm(args.devices[0], args.reps, not args.no_lab, Path(tmp))
+        if args.out:
+            res.write_json(args.out, report)
+            print(f"written: {args.out}")
+        return 0
     client = dockerenv.client()
     dockerenv.check_images(client, ["device"])
     rows = []

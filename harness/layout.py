@@ -19,6 +19,7 @@ __all__ = [
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
     "CONTAINERS_MONITOR", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
     "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
+    "NODES", "PROBE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
 
 # --- top level -------------------------------------------------------------
@@ -38,16 +39,21 @@ MONITOR = "monitor"
 LOGS = "logs"
 DEVICES = "devices"               # devices/<container>/: each device's writable folder
 REPORT = "report"                 # wotbench report's output
+NODES = "nodes"                   # nodes/<hostname>/: per-host files of a run across a swarm
+PROBE = "probe"                   # probe/: inputs and raw output of the GE node's probes (swarm)
 
 # --- inside the folders ------------------------------------------------------
 HOSTS = "hosts.csv"               # ge/: trace host -> address, for every GE
 CD_OUTPUT = "cd-ge.csv"           # cd/: CD-GE output on the run's clock (t0)
 CD_RAW = "cd-ge.raw.csv"          # cd/: as the CD-GE wrote it (its own t0), removed once shifted
 CD_SUMMARY = "cd-ge.summary.json"
+CD_HOSTS = "hosts.csv"            # cd/: the CD-GE's --hosts (its host's CD node)
 HOST_MONITOR = "host.csv"         # monitor/
 CONTAINERS_MONITOR = "containers.csv"
 COLLECTL = "collectl"             # monitor/collectl/: collectl's raw plot files
 DEVICE_STATS = "stats.json"       # devices/<container>/: wotbench-device --stats
+PROBE_OUTPUT = "probe.csv"        # nodes/<hostname>/: the GE node's probe of that host's CD node
+PROBE_SUMMARY = "probe.summary.json"
 REPORT_HTML = "index.html"        # report/ (and a sweep report folder)
 REPORT_MD = "summary.md"
 FIGURES = "figures"
@@ -87,6 +93,29 @@ def _at(*parts: str) -> Any:
 
 
 @dataclass(frozen=True)
+class HostDir:
+    """The per-host files of one host: the run folder itself on one host,
+    ``nodes/<hostname>/`` in a run across a swarm (docs/run-layout.md)."""
+
+    root: Path
+    hostname: str | None = None       # None: the single host of a one-host run
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    cd_dir = _at(CD)
+    cd_csv = _at(CD, CD_OUTPUT)
+    cd_raw = _at(CD, CD_RAW)
+    cd_summary = _at(CD, CD_SUMMARY)
+    cd_hosts = _at(CD, CD_HOSTS)
+    monitor_dir = _at(MONITOR)
+    host_monitor = _at(MONITOR, HOST_MONITOR)
+    collectl_dir = _at(MONITOR, COLLECTL)
+    probe_csv = _at(PROBE_OUTPUT)
+    probe_summary = _at(PROBE_SUMMARY)
+
+
+@dataclass(frozen=True)
 class RunDir:
     """The paths of one run folder."""
 
@@ -113,7 +142,7 @@ class RunDir:
     logs_dir = _at(LOGS)
     devices_dir = _at(DEVICES)
     report_dir = _at(REPORT)
-    hosts = _at(GE, HOSTS)
+    ge_hosts = _at(GE, HOSTS)
     cd_csv = _at(CD, CD_OUTPUT)
     cd_raw = _at(CD, CD_RAW)
     cd_summary = _at(CD, CD_SUMMARY)
@@ -141,3 +170,22 @@ class RunDir:
 
     def log(self, container: str) -> Path:
         return self.root / LOGS / f"{container}.log"
+
+    nodes_dir = _at(NODES)
+    probe_dir = _at(PROBE)
+
+    def host(self, hostname: str | None) -> HostDir:
+        """Per-host files: ``nodes/<hostname>/``, or the run folder itself
+        (``None``, a run on one host)."""
+        if hostname is None:
+            return HostDir(self.root)
+        if not hostname or "/" in hostname or hostname in (".", ".."):
+            raise ValueError(f"not a usable host folder name: {hostname!r}")
+        return HostDir(self.root / NODES / hostname, hostname)
+
+    def hosts(self) -> list[HostDir]:
+        """Every host's files: ``nodes/*/`` sorted by name when the run went
+        across a swarm, else the run folder itself."""
+        if self.nodes_dir.is_dir():
+            return [HostDir(p, p.name) for p in sorted(self.nodes_dir.iterdir()) if p.is_dir()]
+        return [HostDir(self.root)]

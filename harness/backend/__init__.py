@@ -1,10 +1,12 @@
 """The container engine behind a run: the :class:`Backend` interface the run
-phases use, and its one implementation today, :class:`DockerBackend` (one
-local Docker engine)."""
+phases use, and its implementations: :class:`DockerBackend` (one local
+Docker engine) and :class:`SwarmBackend` (the nodes of a Docker Swarm)."""
 
 from wotbench.backend._api import (GE_ROLES, NODE_ROLES, Backend, ContainerSpec, ContainerState, Mount, Removed,
                                    Started)
 from wotbench.backend._docker import COAP_PORT, DockerBackend
+from wotbench.backend._remote import IO, ClockOffset
+from wotbench.backend._swarm import SwarmBackend
 
 __all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Removed", "Started", "DockerBackend",
-           "COAP_PORT", "NODE_ROLES", "GE_ROLES"]
+           "SwarmBackend", "ClockOffset", "IO", "COAP_PORT", "NODE_ROLES", "GE_ROLES"]

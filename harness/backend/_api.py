@@ -6,9 +6,9 @@ of the run mounted into it. The engine places and connects them (every GE
 reaches every node), says where each node listens, reports their states
 and removes everything of the run whatever happens. Phases use only this
 interface: one Docker engine (:class:`wotbench.backend.DockerBackend`)
-today; a Docker Swarm (tasks on several nodes, per-node networks or an
-overlay) would be a second implementation, ``ContainerSpec.node`` naming
-where a container goes.
+or a Docker Swarm (:class:`wotbench.backend.SwarmBackend`: the nodes'
+engines and an overlay network), ``ContainerSpec.node`` naming where a
+container goes.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ContainerSpec:
     """What to run; the backend decides how (image, hardening, networks)."""
 
     key: str                        # the run's name for it: dev-<id>, cd-node, ge-<k>, cd-ge
-    role: str                       # NODE_ROLES or GE_ROLES
+    role: str                       # NODE_ROLES, GE_ROLES, probe (a GE) or monitor (collectl)
     argv: tuple[str, ...]
     cpuset: str
     memory_bytes: int
@@ -55,7 +55,7 @@ class ContainerSpec:
 
     @property
     def image_role(self) -> str:
-        return "device" if self.role in NODE_ROLES else "ge"
+        return "device" if self.role in NODE_ROLES else "nettools" if self.role == "monitor" else "ge"
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class Started:
     name: str
     id: str
     address: str | None = None      # CoAP address of a node (None for a GE)
+    node: str | None = None         # swarm node it runs on (None: this host)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,12 @@ class Backend(Protocol):
     run_id: str
     #: Longest create + start of one container so far (the GEs' start lead allows for it).
     slowest_start_s: float
+    #: Whether the harness reaches the nodes' addresses (else readiness is probed from a GE).
+    probes_from_host: bool
+    #: Nodes lost during the run (hostname -> why); always empty on one host.
+    lost: dict[str, str]
+    #: Each node's clock against this host's (wotbench.backend.ClockOffset); empty on one host.
+    clocks: dict[str, Any]
 
     def name_of(self, key: str) -> str:
         """The engine's container name for a run key (known before it starts)."""
@@ -125,6 +132,9 @@ class Backend(Protocol):
     def start_ge(self, spec: ContainerSpec) -> Started:
         """Starts a gateway emulator that reaches every node."""
 
+    def start_monitor(self, spec: ContainerSpec) -> Started:
+        """Starts a resource monitor (collectl) with no network."""
+
     def wait(self, started: Started, timeout_s: float) -> int | None:
         """Exit code of a container, or None when it had to be killed after ``timeout_s``."""
 
@@ -136,6 +146,16 @@ class Backend(Protocol):
 
     def save_logs(self, path_of: Callable[[str], Path]) -> None:
         """Writes each container's log to ``path_of(container name)``."""
+
+    def remote(self, node: str | None) -> bool:
+        """Whether a container on ``node`` runs on another host than the harness."""
+
+    def fetch(self, names: Iterable[str] | None = None) -> list[str]:
+        """Brings containers' writable mounts back into the run folder (where
+        they are not bind mounts); returns what could not be fetched."""
+
+    def node_states(self) -> dict[str, str]:
+        """Each node's state now (swarm), recording nodes lost in ``lost``."""
 
     def teardown(self) -> Removed:
         """Removes everything of the run (idempotent; helper processes too)."""

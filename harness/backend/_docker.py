@@ -24,6 +24,7 @@ from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as
 from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
 from wotbench._results import write_atomic
 from wotbench.backend._api import ContainerSpec, ContainerState, Removed, Started
+from wotbench.backend._remote import ClockOffset
 from wotbench.formats import DEFAULT_COAP_PORT
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ _GE_SLOTS = 8
 class DockerBackend:
     """The containers and networks of one run on the local Docker engine."""
 
+    #: The harness reaches the nodes' addresses (the readiness probe runs here).
+    probes_from_host = True
+
     def __init__(self, client: docker.DockerClient, run_id: str) -> None:
         self.client, self.run_id = client, run_id
         self.short = run_id.rsplit("-", 1)[-1]
@@ -49,6 +53,9 @@ class DockerBackend:
         self.slowest_start_s = 0.0
         self._ge_slots = 0
         self._helpers: list[subprocess.Popen[bytes]] = []   # Pumba
+        self._pool = dockerenv.WORKERS                      # parallel start calls
+        self.lost: dict[str, str] = {}                      # nodes lost mid-run: none on one host
+        self.clocks: dict[str, ClockOffset] = {}            # node -> clock offset: none on one host
 
     def name_of(self, key: str) -> str:
         return f"wb-{self.short}-{key}"
@@ -106,16 +113,20 @@ class DockerBackend:
 
     # --- containers ------------------------------------------------------------
 
-    def _endpoint(self, network: str, address: str) -> dict[str, Any]:
+    def _endpoint(self, network: str | None, address: str | None) -> dict[str, Any]:
+        if network is None:
+            return {"network_mode": "none"}
         return {"network": network, "networking_config": {
             network: self.client.api.create_endpoint_config(ipv4_address=address)}}
 
-    def _create(self, spec: ContainerSpec, network: str, address: str) -> tuple[Any, float]:
+    def _create(self, spec: ContainerSpec, network: str, address: str | None) -> tuple[Any, float]:
         kwargs = dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids)
         if spec.nano_cpus:
             kwargs["nano_cpus"] = spec.nano_cpus
         if spec.as_caller:
             kwargs["user"] = f"{os.getuid()}:{os.getgid()}"
+        if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
+            kwargs["init"] = True
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
         mounts = {str(m.source.resolve()): {"bind": m.target, "mode": "rw" if m.writable else "ro"}
                   for m in spec.mounts}
@@ -132,14 +143,14 @@ class DockerBackend:
         ct, t = self._create(spec, network, address)
         ct.start()
         self.slowest_start_s = max(self.slowest_start_s, time.monotonic() - t)
-        return Started(spec.key, spec.role, ct.name, ct.id, address)
+        return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node)
 
     def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
         """Starts the containers in parallel with a progress bar. On any
         error or interrupt, waits for the calls in flight (so teardown sees
         every container they made) and re-raises."""
         where = self.addresses(len(specs))
-        pool = ThreadPoolExecutor(dockerenv.WORKERS, thread_name_prefix="start")
+        pool = ThreadPoolExecutor(self._pool, thread_name_prefix="start")
         futures: list[Future[Started]] = []
         try:
             futures = [pool.submit(self._start_node, s, *w) for s, w in zip(specs, where)]
@@ -168,6 +179,12 @@ class DockerBackend:
             net.connect(ct, ipv4_address=self.ge_address(i, slot))
         ct.start()
         return Started(spec.key, spec.role, ct.name, ct.id)
+
+    def start_monitor(self, spec: ContainerSpec) -> Started:
+        """A monitor container with no network (it reads the host's /proc)."""
+        ct, _ = self._create(spec, None, None)
+        ct.start()
+        return Started(spec.key, spec.role, ct.name, ct.id, None, spec.node)
 
     def wait(self, started: Started, timeout_s: float) -> int | None:
         ct = self.containers[started.name]
@@ -226,6 +243,18 @@ class DockerBackend:
                 data = f"(logs unavailable: {exc})\n".encode()
             write_atomic(path_of(name), data)
         self._each(save, self.containers.items())
+
+    def remote(self, node: str | None) -> bool:
+        """Whether ``node`` is another host than this one: never here."""
+        return False
+
+    def fetch(self, names: Iterable[str] | None = None) -> list[str]:
+        """Outputs are bind mounts here: nothing to bring back."""
+        return []
+
+    def node_states(self) -> dict[str, str]:
+        """One host: no swarm node to lose."""
+        return {}
 
     def teardown(self) -> Removed:
         for p in self._helpers:

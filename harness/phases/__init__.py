@@ -10,11 +10,13 @@ from wotbench.phases._collect import collect
 from wotbench.phases._context import Observations, RunContext, RunOptions
 from wotbench.phases._impair import impair
 from wotbench.phases._measure import Measured, measure
+from wotbench.phases._layout import HostPart, Layout, Node, layout_of
+from wotbench.phases._probe import cross_host
 from wotbench.phases._plan import Preflight, Workload, layout_for, locate, plan_for, preflight, prepare
-from wotbench.phases._provision import Node, provision
+from wotbench.phases._provision import provision
 from wotbench.phases._summary import finish_manifest, start_manifest, summarize, write_summary
 from wotbench.phases._teardown import teardown
 
-__all__ = ["RunContext", "RunOptions", "Observations", "Preflight", "Workload", "Node", "Measured",
+__all__ = ["Layout", "HostPart", "layout_of", "cross_host", "RunContext", "RunOptions", "Observations", "Preflight", "Workload", "Node", "Measured",
            "plan_for", "layout_for", "preflight", "locate", "prepare", "provision", "impair", "measure", "collect",
            "start_manifest", "finish_manifest", "summarize", "write_summary", "teardown"]

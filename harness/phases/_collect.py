@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from wotbench import _results as res
+from wotbench._monitor import Collectl
 from wotbench.phases._context import RunContext
 from wotbench.phases._measure import Measured
 
@@ -32,14 +33,25 @@ def status_counts(csv: Path) -> dict[str, int]:
     return {"rows": int(st.sum()), **{str(k): int(v) for k, v in st.items()}}
 
 
+def _host_files(ctx: RunContext, m: Measured) -> None:
+    """Every host's CD-GE output shifted onto t0, and its monitor samples
+    (a remote host's collectl on its own clock, corrected by its offset)."""
+    remote = dict(m.monitors)
+    for hd in ctx.run.hosts():
+        if hd.cd_raw.exists():
+            shift_times(hd.cd_raw, hd.cd_csv, m.calibration_us)
+            hd.cd_raw.unlink()
+        if hd.hostname in remote:
+            hd.monitor_dir.mkdir(parents=True, exist_ok=True)
+            res.write_csv(hd.host_monitor, Collectl(hd.collectl_dir, ()).frame(m.t0_epoch_us + ctx.clock_us(hd.hostname)))
+        elif ctx.collectl and ctx.collectl.workdir == hd.collectl_dir:
+            res.write_csv(hd.host_monitor, ctx.collectl.frame(m.t0_epoch_us))
+
+
 def _outputs(ctx: RunContext, m: Measured) -> None:
     run = ctx.run
-    if ctx.hs.cd.enabled and run.cd_raw.exists():
-        shift_times(run.cd_raw, run.cd_csv, m.calibration_us)
-        run.cd_raw.unlink()
     run.monitor_dir.mkdir(exist_ok=True)
-    if ctx.collectl:
-        res.write_csv(run.host_monitor, ctx.collectl.frame(m.t0_epoch_us))
+    _host_files(ctx, m)
     res.write_csv(run.containers_monitor, ctx.sampler.frame(m.t0_epoch_us))
     for st, csv in m.outputs:
         counts = status_counts(csv)
@@ -48,11 +60,18 @@ def _outputs(ctx: RunContext, m: Measured) -> None:
 
 def collect(ctx: RunContext, m: Measured) -> None:
     ctx.observed.states(ctx.backend.states())
+    nodes = ctx.backend.node_states()
     ctx.sampler.stop()
     if ctx.collectl:
         ctx.collectl.stop()
     ctx.backend.stop_all()
+    missing = ctx.backend.fetch()
     ctx.backend.save_logs(ctx.run.log)
+    if nodes:
+        ctx.observed.nodes = {h: {"state": s, "lost": h in ctx.backend.lost, "reason": ctx.backend.lost.get(h)}
+                              for h, s in nodes.items()}
+        if missing:
+            ctx.manifest["not_fetched"] = missing
     _outputs(ctx, m)
     ctx.manifest["workload_sha256"] = res.sha256_tree(ctx.run.workload)
     ctx.manifest["ge_exit"] = {k: g.get("exit_code") if not g.get("killed") else "killed: did not finish in time"

@@ -42,10 +42,13 @@ class Observations:
     ges: dict[str, dict[str, Any]] = field(default_factory=dict)          # by GE key: ge-<k>, cd-ge
     start: dict[str, Any] | None = None
     impairment: dict[str, Any] | None = None
-    collectl: bool | None = None
+    collectl: bool | dict[str, bool] | None = None     # per hostname on a swarm
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)   # swarm: hostname -> state, lost
+    probe: dict[str, dict[str, Any]] = field(default_factory=dict)   # swarm: hostname -> probe counts
 
     def started(self, st: Started) -> None:
-        self.containers[st.name] = {"key": st.key, "role": st.role}
+        self.containers[st.name] = {"key": st.key, "role": st.role,
+                                    **({"node": st.node} if st.node is not None else {})}
 
     def states(self, states: Mapping[str, ContainerState]) -> None:
         for name, s in states.items():
@@ -56,8 +59,11 @@ class Observations:
         self.ges.setdefault(key, {}).update(facts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": OBSERVED_FORMAT, "containers": self.containers, "ges": self.ges,
-                "start": self.start, "impairment": self.impairment, "collectl": self.collectl}
+        out = {"format": OBSERVED_FORMAT, "containers": self.containers, "ges": self.ges,
+               "start": self.start, "impairment": self.impairment, "collectl": self.collectl}
+        if self.nodes:
+            out.update(nodes=self.nodes, probe=self.probe)
+        return out
 
     def write(self, run: RunDir) -> None:
         res.write_json(run.observed, self.to_json())
@@ -85,8 +91,16 @@ class RunContext:
     def say(self, msg: str) -> None:
         self.opts.say(msg)
 
+    def clock_us(self, node: str | None) -> int:
+        """How far ``node``'s clock is ahead of this host's (its engine's
+        estimate; 0 on this host): add it to an instant of ours to get the
+        same instant on that node's clock."""
+        off = self.backend.clocks.get(node) if node is not None else None
+        return int(off.offset_us) if off is not None else 0
+
     def started(self, containers: Iterable[Started]) -> None:
         """Records new containers and samples their cgroups from now on."""
         for st in containers:
             self.observed.started(st)
-            self.sampler.add(st.id, st.name, st.role)
+            if not self.backend.remote(st.node):          # the sampler reads this host's cgroups
+                self.sampler.add(st.id, st.name, st.role)

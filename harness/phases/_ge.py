@@ -15,14 +15,15 @@ from wotbench import _results as res, layout
 from wotbench._plan import Plan
 from wotbench.backend import ContainerSpec, Mount
 from wotbench.phases._context import RunContext
+from wotbench.phases._layout import HostPart, Layout, Node
 from wotbench.phases._plan import Workload
-from wotbench.phases._provision import Node
 
 if TYPE_CHECKING:
     from wotbench.spec import Gateway, Spec
 
 #: Inside a GE container: what it reads, and where it writes.
-IN, OUT, HOSTS = "/in", "/out", "/hosts"
+IN, OUT = "/io/in", "/io/out"
+CD_HOSTS_AT = "/io/hosts.csv"
 GE_MEMORY = 4 << 30
 GE_PIDS = 16
 
@@ -107,12 +108,20 @@ def split_trace(trace: Path, blocks: list[np.ndarray], paths: Sequence[Path], to
     return list(zip(paths, counts))
 
 
-def write_inputs(ctx: RunContext, nodes: Sequence[Node], wl: Workload) -> list[tuple[Path, int]]:
-    """ge/hosts.csv (every node), ge/devices-<k>.csv and the trace of each GE."""
+def write_inputs(ctx: RunContext, nodes: Sequence[Node], wl: Workload, lay: Layout) -> list[tuple[Path, int]]:
+    """ge/hosts.csv (every node), ge/devices-<k>.csv, the trace of each GE,
+    and each host's cd/hosts.csv (the CD trace's host -> that host's CD node)."""
     run = ctx.run
     run.ge_dir.mkdir()
-    res.write_csv(run.hosts, pd.DataFrame({"host": [n.started.key for n in nodes],
+    res.write_csv(run.ge_hosts, pd.DataFrame({"host": [n.started.key for n in nodes],
                                            "address": [n.started.address for n in nodes]}))
+    address = {n.started.key: n.started.address for n in nodes}
+    for part in lay.parts:
+        if part.cd:
+            hd = run.host(part.node)
+            hd.cd_dir.mkdir(parents=True, exist_ok=True)
+            res.write_csv(hd.cd_hosts, pd.DataFrame({"host": [wl.gen.cd_host],
+                                                     "address": [address[part.key("cd-node")]]}))
     blocks = split_devices(range(len(wl.group_of)), ctx.hs.gateway.instances)
     for k, block in enumerate(blocks):
         members = set(block.tolist())
@@ -124,16 +133,18 @@ def write_inputs(ctx: RunContext, nodes: Sequence[Node], wl: Workload) -> list[t
                        int(wl.gen.requests))
 
 
-def cd_ge_spec(ctx: RunContext, plan: Plan, wl: Workload, start_at_us: int) -> ContainerSpec:
-    """The CD-GE: CON, on the CD trace, blocking between its requests."""
+def cd_ge_spec(ctx: RunContext, part: HostPart, wl: Workload, start_at_us: int) -> ContainerSpec:
+    """A host's CD-GE: CON, on the CD trace, blocking between its requests,
+    on its host (the CD pair's path never leaves the host)."""
+    plan, hd = part.plan, ctx.run.host(part.node)
     cpus = plan.cd_ge_cpuset or ""
-    argv = ge_argv(ctx.hs.gateway, trace=f"{IN}/{wl.gen.cd_trace.name}", hosts=f"{HOSTS}/{layout.HOSTS}",
+    argv = ge_argv(ctx.hs.gateway, trace=f"{IN}/{wl.gen.cd_trace.name}", hosts=CD_HOSTS_AT,
                    out=f"{OUT}/{layout.CD_RAW}", summary=f"{OUT}/{layout.CD_SUMMARY}",
                    start_at_us=start_at_us, late_us=wl.late_us, cpu=cpus if cpus.isdigit() else None,
                    coap_type="con", spin_us=plan.cd_ge_spin_us)
-    return ContainerSpec("cd-ge", "cd-ge", tuple(argv), cpus, GE_MEMORY, GE_PIDS, as_caller=True, mounts=(
-        Mount(wl.gen.cd_trace.parent, IN), Mount(ctx.run.ge_dir, HOSTS),
-        Mount(ctx.run.cd_dir, OUT, writable=True)))
+    return ContainerSpec(part.key("cd-ge"), "cd-ge", tuple(argv), cpus, GE_MEMORY, GE_PIDS, as_caller=True,
+                         node=part.node, mounts=(Mount(wl.gen.cd_trace.parent, IN), Mount(hd.cd_hosts, CD_HOSTS_AT),
+                                                 Mount(hd.cd_dir, OUT, writable=True)))
 
 
 def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, start_at_us: int) -> ContainerSpec:

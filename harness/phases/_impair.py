@@ -8,8 +8,8 @@ from dataclasses import asdict
 
 from wotbench.phases._context import RunContext
 from wotbench.phases._ge import drain_us
+from wotbench.phases._layout import Node
 from wotbench.phases._plan import Workload
-from wotbench.phases._provision import Node
 
 
 def impair(ctx: RunContext, nodes: Sequence[Node], netem: bool, wl: Workload) -> None:

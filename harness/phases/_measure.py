@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wotbench import _results as res
 from wotbench._monitor import Collectl
-from wotbench._plan import Plan
-from wotbench.backend import ContainerSpec, Started
+from wotbench._plan import cpuset
+from wotbench.backend import ContainerSpec, Mount, Started
 from wotbench.phases._context import RunContext
 from wotbench.phases._ge import cd_ge_spec, drain_us, ge_spec, trace_lines, write_inputs
+from wotbench.phases._layout import Layout, Node
 from wotbench.phases._plan import Workload
-from wotbench.phases._provision import Node
 
 #: Seconds between starting the GE containers and the CD-GE's start instant.
 START_LEAD_S = 2.0
@@ -24,36 +25,65 @@ START_LEAD_S = 2.0
 FINISH_SLACK_S = 20.0
 
 
+#: A remote node's collectl container (nettools image).
+MONITOR_MEMORY, MONITOR_PIDS = 128 << 20, 16
+
+
 @dataclass(frozen=True)
 class Measured:
     t0_epoch_us: int
     calibration_us: int
     outputs: tuple[tuple[Started, Path], ...]     # each GE and its output CSV (on t0)
+    monitors: tuple[tuple[str, Started], ...] = ()   # remote host -> its collectl container
 
 
-def start_monitor(ctx: RunContext, plan: Plan) -> None:
-    """collectl and the cgroup sampler, on the reserved cores."""
+def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
+    """collectl on this host (and the cgroup sampler) on the reserved cores;
+    on every other node of a swarm, collectl in a container there (no
+    network: CPU and memory of that host; its reserved cores)."""
+    here = next((p.node for p in lay.parts if not ctx.backend.remote(p.node)), None)
     ctx.observed.collectl = Collectl.available()
-    if ctx.observed.collectl:
-        ctx.collectl = Collectl(ctx.run.collectl_dir, plan.reserved)
+    if lay.swarm:                 # the other nodes' collectl is the nettools image's
+        ctx.observed.collectl = {p.node or "": bool(ctx.observed.collectl) or ctx.backend.remote(p.node)
+                                 for p in lay.parts}
+    if Collectl.available():
+        ctx.collectl = Collectl(ctx.run.host(here).collectl_dir, lay.reserve or lay.parts[0].plan.reserved)
         ctx.collectl.start()
     ctx.sampler.start()
+    remote = []
+    for part in lay.parts:
+        if not ctx.backend.remote(part.node):
+            continue
+        folder = ctx.run.host(part.node).collectl_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        spec = ContainerSpec(f"monitor-{part.index}", "monitor", (
+            "collectl", "-scmC", "-i1", "-P", "-oUmz", "-F1", "-f", "/io/collectl"),
+            cpuset(part.plan.reserved or part.plan.available), MONITOR_MEMORY, MONITOR_PIDS, as_caller=True,
+            node=part.node, mounts=(Mount(folder, "/io/collectl", writable=True),))
+        st = ctx.backend.start_monitor(spec)
+        ctx.started([st])
+        remote.append((part.node or "", st))
+    return remote
 
 
-def _start_instant(ctx: RunContext, calibration_us: int) -> int:
+def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int) -> int:
     """t0: every GE container must be up before its start instant, so allow
     for the slowest container start seen so far, per GE, on this host now."""
-    n_ge = ctx.hs.gateway.instances + (1 if ctx.hs.cd.enabled else 0)
+    n_ge = ctx.hs.gateway.instances + sum(1 for p in lay.parts if p.cd)
     lead_us = int((START_LEAD_S + 1.5 * n_ge * ctx.backend.slowest_start_s) * 1e6)
     return time.time_ns() // 1000 + lead_us + calibration_us
 
 
-def _start_ges(ctx: RunContext, jobs: Sequence[tuple[ContainerSpec, int]], first_start_us: int) -> list[Started]:
+def _start_ges(ctx: RunContext, jobs: Sequence[tuple[ContainerSpec, int]], first_start_us: int,
+               parallel: bool) -> list[Started]:
+    """Starts every GE (on a swarm all at once: they are on several nodes)."""
+    with ThreadPoolExecutor(len(jobs) if parallel else 1, thread_name_prefix="ge") as pool:
+        started = list(pool.map(ctx.backend.start_ge, [spec for spec, _ in jobs]))
     ges = []
-    for spec, lines in jobs:
-        st = ctx.backend.start_ge(spec)
+    for st, (_, lines) in zip(started, jobs):
         ctx.started([st])
-        ctx.observed.ge(st.key, container=st.name, trace_lines=lines)
+        ctx.observed.ge(st.key, container=st.name, trace_lines=lines,
+                        **({"node": st.node} if st.node is not None else {}))
         ges.append(st)
     up_us = time.time_ns() // 1000
     ctx.observed.start = {"start_at_epoch_us": first_start_us, "ges_up_epoch_us": up_us,
@@ -67,21 +97,34 @@ def _wait(ctx: RunContext, ges: Sequence[Started], deadline_s: float) -> None:
         ctx.observed.ge(st.key, exit_code=code, killed=code is None)
 
 
-def measure(ctx: RunContext, plan: Plan, wl: Workload, nodes: Sequence[Node]) -> Measured:
-    hs = ctx.hs
-    traces = write_inputs(ctx, nodes, wl)
-    start_monitor(ctx, plan)
-    cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
-    t0 = _start_instant(ctx, cal_us)
+def _jobs(ctx: RunContext, lay: Layout, wl: Workload, traces: Sequence[tuple[Path, int]],
+          t0: int, cal_us: int) -> tuple[list[tuple[ContainerSpec, int]], list[Path]]:
+    """Every host's CD-GE (started at t0 - calibration on its own clock,
+    i.e. corrected by the node's clock offset), then the workload GEs."""
     jobs, outputs = [], []
-    if hs.cd.enabled:
-        ctx.run.cd_dir.mkdir()
-        jobs.append((cd_ge_spec(ctx, plan, wl, t0 - cal_us), trace_lines(wl.gen.cd_trace)))
-        outputs.append(ctx.run.cd_csv)
+    for part in lay.parts:
+        if not part.cd:
+            continue
+        hd = ctx.run.host(part.node)
+        hd.cd_dir.mkdir(parents=True, exist_ok=True)
+        spec = cd_ge_spec(ctx, part, wl, t0 - cal_us + ctx.clock_us(part.node))
+        jobs.append((spec, trace_lines(wl.gen.cd_trace)))
+        outputs.append(hd.cd_csv)
+    ge = lay.ge_part
     for k, (path, lines) in enumerate(traces):
-        jobs.append((ge_spec(ctx, plan, wl, k, path, t0), lines))
+        jobs.append((replace(ge_spec(ctx, ge.plan, wl, k, path, t0 + ctx.clock_us(ge.node)), node=ge.node), lines))
         outputs.append(ctx.run.ge_csv(k))
-    ges = _start_ges(ctx, jobs, t0 - cal_us)
+    return jobs, outputs
+
+
+def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -> Measured:
+    hs = ctx.hs
+    traces = write_inputs(ctx, nodes, wl, lay)
+    monitors = start_monitor(ctx, lay)
+    cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
+    t0 = _start_instant(ctx, lay, cal_us)
+    jobs, outputs = _jobs(ctx, lay, wl, traces, t0, cal_us)
+    ges = _start_ges(ctx, jobs, t0 - cal_us, parallel=lay.swarm)
     end_us = wl.duration_us
     windows = hs.phases.windows() if hs.phases else {
         "warmup": [0, 0], "measure": [0, end_us], "cooldown": [end_us, end_us]}
@@ -90,4 +133,4 @@ def measure(ctx: RunContext, plan: Plan, wl: Workload, nodes: Sequence[Node]) ->
             + (f" after {cal_us / 1e6:.0f} s of CD calibration" if cal_us else "")
             + f"; load for {end_us / 1e6:.0f} s")
     _wait(ctx, ges, (t0 + end_us + drain_us(hs)) / 1e6 + FINISH_SLACK_S)
-    return Measured(t0, cal_us, tuple(zip(ges, outputs)))
+    return Measured(t0, cal_us, tuple(zip(ges, outputs)), tuple(monitors))

@@ -16,24 +16,24 @@ from wotbench._inventory import Inventory
 from wotbench._plan import ClusterPlan, Plan, make_cluster_plan, make_plan
 from wotbench.backend import Backend
 from wotbench.phases._context import RunContext
+from wotbench.phases._layout import Layout, layout_of
 from wotbench.reporting import late_send_us
 from wotbench.tracegen._generate import generate
+
+from wotbench.spec import Cluster
 
 if TYPE_CHECKING:
     from wotbench.spec import RunSpec, Spec
 
 
 class Preflight(NamedTuple):
-    plan: Plan
+    layout: Layout
     images: dict[str, str]
     netem: bool
 
 
 def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
     """This host's plan (its cores, or ``cores``)."""
-    if hs.cluster is not None:
-        raise UserError("a run across a swarm's nodes needs the Swarm backend, which is not there "
-                        "yet; without this section the run uses this host alone", field="cluster")
     available = sorted(os.sched_getaffinity(0)) if cores is None else list(cores)
     try:
         return make_plan(available, reserve=hs.placement.reserve,
@@ -45,30 +45,33 @@ def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
 
 
 def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
-    """A spec with a ``cluster`` section: every node's plan (it needs a
-    swarm manager). Without one: this host's plan, as `wotbench run` runs it
-    (until the Swarm backend runs tests across nodes, a swarm's defaults
-    would describe a run that does not happen)."""
-    if hs.cluster is None:
-        return plan_for(hs, inventory.local.cores)
+    """On a swarm manager: every node's plan, by the spec's ``cluster``
+    section or its defaults. Elsewhere: this host's plan; a ``cluster``
+    section there is a UserError (it needs a swarm)."""
     if not inventory.swarm:
-        raise UserError("this host is not in a swarm: a spec with this section is planned on a "
-                        "swarm manager (docker swarm init); without it, for this host alone",
-                        field="cluster")
-    return make_cluster_plan(inventory, hs.cluster, reserve=hs.placement.reserve,
+        if hs.cluster is not None:
+            raise UserError("this host is not in a swarm: a spec with this section runs on a "
+                            "swarm manager (docker swarm init; docs/multi-host.md); without it, "
+                            "on this host alone", field="cluster")
+        return plan_for(hs, inventory.local.cores)
+    return make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
                              ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
                              group_sizes=[g.count for g in hs.groups], affinity=hs.placement.affinity)
 
 
-def preflight(hs: Spec, backend: Backend) -> Preflight:
-    """What must hold before anything starts: a placement, the images, and
+def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
+    """What must hold before anything starts: a placement on the host or
+    the swarm's nodes (whose engines answer), the images on every node, and
     support for the impairment asked for."""
-    plan = plan_for(hs)
+    lay = layout_of(layout_for(hs, inventory), hs.device_count, hs.gateway.instances, hs.placement.reserve)
+    if lay.swarm:
+        backend.connect([p.node for p in lay.parts if p.node])   # type: ignore[attr-defined]
     imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(hs.groups)
             if g.impairment is not None]
-    images = backend.check_images(["device", "ge"] + (["nettools"] if imps else []))
+    remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
+    images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote else []))
     netem = backend.check_impairment(imps) if imps else False
-    return Preflight(plan, images, netem)
+    return Preflight(lay, images, netem)
 
 
 def locate(err: UserError, rs: RunSpec) -> UserError:

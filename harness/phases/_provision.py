@@ -5,35 +5,27 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wotbench import layout
-from wotbench._plan import Plan
-from wotbench.backend import ContainerSpec, Mount, Started
+from wotbench.backend import ContainerSpec, Mount
 from wotbench.formats import DEFAULT_COAP_PORT
 from wotbench.phases._context import RunContext
+from wotbench.phases._layout import Layout, Node
+from wotbench.phases._probe import ready_from_ge
 from wotbench.phases._plan import Workload
 
 if TYPE_CHECKING:
     from wotbench.spec import DeviceGroup
 
 #: Inside a device container: its resource file and its writable folder.
-RESOURCES_AT = "/resources.csv"
-STATS_AT = "/stats"
+RESOURCES_AT = "/io/resources.csv"
+STATS_AT = "/io/stats"
 #: The device image's user (docker/device.Dockerfile).
 DEVICE_UID = 65534
 CD_NODE_MEMORY = 32 << 20
-
-
-@dataclass(frozen=True)
-class Node:
-    """A CoAP server of the test: a device, or the CD node (no group)."""
-
-    started: Started
-    device_id: int | None
-    group: DeviceGroup | None
 
 
 def _device_folder(path: Path) -> Path:
@@ -74,24 +66,40 @@ def node_spec(ctx: RunContext, key: str, device_id: int | None, group: DeviceGro
     return device_spec(key, device_id, group, cpuset, resources, folder)
 
 
-def provision(ctx: RunContext, plan: Plan, wl: Workload) -> list[Node]:
-    """The CD node first (it takes the first placement slot), then the devices."""
+def _todo(ctx: RunContext, lay: Layout, wl: Workload) -> list[tuple[ContainerSpec, int | None, DeviceGroup | None]]:
+    """Every host's CD node first (it takes the first placement slot there),
+    then its devices, each with its planned cpuset on its node."""
     hs = ctx.hs
     todo: list[tuple[ContainerSpec, int | None, DeviceGroup | None]] = []
-    if hs.cd.enabled:
-        todo.append((node_spec(ctx, "cd-node", None, None, plan.cd_node_cpuset or "",
-                               wl.gen.cd_resource), None, None))
-    for dev_id, gi in enumerate(wl.group_of):
-        g = hs.groups[gi]
-        todo.append((node_spec(ctx, f"dev-{dev_id}", dev_id, g, plan.device_cpusets[dev_id],
-                               wl.gen.resources[dev_id]), dev_id, g))
+    for part in lay.parts:
+        if part.cd:
+            spec = node_spec(ctx, part.key("cd-node"), None, None, part.plan.cd_node_cpuset or "",
+                             wl.gen.cd_resource)
+            todo.append((replace(spec, node=part.node), None, None))
+    for part in lay.parts:
+        for j, dev_id in enumerate(part.device_ids):
+            g = hs.groups[wl.group_of[dev_id]]
+            spec = node_spec(ctx, f"dev-{dev_id}", dev_id, g, part.plan.device_cpusets[j],
+                             wl.gen.resources[dev_id])
+            todo.append((replace(spec, node=part.node), dev_id, g))
+    return todo
+
+
+def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
+    todo = _todo(ctx, lay, wl)
     n_net = ctx.backend.create_networks(len(todo))
-    ctx.say(f"starting {len(todo)} containers on {n_net} network(s)")
+    where = f" on {len(lay.parts)} nodes" if lay.swarm else ""
+    ctx.say(f"starting {len(todo)} containers{where} on {n_net} network(s)")
     t = time.monotonic()
     started = ctx.backend.start_nodes([spec for spec, _, _ in todo], ctx.opts.progress)
     ctx.started(started)
-    ctx.say(f"  started in {time.monotonic() - t:.1f} s; waiting for CoAP readiness")
-    missing = ctx.backend.wait_ready(started, timeout_s=30 + 0.05 * len(started))
+    ctx.say(f"  started in {time.monotonic() - t:.1f} s ({len(todo) / max(1e-3, time.monotonic() - t):.1f}/s); "
+            "waiting for CoAP readiness")
+    ctx.manifest["startup"] = {"containers": len(todo), "seconds": round(time.monotonic() - t, 3)}
+    if ctx.backend.probes_from_host:
+        missing = ctx.backend.wait_ready(started, timeout_s=30 + 0.05 * len(started))
+    else:
+        missing = ready_from_ge(ctx, lay, started)
     if missing:
         raise RuntimeError(f"{len(missing)} device(s) never answered GET /.well-known/core: "
                            + ", ".join(missing[:10]))

@@ -11,20 +11,50 @@ import time
 from typing import Any
 
 from wotbench import _results as res
-from wotbench._plan import Plan
 from wotbench.backend import NODE_ROLES
 from wotbench.layout import RunDir
 from wotbench.phases._context import RunContext
+from wotbench.phases._layout import Layout
 from wotbench.phases._plan import Preflight
 from wotbench.reporting import summarize_run
 
 
+def _nodes(ctx: RunContext, lay: Layout) -> list[dict[str, Any]]:
+    """Each node of a swarm run: what the swarm reports of it, its part, and
+    its clock against the manager's."""
+    inv = {n.hostname: n for n in getattr(ctx.backend, "inventory").nodes}
+    clocks = ctx.backend.clocks
+    ge = clocks.get(lay.ge_part.node or "")
+    out = []
+    for part in lay.parts:
+        assert part.node is not None and lay.cluster is not None
+        info = inv[part.node].to_dict()
+        engine = getattr(ctx.backend, "engines", {}).get(part.node)
+        if engine is not None and info.get("kernel") is None:
+            try:
+                info["kernel"] = engine.info().get("KernelVersion")
+            except Exception:          # noqa: BLE001 - a fact for the manifest, not the run
+                pass
+        info["roles"] = lay.cluster.nodes[part.index].roles()
+        info["device_ids"] = list(part.device_ids)
+        off = clocks.get(part.node)
+        info["clock"] = None if off is None or ge is None else {      # against the GE node's clock
+            "offset_us": round(off.offset_us - ge.offset_us, 1),
+            "uncertainty_us": round(off.uncertainty_us + ge.uncertainty_us, 1),
+            "how": off.how + ("" if part.node == lay.ge_part.node else ", minus the GE node's")}
+        out.append(info)
+    return out
+
+
 def start_manifest(ctx: RunContext, pre: Preflight) -> None:
+    lay = pre.layout
     ctx.manifest.update({
         "format": res.FORMAT, "run_id": ctx.run_id, "label": ctx.rs.label, "scale": ctx.rs.scale,
         **res.host_facts(ctx.backend.version()), "images": pre.images,
-        "placement": pre.plan.to_dict(), "cores_shared": pre.plan.cores_shared,
+        "placement": lay.to_dict(), "cores_shared": lay.cores_shared,
         "start_epoch_us": time.time_ns() // 1000})
+    if lay.swarm:
+        ctx.manifest.update(swarm=True, ge_node=lay.ge_part.node, nodes=_nodes(ctx, lay))
 
 
 def finish_manifest(ctx: RunContext, incomplete: str | None) -> None:
@@ -60,10 +90,10 @@ def write_summary(run: RunDir, facts: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def summarize(ctx: RunContext, plan: Plan) -> dict[str, Any]:
+def summarize(ctx: RunContext, lay: Layout) -> dict[str, Any]:
     finish_manifest(ctx, None)
     summary = write_summary(ctx.run, {
-        "run_id": ctx.run_id, "label": ctx.rs.label, "scale": ctx.rs.scale, "cores_shared": plan.cores_shared,
-        "notes": [f"cores are shared: {n}" for n in plan.notes] if plan.cores_shared else []})
+        "run_id": ctx.run_id, "label": ctx.rs.label, "scale": ctx.rs.scale, "cores_shared": lay.cores_shared,
+        "notes": [f"cores are shared: {n}" for n in lay.notes] if lay.cores_shared else []})
     ctx.run.incomplete.unlink()
     return summary

@@ -10,7 +10,10 @@ import os
 import re
 import subprocess
 import sys
+import signal
 import textwrap
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -161,3 +164,76 @@ def one_headline(wotbench_cli) -> Callable[[Path], tuple[str, str | None]]:
         return got["summary.json"]
 
     return check
+
+
+class LiveRun:
+    """`wotbench run` in the background, its stderr read line by line."""
+
+    def __init__(self, spec: Path, results: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wotbench.cli", "run", str(spec), "--results", str(results),
+             "--no-progress", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for line in list(self.lines):
+                m = re.search(pattern, line)
+                if m:
+                    return m
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no line matching {pattern!r}; stderr:\n" + "\n".join(self.lines))
+
+    def finish(self, timeout: float) -> int:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running after {timeout} s; stderr:\n"
+                                 + "\n".join(self.lines)) from None
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+                self._remove_leftovers()
+        self._reader.join(timeout=5)
+        return rc
+
+    def _remove_leftovers(self) -> None:
+        """A harness killed by the test cannot tear down: do it for it."""
+        from wotbench import _dockerenv as dockerenv
+
+        for line in self.lines:
+            m = re.match(r"run (\S+)", line)
+            if m:
+                dockerenv.remove_labelled(dockerenv.client(), m.group(1))
+
+
+@pytest.fixture
+def live_run() -> Iterator[Callable[..., LiveRun]]:
+    """``live_run(spec, results, *args)``: `wotbench run` in the background;
+    one the test left running (it failed midway) is interrupted and its
+    leftovers removed at the end of the test."""
+    runs: list[LiveRun] = []
+
+    def start(spec: Path, results: Path, *args: str) -> LiveRun:
+        runs.append(LiveRun(spec, results, *args))
+        return runs[-1]
+
+    yield start
+    for run in runs:
+        if run.proc.poll() is None:
+            run.proc.send_signal(signal.SIGINT)
+            try:
+                run.finish(timeout=60)
+            except AssertionError:
+                pass

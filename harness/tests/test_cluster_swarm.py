@@ -5,9 +5,11 @@ leaves it, and leaves the host's networks exactly as it found them
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,10 +97,10 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
     r = wotbench_cli("plan", str(default), timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"node {me.hostname} (manager,") and "one-node swarm" in r.stdout
-    alone = spec_file(make_spec(4), "alone.yaml")      # no section: this host, as `run` runs it
+    alone = spec_file(make_spec(4), "alone.yaml")      # no section on a manager: the swarm's defaults
     r = wotbench_cli("plan", str(alone), timeout=120)
     assert r.returncode == 0, r.stderr
-    assert not r.stdout.startswith("node ") and "GE 0" in r.stdout
+    assert r.stdout == wotbench_cli("plan", str(default), timeout=120).stdout
 
     bad = spec_file(make_spec(4, extra=f"cluster:\n  devices: {{label: {LABEL}=nope}}\n"), "bad.yaml")
     r = wotbench_cli("plan", str(bad), timeout=120)
@@ -109,12 +111,19 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
     assert line.startswith(want), line
 
 
-def test_run_refuses_a_cluster_section_until_there_is_a_swarm_backend(docker_client, spec_file, make_spec,
-                                                                      wotbench_cli, tmp_path):
-    path = spec_file(make_spec(2, extra="cluster:\n  spread: even\n"))
-    r = wotbench_cli("run", str(path), "--results", str(tmp_path / "results"), "--no-progress", timeout=120)
-    assert r.returncode == 2
-    (line,) = r.stderr.splitlines()
-    n = path.read_text().splitlines().index("cluster:") + 1
-    assert line.startswith(f"error: {path}:{n}: cluster: a run across a swarm's nodes needs the Swarm backend")
-    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())
+def test_run_on_a_one_node_swarm_puts_everything_on_it(one_node_swarm, docker_client, spec_file, make_spec,
+                                                       wotbench_cli, tmp_path, run_objects):
+    """A manager alone: the swarm's defaults put the GE, the CD pair and the
+    devices on it, on an overlay network; the per-host files under nodes/."""
+    path = spec_file(make_spec(4, extra="cluster: {}\n"))
+    r = wotbench_cli("run", str(path), "--results", str(tmp_path), "--no-progress", timeout=600)
+    assert r.returncode == 0, r.stderr
+    run = Path(r.stdout.strip().splitlines()[-1])
+    me = docker_client.info()["Name"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["swarm"] is True and [n["hostname"] for n in manifest["nodes"]] == [me]
+    assert manifest["nodes"][0]["roles"] == ["GE", "CD pair", "4 devices"]
+    assert (run / "nodes" / me / "cd" / "cd-ge.csv").is_file() and (run / "nodes" / me / "probe.csv").is_file()
+    summary = json.loads((run / "summary.json").read_text())
+    assert list(summary["hosts"]) == [me] and summary["hosts"][me]["cd"]["contention"]["status"]
+    assert run_objects(None) == ([], [])

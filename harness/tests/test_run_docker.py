@@ -7,9 +7,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,58 +17,6 @@ from wotbench._dockerenv import IMAGES, LABEL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.docker
-
-
-class LiveRun:
-    """`wotbench run` in the background, its stderr read line by line."""
-
-    def __init__(self, spec: Path, results: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "wotbench.cli", "run", str(spec), "--results", str(results),
-             "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            for line in list(self.lines):
-                m = re.search(pattern, line)
-                if m:
-                    return m
-            if self.proc.poll() is not None and not self._reader.is_alive():
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"no line matching {pattern!r}; stderr:\n" + "\n".join(self.lines))
-
-    def finish(self, timeout: float) -> int:
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running after {timeout} s; stderr:\n"
-                                 + "\n".join(self.lines)) from None
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-                self._remove_leftovers()
-        self._reader.join(timeout=5)
-        return rc
-
-    def _remove_leftovers(self) -> None:
-        """A harness killed by the test cannot tear down: do it for it."""
-        from wotbench import _dockerenv as dockerenv
-
-        for line in self.lines:
-            m = re.match(r"run (\S+)", line)
-            if m:
-                dockerenv.remove_labelled(dockerenv.client(), m.group(1))
 
 
 def _gone(run_objects, run_id: str, within_s: float) -> float:
@@ -164,9 +109,9 @@ def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spe
     _gone(run_objects, run_id, 1)
 
 
-def test_sigint_mid_run_tears_down_and_marks_incomplete(docker_client, spec_file, make_spec,
+def test_sigint_mid_run_tears_down_and_marks_incomplete(live_run, docker_client, spec_file, make_spec,
                                                         tmp_path, run_objects):
-    live = LiveRun(spec_file(make_spec(count=4, measure="60s", name="sigint")), tmp_path / "res")
+    live = live_run(spec_file(make_spec(count=4, measure="60s", name="sigint")), tmp_path / "res")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"test starts at", 90)
     time.sleep(2)
@@ -183,8 +128,8 @@ def test_sigint_mid_run_tears_down_and_marks_incomplete(docker_client, spec_file
     assert manifest["complete"] is False and "interrupted" in manifest["incomplete_reason"]
 
 
-def test_sigterm_also_tears_down(docker_client, spec_file, make_spec, tmp_path, run_objects):
-    live = LiveRun(spec_file(make_spec(count=2, measure="60s", name="sigterm")), tmp_path / "res")
+def test_sigterm_also_tears_down(live_run, docker_client, spec_file, make_spec, tmp_path, run_objects):
+    live = live_run(spec_file(make_spec(count=2, measure="60s", name="sigterm")), tmp_path / "res")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"all \d+ ready", 90)
     live.proc.send_signal(signal.SIGTERM)
@@ -193,9 +138,9 @@ def test_sigterm_also_tears_down(docker_client, spec_file, make_spec, tmp_path, 
     assert (tmp_path / "res" / run_id / "INCOMPLETE").exists()
 
 
-def test_killed_device_makes_the_run_invalid(docker_client, spec_file, make_spec, tmp_path,
+def test_killed_device_makes_the_run_invalid(live_run, docker_client, spec_file, make_spec, tmp_path,
                                              run_objects, one_headline):
-    live = LiveRun(spec_file(make_spec(count=3, measure="12s", name="kill", rit="exp:50ms")),
+    live = live_run(spec_file(make_spec(count=3, measure="12s", name="kill", rit="exp:50ms")),
                    tmp_path / "res")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"test starts at", 90)
