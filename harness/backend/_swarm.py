@@ -305,5 +305,19 @@ class SwarmBackend(DockerBackend):
         with ThreadPoolExecutor(max(1, len(self.engines))) as pool:
             remote = list(pool.map(clean, self.engines.items()))
         local = super().teardown()
+        self._until_gone()
         return Removed(local.containers + sum(r[0] for r in remote), local.networks + sum(r[1] for r in remote),
                        tuple(local.stuck) + tuple(s for r in remote for s in r[2]))
+
+    def _until_gone(self, timeout_s: float = 10.0) -> None:
+        """The engines drop a removed overlay from their lists a moment
+        after the call returns (a worker once its agent hears of it): wait
+        until none shows it (teardown means gone)."""
+        flt = {"label": f"{dockerenv.LABEL_RUN}={self.run_id}"}
+        end = time.monotonic() + timeout_s
+        for host, c in self.engines.items():
+            if host in self.lost:
+                continue
+            with contextlib.suppress(*_ERRORS):
+                while c.networks.list(filters=flt) and time.monotonic() < end:
+                    time.sleep(0.2)

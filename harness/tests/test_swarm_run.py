@@ -161,6 +161,20 @@ def test_clean_removes_a_dead_runs_leftovers_on_every_node(lab, wotbench_cli):
     assert "removed 1 container(s)" in r.stdout and _left(engines) == []
 
 
+def test_a_task_that_fails_on_a_node_makes_the_run_invalid_naming_it(lab, live_run, tmp_path):
+    engines, worker = _engines(lab), _worker(lab)
+    live = live_run(SPEC, tmp_path / "res", "--scale", "ci")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 120)
+    time.sleep(4)
+    engines[worker].containers.get(f"wb-{run_id.rsplit('-', 1)[-1]}-dev-3").kill()
+    assert live.finish(timeout=300) == 0, "\n".join(live.lines)
+    summary = json.loads((tmp_path / "res" / run_id / "summary.json").read_text())
+    assert summary["verdict"] == "invalid"
+    assert any("dev-3" in r and worker in r and "not running" in r for r in summary["reasons"]), summary["reasons"]
+    assert _left(engines) == []
+
+
 def test_a_node_lost_mid_run_makes_the_run_invalid_naming_it(lab, live_run, tmp_path):
     """Last: it kills the worker (the lab's own teardown copes)."""
     engines, worker = _engines(lab), _worker(lab)
