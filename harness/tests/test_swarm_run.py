@@ -165,9 +165,14 @@ def test_clean_removes_a_dead_runs_leftovers_on_every_node(lab, wotbench_cli):
     assert "removed 1 container(s)" in r.stdout and _left(engines) == []
 
 
-def test_a_task_that_fails_on_a_node_makes_the_run_invalid_naming_it(lab, live_run, tmp_path):
+def test_impairment_on_another_node_and_a_task_that_fails_there(lab, live_run, tmp_path):
+    """20 % loss on the worker's devices (a sidecar per device on that
+    node's engine): about a fifth of the CON requests retransmitted. Then a
+    device killed there: the run invalid, naming it and its node."""
     engines, worker = _engines(lab), _worker(lab)
-    live = live_run(SPEC, tmp_path / "res", "--scale", "ci")
+    spec = tmp_path / "loss.yaml"
+    spec.write_text(SPEC.read_text().replace("    memory: 32m\n", "    memory: 32m\n    impairment: {loss: 20%}\n"))
+    live = live_run(spec, tmp_path / "res", "--scale", "ci")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"test starts at", 120)
     time.sleep(4)
@@ -177,6 +182,12 @@ def test_a_task_that_fails_on_a_node_makes_the_run_invalid_naming_it(lab, live_r
     assert summary["verdict"] == "invalid"
     assert any("dev-3" in r and worker in r and "not running" in r for r in summary["reasons"]), summary["reasons"]
     assert _left(engines) == []
+    run = RunDir(tmp_path / "res" / run_id)
+    imp = json.loads(run.observed.read_text())["impairment"]
+    assert (imp["how"], imp["containers"]) == ("sidecar-iptables", 10)
+    ge = pd.read_csv(run.ge_csv(0))
+    alive = ge[ge["device_id"] != 3]              # dev-3's requests time out after its kill
+    assert 0.10 < (alive["retransmissions"] > 0).mean() < 0.30
 
 
 def test_a_node_lost_mid_run_makes_the_run_invalid_naming_it(lab, live_run, tmp_path):
