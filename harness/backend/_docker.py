@@ -239,8 +239,8 @@ class DockerBackend:
             name, ct = item
             try:
                 data = ct.logs(stdout=True, stderr=True, timestamps=True)
-            except docker.errors.APIError as exc:
-                data = f"(logs unavailable: {exc})\n".encode()
+            except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+                data = f"(logs unavailable: {exc})\n".encode()     # e.g. its node's engine is gone
             write_atomic(path_of(name), data)
         self._each(save, self.containers.items())
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,9 +83,6 @@ class SwarmBackend(DockerBackend):
 
     def remote(self, node: str | None) -> bool:
         return (node or self.local) != self.local
-
-    def version(self) -> Mapping[str, Any]:
-        return self.client.version()
 
     def check_images(self, roles: Iterable[str]) -> dict[str, str]:
         """Image ids on the manager; every other node must hold the same."""
@@ -265,18 +262,6 @@ class SwarmBackend(DockerBackend):
             with contextlib.suppress(*_ERRORS):
                 ct.stop(timeout=timeout_s)
         self._each(stop, self._live().values())
-
-    def save_logs(self, path_of: Callable[[str], Path]) -> None:
-        from wotbench._results import write_atomic
-
-        def save(item: tuple[str, Any]) -> None:
-            name, ct = item
-            try:
-                data = ct.logs(stdout=True, stderr=True, timestamps=True)
-            except _ERRORS as exc:
-                data = f"(logs unavailable: {exc})\n".encode()
-            write_atomic(path_of(name), data)
-        self._each(save, self.containers.items())
 
     def fetch(self, names: Iterable[str] | None = None) -> list[str]:
         """Brings the writable folders of remote containers (all, or
