@@ -113,8 +113,8 @@ def check_images(c: docker.DockerClient, roles: Iterable[str]) -> dict[str, str]
     return ids
 
 
-def used_subnets(c: docker.DockerClient) -> list[ipaddress.IPv4Network]:
-    """Subnets already taken: Docker networks, host routes and addresses."""
+def engine_subnets(c: docker.DockerClient) -> list[ipaddress.IPv4Network]:
+    """The IPv4 subnets of an engine's networks (another node's too)."""
     nets: list[ipaddress.IPv4Network] = []
     for n in c.networks.list():
         for cfg in (n.attrs.get("IPAM") or {}).get("Config") or []:
@@ -124,6 +124,12 @@ def used_subnets(c: docker.DockerClient) -> list[ipaddress.IPv4Network]:
                 continue
             if isinstance(net, ipaddress.IPv4Network):
                 nets.append(net)
+    return nets
+
+
+def used_subnets(c: docker.DockerClient) -> list[ipaddress.IPv4Network]:
+    """Subnets already taken: Docker networks, host routes and addresses."""
+    nets = engine_subnets(c)
     out = subprocess.run(["ip", "-4", "-o", "route", "show", "table", "all"],
                          capture_output=True, text=True, check=False).stdout
     out += subprocess.run(["ip", "-4", "-o", "addr", "show"],

@@ -119,23 +119,29 @@ class DockerBackend:
         return {"network": network, "networking_config": {
             network: self.client.api.create_endpoint_config(ipv4_address=address)}}
 
-    def _create(self, spec: ContainerSpec, network: str, address: str | None) -> tuple[Any, float]:
+    def create_args(self, spec: ContainerSpec, user: str) -> dict[str, Any]:
+        """What every container of the run is created with, on any engine:
+        its image, command, cpuset, labels, limits and hardening; ``user``
+        for one that runs as the caller (``as_caller``)."""
         kwargs = dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids)
         if spec.nano_cpus:
             kwargs["nano_cpus"] = spec.nano_cpus
         if spec.as_caller:
-            kwargs["user"] = f"{os.getuid()}:{os.getgid()}"
+            kwargs["user"] = user
         if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
             kwargs["init"] = True
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
+        return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
+                "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra), **kwargs}
+
+    def _create(self, spec: ContainerSpec, network: str, address: str | None) -> tuple[Any, float]:
         mounts = {str(m.source.resolve()): {"bind": m.target, "mode": "rw" if m.writable else "ro"}
                   for m in spec.mounts}
         name = self.name_of(spec.key)
         t = time.monotonic()
         ct = self.client.containers.create(
-            IMAGES[spec.image_role], list(spec.argv), name=name, detach=True, cpuset_cpus=spec.cpuset,
-            labels=self.labels(spec.role, **extra), volumes=mounts,
-            **self._endpoint(network, address), **kwargs)
+            **self.create_args(spec, f"{os.getuid()}:{os.getgid()}"), volumes=mounts,
+            **self._endpoint(network, address))
         self.containers[name] = ct
         return ct, t
 

@@ -28,7 +28,7 @@ import docker.types
 import requests
 
 from wotbench import _dockerenv as dockerenv, _impair as impair_tools
-from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_ENGINE
+from wotbench._dockerenv import IMAGES, LABEL_ENGINE
 from wotbench._errors import UserError
 from wotbench.backend._api import ContainerSpec, ContainerState, Mount, Removed, Started
 from wotbench.backend._docker import DockerBackend
@@ -105,17 +105,9 @@ class SwarmBackend(DockerBackend):
     # --- networks ---------------------------------------------------------------
 
     def _used_subnets(self) -> list[ipaddress.IPv4Network]:
-        used = dockerenv.used_subnets(self.client)
-        for host, c in self.engines.items():
-            if host == self.local:
-                continue
-            for n in c.networks.list():
-                for cfg in (n.attrs.get("IPAM") or {}).get("Config") or []:
-                    with contextlib.suppress(ValueError):
-                        net = ipaddress.ip_network(cfg.get("Subnet", ""), strict=False)
-                        if isinstance(net, ipaddress.IPv4Network):
-                            used.append(net)
-        return used
+        """This host's taken subnets and every other node engine's networks."""
+        return dockerenv.used_subnets(self.client) + [
+            net for host, c in self.engines.items() if host != self.local for net in dockerenv.engine_subnets(c)]
 
     def create_networks(self, nodes: int) -> int:
         """Attachable, internal overlay networks: the nodes' addresses are
@@ -153,20 +145,10 @@ class SwarmBackend(DockerBackend):
         name = self.name_of(spec.key)
         t = time.monotonic()
         vol = c.volumes.create(f"{name}-io", labels=self.labels("volume"))
-        kwargs = dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids)
-        if spec.nano_cpus:
-            kwargs["nano_cpus"] = spec.nano_cpus
-        if spec.as_caller:
-            kwargs["user"] = f"{REMOTE_UID}:{REMOTE_UID}"
-        if spec.role == "monitor":
-            kwargs["init"] = True
-        extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
         endpoint = ({"network_mode": "none"} if network is None else {"network": network, "networking_config": {
             network: c.api.create_endpoint_config(ipv4_address=address)}})
-        ct = c.containers.create(
-            IMAGES[spec.image_role], list(spec.argv), name=name, detach=True, cpuset_cpus=spec.cpuset,
-            labels=self.labels(spec.role, **extra), volumes={vol.name: {"bind": IO, "mode": "rw"}},
-            **endpoint, **kwargs)
+        ct = c.containers.create(**self.create_args(spec, f"{REMOTE_UID}:{REMOTE_UID}"),
+                                 volumes={vol.name: {"bind": IO, "mode": "rw"}}, **endpoint)
         self.containers[name] = ct
         self.node_of[name] = node
         for m in spec.mounts:
