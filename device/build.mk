@@ -49,3 +49,23 @@ $(BIN)/devload: device/bench/devload.c
 .PHONY: bench-device
 bench-device: $(BIN)/wotbench-device $(BIN)/devload
 	python3 device/bench/bench_device.py $(BENCH_DEVICE_ARGS)
+
+# wotbench-hog: the noisy neighbour of `interference:` (docs/interference.md),
+# shipped in the device image; built with `make build` / `make build-asan`.
+HOG_SRCS := device/hog.c device/hog_cli.c device/hog_work.c
+HOG_HDRS := device/hog_cli.h device/hog_work.h
+HOG_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(HOG_SRCS))
+HOG_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(HOG_SRCS))
+
+$(HOG_OBJS) $(HOG_ASAN_OBJS): $(HOG_HDRS)
+
+$(BIN)/wotbench-hog: $(HOG_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS)
+
+$(BUILD)/asan/wotbench-hog: $(HOG_ASAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread
+
+build: $(BIN)/wotbench-hog
+build-asan: $(BUILD)/asan/wotbench-hog

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the WoTbench images with no registry (see docs in harness/README.md):
-#   wotbench/device, wotbench/ge   FROM scratch + one static binary
+#   wotbench/device, wotbench/ge   FROM scratch + static binaries (the device image
+#                                  also carries wotbench-hog, the noisy neighbour)
 #   wotbench/base:bookworm         debootstrap minbase (+ iproute2, iptables), docker import
 #   wotbench/nettools              the impairment sidecar, FROM the base
 #   wotbench/swarm-node            opt-in (--swarm-node, alone): the base + docker.io,
@@ -21,7 +22,7 @@ rootfs=${WOTBENCH_ROOTFS:-/var/tmp/wotbench-rootfs/bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 export DOCKER_BUILDKIT=0
 
-$swarm_node || for b in wotbench-device wotbench-ge; do
+$swarm_node || for b in wotbench-device wotbench-hog wotbench-ge; do
   [[ -x $bin/$b ]] || { echo "images: $bin/$b is missing (run: make build)" >&2; exit 1; }
 done
 
@@ -61,15 +62,16 @@ if $swarm_node; then
   printf 'images: %s %s\n' "$node" "$(docker image inspect -f '{{.Size}}' "$node" | numfmt --to=iec)"
   exit 0
 fi
-build() {  # build NAME DOCKERFILE [BINARY]
+build() {  # build NAME DOCKERFILE [BINARY...]
   rm -rf "${ctx:?}"/*
-  [[ -n ${3:-} ]] && strip -o "$ctx/$(basename "$3")" "$3"
+  local b
+  for b in "${@:3}"; do strip -o "$ctx/$(basename "$b")" "$b"; done
   # The legacy builder warns on stderr about itself: show output only on failure.
   if ! out=$(docker build -q -f "docker/$2" -t "wotbench/$1:$tag" "$ctx" 2>&1); then
     echo "$out" >&2; exit 1
   fi
   printf 'images: wotbench/%-9s %s\n' "$1:$tag" "$(docker image inspect -f '{{.Size}}' "wotbench/$1:$tag" | numfmt --to=iec)"
 }
-build device device.Dockerfile "$bin/wotbench-device"
+build device device.Dockerfile "$bin/wotbench-device" "$bin/wotbench-hog"
 build ge ge.Dockerfile "$bin/wotbench-ge"
 build nettools nettools.Dockerfile
