@@ -1,26 +1,33 @@
-"""The contention verdict: is the CD node's R_d during the test above its
-calibration baseline by a margin that is both statistically significant
-and large enough to matter?
+"""The contention verdict: did the CD node's R_d rise above its calibration
+baseline at some point of the measurement phase, by a margin that matters,
+with a false-alarm probability we can state?
 
-The paper compares mean response times by eye (Fig. 8). Here the
-calibration phase (CD pair alone on the host) gives a baseline sample of
-R_d, which already includes network time, and the measurement phase gives
-a second sample. A one-sided Mann-Whitney U test says whether the
-measurement sample is stochastically larger; the Hodges-Lehmann shift
-(median of all pairwise differences) with its distribution-free confidence
-interval says by how much. Three outcomes, so the user knows how sure we are:
+The calibration phase (CD pair alone on the host) gives the baseline sample
+of R_d. A threshold ``tau = max(baseline q-quantile, baseline median +
+min_effect)`` turns every measurement sample into an exceedance (R_d >
+tau) or not. Under "no contention" the exceedance probability is at most
+``p0`` (a one-sided Clopper-Pearson upper bound from the baseline); under
+contention the design assumes at least ``p1`` (``design_exceed``). A
+one-sided Bernoulli log-likelihood-ratio CUSUM over the measurement samples
+(in time order) raises an alarm when it reaches ``h = log(2 n / alpha)``:
+each start point's likelihood ratio is a martingale under the null, so
+P(false alarm within n samples) <= n exp(-h) = alpha / 2, and the other
+alpha / 2 is the chance that ``p0`` underestimates the null exceedance
+probability. The onset is the first sample after the CUSUM's last zero
+before the alarm.
 
-- ``contention``: p < alpha and the shift is at least ``min_effect``, or
-  some window of the measurement phase is (contention that starts midway
-  moves only part of the sample, so the whole-phase test can miss it);
-- ``none``: the whole confidence interval of the shift lies below
-  ``min_effect`` (we can rule out a shift that matters);
-- ``inconclusive``: neither (too few or too noisy samples);
-- ``unknown``: not enough CD data to test at all.
+Statuses: ``contention`` (an alarm), ``none`` (no alarm although a
+contention episode of ``min_episode_us`` would have raised one),
+``inconclusive`` (no alarm and the test lacked the power to see one: too
+few baseline or measurement samples), ``unknown`` (too few samples to test).
 
-A windowed series (windows aligned to the start of the measurement phase,
-each tested against the baseline with a Bonferroni-corrected alpha) shows
-when contention began: the onset is the first flagged window.
+Fixed windows (``window_us``, aligned to the measurement start) describe the
+series: each window's median, the one-sided binomial p-value of its
+exceedances against ``p0`` and its power (the probability that a window of
+that size at the design exceedance ``p1`` would have been significant at
+``alpha``), so a reader sees which windows could not have decided alone.
+The whole-phase Mann-Whitney test and Hodges-Lehmann shift stay as a
+description of the measurement phase against the baseline.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-__all__ = ["RdStats", "Window", "ContentionResult", "detect_contention"]
+__all__ = ["RdStats", "Window", "Cusum", "ContentionResult", "detect_contention", "hodges_lehmann",
+           "cusum_design"]
 
 #: Pairwise differences are computed on at most this many samples per side
 #: (a fixed-seed subsample), which keeps the interval at most 4e6 differences.
@@ -62,7 +70,42 @@ class Window:
     n: int
     median_rd: float
     p_value: float
+    """One-sided binomial p-value of the window's exceedances of tau against p0."""
     flagged: bool
+    """The window overlaps a CUSUM episode that raised an alarm."""
+    exceed: float = math.nan
+    """Share of the window's samples above tau."""
+    power: float = math.nan
+    """P(the window alone is significant at alpha | exceedance p1): below
+    ~0.8 the window could not have decided by itself."""
+
+
+@dataclass(frozen=True)
+class Cusum:
+    """The sequential test's design and outcome."""
+
+    quantile: float
+    tau: float
+    """Exceedance threshold on R_d."""
+    p0: float
+    """Upper bound of the baseline exceedance probability."""
+    p1: float
+    """Design exceedance probability under contention."""
+    h: float
+    """Alarm threshold on the log-likelihood-ratio CUSUM."""
+    n: int
+    """Measurement samples the false-alarm bound covers."""
+    fa_bound: float
+    """n exp(-h) + the p0 bound's miss probability (= alpha)."""
+    max_stat: float
+    alarm_us: float | None
+    """Intended time of the sample that crossed h (first alarm)."""
+    episodes: tuple[tuple[float, float], ...]
+    """[onset, last positive sample] of every alarmed CUSUM excursion (us from t0)."""
+    min_alarm_samples: int
+    """Consecutive exceedances from zero that reach h."""
+    min_episode_us: float
+    """Expected detection delay at exceedance p1 (h / KL(p1||p0)) in time."""
 
 
 @dataclass(frozen=True)
@@ -77,15 +120,17 @@ class ContentionResult:
     shift_ci: tuple[float, float]
     confidence: float
     p_value: float
-    """One-sided Mann-Whitney U p-value (measure > baseline)."""
+    """One-sided Mann-Whitney U p-value (measure > baseline), descriptive."""
     prob_superiority: float
     """P(a measurement R_d > a baseline R_d) = U / (n1 n2); 0.5 means no shift."""
     alpha: float
+    """False-alarm probability of the whole measurement phase."""
     min_effect: float
     window_us: float
     windows: tuple[Window, ...]
     onset_us: float | None
-    """Start of the first flagged window (us from t0), None if none flagged."""
+    """First sample of the first alarmed CUSUM episode (us from t0), None without alarm."""
+    cusum: Cusum | None = None
 
     @property
     def detected(self) -> bool:
@@ -95,6 +140,8 @@ class ContentionResult:
         d = asdict(self)
         d["shift_ci"] = list(self.shift_ci)
         d["windows"] = [asdict(w) for w in self.windows]
+        if self.cusum is not None:
+            d["cusum"]["episodes"] = [list(e) for e in self.cusum.episodes]
         return _finite(d)
 
 
@@ -128,28 +175,101 @@ def hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float,
     return float(np.median(d)), (float(d[k]), float(d[nm - 1 - k]))
 
 
-def _windows(t: np.ndarray, rd: np.ndarray, baseline: np.ndarray, start_us: float, end_us: float,
-             window_us: float, alpha: float, min_effect: float) -> tuple[Window, ...]:
-    """Windows of ``window_us`` aligned to ``start_us`` over [first sample, end_us)."""
-    if t.size == 0 or baseline.size == 0:
+# --- the sequential test -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Design:
+    tau: float
+    p0: float
+    p1: float
+    h: float
+    up: float
+    """CUSUM increment of an exceedance, log(p1 / p0)."""
+    down: float
+    """CUSUM increment of a non-exceedance, log((1 - p1) / (1 - p0)) < 0."""
+
+    @property
+    def kl(self) -> float:
+        """KL(p1 || p0): the CUSUM's mean drift per sample at exceedance p1."""
+        return self.p1 * self.up + (1 - self.p1) * self.down
+
+    @property
+    def powered(self) -> bool:
+        return self.p1 > self.p0
+
+
+def cusum_design(baseline: np.ndarray, n: int, *, alpha: float, min_effect: float, quantile: float,
+                 design_exceed: float) -> _Design:
+    """tau, p0, p1 and h for ``n`` measurement samples (alpha split evenly
+    between the p0 bound and the CUSUM's n exp(-h))."""
+    base = np.sort(baseline)
+    q = float(np.quantile(base, quantile, method="inverted_cdf"))
+    tau = max(q, float(np.median(base)) + min_effect)
+    m = int(np.count_nonzero(base > tau))
+    # One-sided Clopper-Pearson upper bound of P(R_d > tau) at 1 - alpha/2.
+    p0 = float(stats.beta.ppf(1 - alpha / 2, m + 1, base.size - m)) if m < base.size else 1.0
+    p1 = design_exceed
+    h = math.log(2 * max(n, 1) / alpha)
+    if p1 <= p0:
+        return _Design(tau, p0, p1, h, math.nan, math.nan)
+    return _Design(tau, p0, p1, h, math.log(p1 / p0), math.log((1 - p1) / (1 - p0)))
+
+
+def _cusum(x: np.ndarray, d: _Design) -> np.ndarray:
+    """S_k = max(0, S_{k-1} + s_k), vectorised as C_k - min(0, min_{j<=k} C_j)."""
+    c = np.cumsum(np.where(x > d.tau, d.up, d.down))
+    return c - np.minimum(np.minimum.accumulate(c), 0.0)
+
+
+def _alarmed(s: np.ndarray, h: float) -> np.ndarray:
+    """Samples in a positive excursion of the CUSUM ``s`` that reached h."""
+    run = np.cumsum(s <= 0)                      # excursion id; a zero closes a run
+    alarmed_runs = np.unique(run[s >= h])
+    return (s > 0) & np.isin(run, alarmed_runs)
+
+
+def _episodes(t: np.ndarray, x: np.ndarray, d: _Design) -> tuple[float | None, tuple[tuple[float, float], ...]]:
+    """First alarm time and the [first, last] sample times of every episode:
+    samples inside an alarmed excursion of the CUSUM run forwards (which
+    starts at the onset but decays slowly after the end) and of the same
+    CUSUM run backwards from the end (which ends at the episode's end)."""
+    fwd = _cusum(x, d)
+    hit = np.flatnonzero(fwd >= d.h)
+    if hit.size == 0:
+        return None, ()
+    inside = _alarmed(fwd, d.h) & _alarmed(_cusum(x[::-1], d)[::-1], d.h)
+    edges = np.diff(np.concatenate(([0], inside.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    return float(t[hit[0]]), tuple((float(t[a]), float(t[b])) for a, b in zip(starts, ends))
+
+
+def _windows(t: np.ndarray, rd: np.ndarray, d: _Design, start_us: float, end_us: float, window_us: float,
+             alpha: float, episodes: tuple[tuple[float, float], ...]) -> tuple[Window, ...]:
+    """Windows of ``window_us`` aligned to ``start_us`` over [start_us, end_us)."""
+    if t.size == 0:
         return ()
-    first = start_us + math.floor((t.min() - start_us) / window_us) * window_us
-    edges = np.arange(first, max(end_us, t.max() + 1) + window_us, window_us)
+    edges = np.append(np.arange(start_us, end_us, window_us), end_us)
     idx = np.searchsorted(edges, t, side="right") - 1
-    counts = np.bincount(idx, minlength=edges.size - 1)[: edges.size - 1]
-    tested = int(np.count_nonzero(counts))
-    base_median = float(np.median(baseline))
+    nwin = edges.size - 1
+    keep = (idx >= 0) & (idx < nwin)
+    idx, r = idx[keep], rd[keep]
+    counts = np.bincount(idx, minlength=nwin)
+    exc = np.bincount(idx, weights=(r > d.tau).astype(np.float64), minlength=nwin)
+    n = counts.astype(np.float64)
+    p = np.where(counts > 0, stats.binom.sf(exc - 1, counts, min(d.p0, 1.0)), math.nan)
+    # Smallest significant exceedance count per window, and its chance at p1.
+    k = stats.binom.isf(alpha, counts, min(d.p0, 1.0)) + 1
+    power = np.where(counts > 0, stats.binom.sf(k - 1, counts, d.p1), math.nan)
     order = np.argsort(idx, kind="stable")
-    groups = np.split(rd[order], np.cumsum(counts)[:-1])
+    groups = np.split(r[order], np.cumsum(counts)[:-1])
     out = []
     for i, w in enumerate(groups):
         if w.size == 0:
             continue
-        p = float(stats.mannwhitneyu(w, baseline, alternative="greater").pvalue)
-        med = float(np.median(w))
-        flagged = p < alpha / max(tested, 1) and med - base_median >= min_effect
-        # The first window may start before the first sample (alignment): clip it.
-        out.append(Window(max(float(edges[i]), float(t.min())), float(edges[i + 1]), int(w.size), med, p, flagged))
+        a, b = float(edges[i]), float(edges[i + 1])
+        flagged = any(e0 < b and e1 >= a for e0, e1 in episodes)
+        out.append(Window(a, b, int(w.size), float(np.median(w)), float(p[i]), flagged,
+                          float(exc[i] / n[i]), float(power[i])))
     return tuple(out)
 
 
@@ -161,30 +281,32 @@ def detect_contention(
     measure: tuple[float, float],
     alpha: float = 0.01,
     min_effect: float = 0.02,
-    window_us: float = 10e6,
+    window_us: float = 5e6,
     min_samples: int = 10,
     confidence: float = 0.95,
+    quantile: float = 0.95,
+    design_exceed: float = 0.8,
     seed: int = 0,
 ) -> ContentionResult:
     """Test the CD node's R_d during ``measure`` against ``calibration``.
 
     ``intended_us`` and ``rd`` are per CD request (us relative to t0; R_d
-    NaN for requests without a response, which are left out). Windows are
-    ``[a, b)``. ``window_us`` grows to hold about ten CD requests when the
-    CD inter-arrival time is long.
+    NaN for requests without a response, which are left out). Phases are
+    ``[a, b)``. ``window_us`` (description only) grows to hold about ten CD
+    requests when the CD inter-arrival time is long.
     """
     t = np.asarray(intended_us, dtype=np.float64)
     r = np.asarray(rd, dtype=np.float64)
     keep = np.isfinite(t) & np.isfinite(r)
     t, r = t[keep], r[keep]
-    if calibration is not None:
-        in_cal = (t >= calibration[0]) & (t < calibration[1])
-    else:
-        in_cal = np.zeros(t.shape, bool)
+    order = np.argsort(t, kind="stable")
+    t, r = t[order], r[order]
+    in_cal = ((t >= calibration[0]) & (t < calibration[1]) if calibration is not None
+              else np.zeros(t.shape, bool))
     in_meas = (t >= measure[0]) & (t < measure[1])
-    base, meas = r[in_cal], r[in_meas]
-    if t.size > 1:
-        rit = float(np.median(np.diff(np.sort(t))))
+    base, meas, tm = r[in_cal], r[in_meas], t[in_meas]
+    rit = float(np.median(np.diff(tm))) if tm.size > 1 else math.nan
+    if math.isfinite(rit):
         window_us = max(window_us, 10 * rit)
     b, m = RdStats.of(base), RdStats.of(meas)
     common: dict[str, Any] = dict(baseline=b, measure=m, confidence=confidence, alpha=alpha,
@@ -200,60 +322,52 @@ def detect_contention(
             "unknown", f"contention not tested: {' and '.join(what)} (need {min_samples} each)",
             shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan, prob_superiority=math.nan,
             windows=(), onset_us=None, **common)
-    test = stats.mannwhitneyu(meas, base, alternative="greater")
+    mw = stats.mannwhitneyu(meas, base, alternative="greater")
     shift, ci = hodges_lehmann(meas, base, confidence, np.random.default_rng(seed))
-    whole = _WholePhase(float(test.pvalue), float(test.statistic) / (meas.size * base.size), shift, ci,
-                        confidence)
-    after_cal = t >= (calibration[1] if calibration is not None else measure[0])
-    windows = _windows(t[after_cal], r[after_cal], base, measure[0], measure[1], window_us, alpha, min_effect)
-    status, reason = _verdict(whole, b, m, windows, measure, alpha, min_effect)
-    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=whole.p,
-                            prob_superiority=whole.ps, windows=windows, onset_us=_onset(windows), **common)
+    d = cusum_design(base, meas.size, alpha=alpha, min_effect=min_effect, quantile=quantile,
+                     design_exceed=design_exceed)
+    if d.powered:
+        alarm, episodes = _episodes(tm, meas, d)
+        max_stat = float(_cusum(meas, d).max())
+        min_alarm = math.ceil(d.h / d.up)
+        min_ep = math.ceil(d.h / d.kl) * rit if math.isfinite(rit) else math.nan
+    else:
+        alarm, episodes, max_stat, min_alarm, min_ep = None, (), math.nan, 0, math.inf
+    cus = Cusum(quantile, d.tau, d.p0, d.p1, d.h, int(meas.size), alpha, max_stat, alarm, episodes,
+                min_alarm, float(min_ep))
+    windows = _windows(tm, meas, d, measure[0], measure[1], window_us, alpha, episodes)
+    onset = episodes[0][0] if episodes else None
+    status, reason = _verdict(cus, b, m, measure, float(mw.pvalue), shift, ci, confidence, min_effect)
+    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=float(mw.pvalue),
+                            prob_superiority=float(mw.statistic) / (meas.size * base.size), windows=windows,
+                            onset_us=onset, cusum=cus, **common)
 
 
-@dataclass(frozen=True)
-class _WholePhase:
-    """The measurement phase against the baseline, as a whole."""
-
-    p: float
-    """One-sided Mann-Whitney U p-value."""
-    ps: float
-    """Probability of superiority, U / (n1 n2)."""
-    shift: float
-    ci: tuple[float, float]
-    confidence: float
-
-    def text(self) -> str:
-        return f"shift {self.shift:+.4f} ({self.confidence:.0%} CI {self.ci[0]:+.4f}..{self.ci[1]:+.4f})"
-
-
-def _onset(windows: tuple[Window, ...]) -> float | None:
-    return next((w.start_us for w in windows if w.flagged), None)
-
-
-def _verdict(whole: _WholePhase, b: RdStats, m: RdStats, windows: tuple[Window, ...],
-             measure: tuple[float, float], alpha: float, min_effect: float) -> tuple[str, str]:
+def _verdict(c: Cusum, b: RdStats, m: RdStats, measure: tuple[float, float], p: float, shift: float,
+             ci: tuple[float, float], confidence: float, min_effect: float) -> tuple[str, str]:
     """Status and the one-line reason that explains it."""
-    p, ci_txt = whole.p, whole.text()
-    in_measure = [w for w in windows if measure[0] <= w.start_us < measure[1]]
-    flagged_in_measure = [w for w in in_measure if w.flagged]
-    if p < alpha and whole.shift >= min_effect:
-        reason = (f"contention: CD node R_d median {m.median:.4f} vs baseline {b.median:.4f}, "
-                  f"{ci_txt}, Mann-Whitney p={p:.2g} < {alpha:g}, P(R_d above baseline)={whole.ps:.2f}")
-        onset = _onset(windows)
-        if onset is not None:
-            reason += f"; began at t={onset / 1e6:.1f}s"
-        return "contention", reason
-    if flagged_in_measure:
-        w0 = flagged_in_measure[0]
+    whole = f"whole phase shift {shift:+.4f} ({confidence:.0%} CI {ci[0]:+.4f}..{ci[1]:+.4f}, Mann-Whitney p={p:.2g})"
+    design = (f"tau {c.tau:.4f} = max(baseline q{c.quantile * 100:g}, median {b.median:.4f} + {min_effect:g}), "
+              f"baseline exceedance <= {c.p0:.3f}, design {c.p1:.2f}")
+    if c.alarm_us is not None:
+        on = c.episodes[0][0]
         return "contention", (
-            f"contention from t={w0.start_us / 1e6:.1f}s: {len(flagged_in_measure)} of {len(in_measure)} "
-            f"measurement windows significantly above the baseline (first: R_d median {w0.median_rd:.4f} "
-            f"vs {b.median:.4f}, p={w0.p_value:.2g} < {alpha:g}/{len(windows)}); over the whole phase "
-            f"{ci_txt}, p={p:.2g}")
-    if whole.ci[1] < min_effect:
-        return "none", f"no contention: {ci_txt} lies below the minimum effect {min_effect:g} (p={p:.2g})"
-    why = (f"significant (p={p:.2g}) but smaller than" if p < alpha
-           else f"not significant (p={p:.2g}, alpha {alpha:g}) yet cannot rule out")
-    return "inconclusive", (f"contention inconclusive: {ci_txt} is {why} the minimum effect {min_effect:g}; "
-                            f"more CD samples (a longer measurement or a shorter cd.rit) would decide")
+            f"contention from t={on / 1e6:.1f}s (CUSUM alarm at t={c.alarm_us / 1e6:.1f}s, "
+            f"{len(c.episodes)} episode(s)): CD node R_d median {m.median:.4f} vs baseline {b.median:.4f}; "
+            f"{design}; false-alarm probability <= {c.fa_bound:g}; {whole}")
+    if c.p1 <= c.p0:
+        return "inconclusive", (
+            f"contention inconclusive: {b.n} calibration samples bound the baseline exceedance of tau "
+            f"{c.tau:.4f} only to {c.p0:.3f} >= the design {c.p1:.2f}, so no alarm was possible; a longer "
+            f"cd.calibration or a shorter cd.rit would decide; {whole}")
+    span = measure[1] - measure[0]
+    if not c.min_episode_us <= span:
+        return "inconclusive", (
+            f"contention inconclusive: no alarm, but a contention episode needs about "
+            f"{c.min_episode_us / 1e6:.1f}s of CD samples to be detected and the measurement has "
+            f"{m.n} samples over {span / 1e6:.1f}s; a shorter cd.rit, a longer measurement or a longer "
+            f"cd.calibration would decide; {whole}")
+    return "none", (
+        f"no contention: no CUSUM alarm over {m.n} CD samples (max {c.max_stat:.1f} < h {c.h:.1f}); an "
+        f"episode of >= {c.min_episode_us / 1e6:.1f}s with {c.p1:.0%} of R_d above tau would have raised one; "
+        f"{design}; {whole}")
