@@ -55,7 +55,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from wotbench._errors import UserError
     from wotbench._inventory import Inventory, read_inventory
     from wotbench._plan import Plan
-    from wotbench.phases import layout_for
+    from wotbench.phases import decide_instances, layout_for, layout_of, render_schedule, schedule
     from wotbench.spec import load
 
     runs = load(args.spec, args.scale)
@@ -71,12 +71,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if len(runs) > 1:
             print(f"== {rs.label}")
         try:
-            layout = layout_for(rs.spec, inventory)
+            hs, auto = decide_instances(rs.spec, inventory)
+            layout = layout_for(hs, inventory)
+            hogs = render_schedule(schedule(hs, layout_of(layout, hs.device_count, hs.gateway.instances,
+                                                          hs.placement.reserve)))
         except UserError as err:
             raise rs.locate(err) from None
-        hs = rs.spec
+        if auto is not None:
+            print(auto.render())
         print(layout.render() if isinstance(layout, Plan)
               else layout.render(hs.group_of(), [g.name for g in hs.groups]))
+        if hogs:
+            print(hogs)
     return 0
 
 

@@ -101,6 +101,7 @@ class Run:
     def execute(self) -> Path:
         ctx = self.ctx
         pre = phases.preflight(ctx.hs, ctx.backend, self.inventory)
+        phases.adopt(ctx, pre)                    # gateway.instances: auto decided
         ctx.say(f"run {ctx.run_id} {ctx.rs.label}".rstrip())
         ctx.say(pre.layout.render(ctx.hs.group_of(), [g.name for g in ctx.hs.groups]))
         self.dir.mkdir(parents=True)
@@ -136,6 +137,7 @@ class Run:
             phases.impair(ctx, nodes, pre.netem, wl)
             measured = phases.measure(ctx, lay, wl, nodes)
             phases.collect(ctx, measured)
+            phases.record_interference(ctx, measured.hogs, measured.t0_epoch_us)
             phases.summarize(ctx, lay)
 
     def teardown(self) -> None:

@@ -29,6 +29,7 @@ MANIFEST = "manifest.json"
 PHASES = "phases.json"
 OBSERVED = "observed.json"        # what the harness saw; reporting judges it
 SUMMARY = "summary.json"          # written last
+INTERFERENCE = "interference.json"  # the noisy neighbours, planned and observed (interference:)
 PUMBA_LOG = "pumba.log"
 
 # --- folders ---------------------------------------------------------------
@@ -134,6 +135,7 @@ class RunDir:
     phases = _at(PHASES)
     observed = _at(OBSERVED)
     summary = _at(SUMMARY)
+    interference = _at(INTERFERENCE)
     pumba_log = _at(PUMBA_LOG)
     workload = _at(WORKLOAD)
     ge_dir = _at(GE)

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from wotbench.spec import Impairment
 
-__all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed", "NODE_ROLES", "GE_ROLES"]
+__all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed", "NODE_ROLES", "GE_ROLES", "HOG_ROLE"]
 
 #: Roles of the containers of a run.
 NODE_ROLES = ("device", "cd-node")
 GE_ROLES = ("ge", "cd-ge")
+#: A noisy neighbour (wotbench-hog, in the device image; no network).
+HOG_ROLE = "hog"
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class ContainerSpec:
     """What to run; the backend decides how (image, hardening, networks)."""
 
     key: str                        # the run's name for it: dev-<id>, cd-node, ge-<k>, cd-ge
-    role: str                       # NODE_ROLES, GE_ROLES, probe (a GE) or monitor (collectl)
+    role: str                       # NODE_ROLES, GE_ROLES, probe (a GE), monitor (collectl) or HOG_ROLE
     argv: tuple[str, ...]
     cpuset: str
     memory_bytes: int
@@ -52,10 +54,11 @@ class ContainerSpec:
     device_id: int | None = None
     as_caller: bool = False         # run as the harness's uid (it writes into the run folder)
     node: str | None = None         # engine node to place it on; None: the backend chooses
+    entrypoint: tuple[str, ...] | None = None   # another program of its image (None: the image's)
 
     @property
     def image_role(self) -> str:
-        return "device" if self.role in NODE_ROLES else "nettools" if self.role == "monitor" else "ge"
+        return "device" if self.role in NODE_ROLES or self.role == HOG_ROLE else "nettools" if self.role == "monitor" else "ge"
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ class Backend(Protocol):
         """Starts a gateway emulator that reaches every node."""
 
     def start_monitor(self, spec: ContainerSpec) -> Started:
-        """Starts a resource monitor (collectl) with no network."""
+        """Starts a container with no network: a resource monitor (collectl), a hog."""
 
     def wait(self, started: Started, timeout_s: float) -> int | None:
         """Exit code of a container, or None when it had to be killed after ``timeout_s``."""

@@ -128,6 +128,8 @@ class DockerBackend:
             kwargs["nano_cpus"] = spec.nano_cpus
         if spec.as_caller:
             kwargs["user"] = user
+        if spec.entrypoint:
+            kwargs["entrypoint"] = list(spec.entrypoint)
         if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
             kwargs["init"] = True
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}

@@ -16,6 +16,7 @@ from wotbench._plan import cpuset
 from wotbench.backend import ContainerSpec, Mount, Started
 from wotbench.phases._context import RunContext
 from wotbench.phases._ge import cd_ge_spec, drain_us, ge_spec, trace_lines, write_inputs
+from wotbench.phases._interfere import Episode, schedule, start_hogs
 from wotbench.phases._layout import Layout, Node
 from wotbench.phases._plan import Workload
 
@@ -35,6 +36,7 @@ class Measured:
     calibration_us: int
     outputs: tuple[tuple[Started, Path], ...]     # each GE and its output CSV (on t0)
     monitors: tuple[tuple[str, Started], ...] = ()   # remote host -> its collectl container
+    hogs: tuple[tuple[Episode, Started], ...] = ()   # interference: each episode's hog container
 
 
 def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
@@ -66,10 +68,10 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
     return remote
 
 
-def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int) -> int:
+def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int, hogs: int = 0) -> int:
     """t0: every GE container must be up before its start instant, so allow
     for the slowest container start seen so far, per GE, on this host now."""
-    n_ge = ctx.hs.gateway.instances + sum(1 for p in lay.parts if p.cd)
+    n_ge = ctx.hs.gateway.instances + sum(1 for p in lay.parts if p.cd) + hogs   # hogs start after the GEs
     lead_us = int((START_LEAD_S + 1.5 * n_ge * ctx.backend.slowest_start_s) * 1e6)
     return time.time_ns() // 1000 + lead_us + calibration_us
 
@@ -122,9 +124,11 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
     traces = write_inputs(ctx, nodes, wl, lay)
     monitors = start_monitor(ctx, lay)
     cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
-    t0 = _start_instant(ctx, lay, cal_us)
+    episodes = schedule(hs, lay)
+    t0 = _start_instant(ctx, lay, cal_us, len(episodes))
     jobs, outputs = _jobs(ctx, lay, wl, traces, t0, cal_us)
     ges = _start_ges(ctx, jobs, t0 - cal_us, parallel=lay.swarm)
+    hogs = start_hogs(ctx, episodes, t0)          # asleep until their instants
     end_us = wl.duration_us
     windows = hs.phases.windows() if hs.phases else {
         "warmup": [0, 0], "measure": [0, end_us], "cooldown": [end_us, end_us]}
@@ -133,4 +137,4 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
             + (f" after {cal_us / 1e6:.0f} s of CD calibration" if cal_us else "")
             + f"; load for {end_us / 1e6:.0f} s")
     _wait(ctx, ges, (t0 + end_us + drain_us(hs)) / 1e6 + FINISH_SLACK_S)
-    return Measured(t0, cal_us, tuple(zip(ges, outputs)), tuple(monitors))
+    return Measured(t0, cal_us, tuple(zip(ges, outputs)), tuple(monitors), tuple(hogs))

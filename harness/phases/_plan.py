@@ -6,21 +6,26 @@ workload and reads the lateness limit its GEs count against."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wotbench._errors import UserError
+from wotbench._gecap import CalibrationSetup, GeCapacity, capacity_for
+from wotbench._instances import HEADROOM, WINDOW_US, InstancesAuto, choose, ge_cores_available, peak_rps
 from wotbench._inventory import Inventory
 from wotbench._plan import ClusterPlan, Plan, make_cluster_plan, make_plan
 from wotbench.backend import Backend
 from wotbench.phases._context import RunContext
+from wotbench.phases._interfere import schedule
 from wotbench.phases._layout import Layout, layout_of
 from wotbench.reporting import late_send_us
-from wotbench.tracegen._generate import generate
+from wotbench.tracegen._generate import build_requests, generate
 
 from wotbench.spec import Cluster
+from wotbench.spec._sections import MAX_GES
 
 if TYPE_CHECKING:
     from wotbench.spec import RunSpec, Spec
@@ -30,6 +35,8 @@ class Preflight(NamedTuple):
     layout: Layout
     images: dict[str, str]
     netem: bool
+    spec: Spec | None = None                 # the spec with gateway.instances decided
+    auto: InstancesAuto | None = None        # how, with gateway.instances: auto
 
 
 def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
@@ -59,10 +66,65 @@ def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
                              group_sizes=[g.count for g in hs.groups], affinity=hs.placement.affinity)
 
 
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def decide_instances(hs: Spec, inventory: Inventory,
+                     say: Callable[[str], None] = _stderr) -> tuple[Spec, InstancesAuto | None]:
+    """``gateway.instances: auto`` decided (wotbench._instances): the spec
+    with that many GEs, and why. An integer stays as written (None)."""
+    if not hs.gateway.auto:
+        return hs, None
+
+    def ge_part(k: int) -> Any:
+        n = replace(hs, gateway=replace(hs.gateway, instances=k))
+        return layout_of(layout_for(n, inventory), hs.device_count, k, hs.placement.reserve).ge_part
+
+    def distinct(k: int) -> int:
+        try:
+            return len(set(ge_part(k).plan.ge_cores))
+        except UserError:
+            return 0
+
+    part = ge_part(1)
+    cores = ge_cores_available(distinct, MAX_GES)
+    limits = {"cores": cores, "devices": hs.device_count, "max_ges": MAX_GES}
+    peak = peak_rps(build_requests(hs.workload).t_us) if hs.workload is not None else 0.0
+    cal: GeCapacity | None = None
+    note = ""
+    if min(limits.values()) > 1:
+        local = part.node is None or part.node == inventory.local.hostname
+        plan = part.plan if local else plan_for(replace(hs, gateway=replace(hs.gateway, instances=1)),
+                                                inventory.local.cores)
+        ge_core = plan.ge_cores[0]
+        dev_core = next((c for c in (*plan.device_cores, *plan.reserved, *plan.available) if c != ge_core), ge_core)
+        if not local:
+            note = f"the GE node {part.node} is not this host: its capacity is this host's figure"
+        own = sorted(os.sched_getaffinity(0))
+        if ge_core not in own or dev_core not in own:      # planned for other cores (plan --cores)
+            ge_core, dev_core = own[-1], own[0]
+        sched = "fifo" if getattr(hs.gateway, "scheduler", "normal") == "fifo" else "normal"
+        cal = capacity_for(CalibrationSetup(ge_core, dev_core, sched), say=say)
+    capacity = cal.capacity(hs.validity.send_lag_p99_max_us) if cal is not None else None
+    n, why = choose(peak, capacity, HEADROOM, limits)
+    auto = InstancesAuto(peak, WINDOW_US / 1000, capacity, HEADROOM, n, why, cores, cal, note)
+    return replace(hs, gateway=replace(hs.gateway, instances=n)), auto
+
+
+def adopt(ctx: RunContext, pre: Preflight) -> None:
+    """The test runs the spec its preflight decided (``gateway.instances: auto``)."""
+    if pre.spec is not None and pre.auto is not None:
+        ctx.rs = replace(ctx.rs, spec=pre.spec)
+        ctx.manifest["instances_auto"] = pre.auto.to_dict()
+        ctx.say(pre.auto.render())
+
+
 def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
-    """What must hold before anything starts: a placement on the host or
-    the swarm's nodes (whose engines answer), the images on every node, and
-    support for the impairment asked for."""
+    """What must hold before anything starts: ``gateway.instances`` decided,
+    a placement on the host or the swarm's nodes (whose engines answer),
+    the images on every node, and support for the impairment asked for."""
+    hs, auto = decide_instances(hs, inventory)
     lay = layout_of(layout_for(hs, inventory), hs.device_count, hs.gateway.instances, hs.placement.reserve)
     if lay.swarm:
         backend.connect([p.node for p in lay.parts if p.node])   # type: ignore[attr-defined]
@@ -71,7 +133,8 @@ def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
     remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
     images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote else []))
     netem = backend.check_impairment(imps) if imps else False
-    return Preflight(lay, images, netem)
+    schedule(hs, lay)              # interference: its cores and node exist in this layout
+    return Preflight(lay, images, netem, hs, auto)
 
 
 def locate(err: UserError, rs: RunSpec) -> UserError:

@@ -20,6 +20,7 @@ from wotbench.spec._capacity import CapacitySpec, Objective
 from wotbench.spec._cluster import Cluster, NodeSelector
 from wotbench.spec._devices import DeviceGroup, Impairment
 from wotbench.spec._expand import RunSpec, load, load_saved, loads
+from wotbench.spec._interference import Interference
 from wotbench.spec._model import Spec
 from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds
@@ -31,7 +32,7 @@ from wotbench.tracegen._distribution import Distribution
 __all__ = [
     "load", "loads", "load_saved", "Spec", "RunSpec", "DeviceGroup", "Impairment", "Gateway",
     "ContentionDetection", "Placement", "Phases", "Sweep", "Thresholds", "CapacitySpec", "Objective",
-    "Cluster", "NodeSelector",
+    "Cluster", "NodeSelector", "Interference",
     "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
 ]

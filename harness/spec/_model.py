@@ -10,13 +10,14 @@ from wotbench.spec import _read as read
 from wotbench.spec._capacity import CapacitySpec
 from wotbench.spec._cluster import Cluster
 from wotbench.spec._devices import DeviceGroup, read_groups
+from wotbench.spec._interference import Interference, read_interference
 from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds, parse_validity
 from wotbench.spec._workload import WorkloadSpec, read_workload
 from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
-            "sweep", "validity", "capacity", "cluster")
+            "sweep", "validity", "capacity", "cluster", "interference")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Spec:
     """The scales the file offers (``full`` first); empty in a test's spec."""
     cluster: Cluster | None = None
     """Where the parts go on a swarm; None: one host (or the swarm's defaults)."""
+    interference: tuple[Interference, ...] = ()
+    """Noisy neighbours during the measurement phase (docs/interference.md)."""
 
     @property
     def device_count(self) -> int:
@@ -85,6 +88,8 @@ class Spec:
                       if "capacity" in m else None),
             scales=scales,
             cluster=Cluster.build(m["cluster"], src, ("cluster",)) if "cluster" in m else None,
+            interference=read_interference(m.get("interference"), src,
+                                           phases.measure_us if "phases" in m and phases else None),
         )
         if spec.gateway.instances > spec.device_count:
             raise src.error(f"{spec.gateway.instances} GEs for {spec.device_count} devices",
