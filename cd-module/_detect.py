@@ -352,8 +352,8 @@ def _verdict(c: Cusum, b: RdStats, m: RdStats, measure: tuple[float, float], p: 
     if c.alarm_us is not None:
         on = c.episodes[0][0]
         return "contention", (
-            f"contention from t={on / 1e6:.1f}s (CUSUM alarm at t={c.alarm_us / 1e6:.1f}s, "
-            f"{len(c.episodes)} episode(s)): CD node R_d median {m.median:.4f} vs baseline {b.median:.4f}; "
+            f"contention: CD node R_d rose from t={on / 1e6:.1f}s (CUSUM alarm at t={c.alarm_us / 1e6:.1f}s, "
+            f"{len(c.episodes)} episode(s); phase median {m.median:.4f} vs baseline {b.median:.4f}); "
             f"{design}; false-alarm probability <= {c.fa_bound:g}; {whole}")
     if c.p1 <= c.p0:
         return "inconclusive", (

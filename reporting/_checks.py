@@ -105,6 +105,9 @@ def check_contention(a: A, th: Thresholds) -> Check:
         return False, reason
     if status == "unknown":
         return (not th.require_cd), reason
+    if status == "inconclusive":
+        return th.allow_inconclusive, reason + ("" if th.allow_inconclusive else
+                                                 " (validity.allow_inconclusive: false)")
     return True, reason
 
 
@@ -129,6 +132,7 @@ def check_placement(a: A, th: Thresholds) -> Check:
     if not p["degraded"]:
         return True, "placement as planned: dedicated GE cores"
     notes = "; ".join(p["notes"])
+    # Only a test that had the power to see contention and saw none accepts shared cores.
     status = a["cd"]["contention"]["status"] if a["cd"] else "unknown"
     if status == "none":
         return True, ("placement degraded (cores shared" + (f": {notes}" if notes else "")

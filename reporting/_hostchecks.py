@@ -77,7 +77,8 @@ def contention_per_host(a: A, th: Thresholds) -> Check:
         else:
             status = cd["contention"]["status"]
             line = _on_host(h, clock_note(s), cd["contention"]["reason"])
-            ok = status != "contention" and (status != "unknown" or not th.require_cd)
+            ok = status != "contention" and (status != "unknown" or not th.require_cd) and (
+                status != "inconclusive" or th.allow_inconclusive)
         lines.append(line)
         if not ok:
             bad.append(line)

@@ -65,7 +65,7 @@ def test_step_of_issue_12_size_alarms_in_99_percent_with_onset_within_one_window
     flagged = [w for w in r.windows if w.flagged]
     assert flagged and all(w.start_us < starts[0] + 20e6 + WINDOW and w.end_us > starts[0] - WINDOW
                            for w in flagged)
-    assert "contention from t=" in r.reason
+    assert r.reason.startswith("contention: CD node R_d rose from t=")
 
 
 def test_the_false_alarm_bound_holds_for_a_stricter_alpha_too():

@@ -19,6 +19,10 @@ MAX_GES = 7
 @dataclass(frozen=True)
 class Gateway:
     instances: int = 1
+    """The GEs to run; with ``auto`` a placeholder until the plan decides
+    (wotbench._instances: trace peak, measured GE capacity, cores)."""
+    auto: bool = True
+    """``instances: auto`` (the default): the plan chooses how many GEs."""
     type: str = "con"
     timeout_us: int = 5_000_000
     ack_timeout_us: int | None = None
@@ -28,7 +32,11 @@ class Gateway:
     def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Gateway:
         m = read.mapping(v, src, at, {"instances", "type", "timeout", "ack_timeout", "max_retransmit"})
         g = cls(
-            instances=read.integer(m.get("instances", 1), src, at + ("instances",), 1, MAX_GES),
+            instances=(1 if m.get("instances", "auto") == "auto" else
+                       read.integer(m["instances"], src, at + ("instances",), 1, MAX_GES)
+                       if not isinstance(m["instances"], str) else
+                       _no_instances(m["instances"], src, at + ("instances",))),
+            auto=m.get("instances", "auto") == "auto",
             type=read.choice(m.get("type", "con"), src, at + ("type",), GE_TYPES),
             timeout_us=read.duration(m.get("timeout", "5s"), src, at + ("timeout",)),
             ack_timeout_us=(read.duration(m["ack_timeout"], src, at + ("ack_timeout",))
@@ -41,10 +49,14 @@ class Gateway:
         return g
 
 
+def _no_instances(v: str, src: YamlSource, at: KeyPath) -> int:
+    raise src.error(f"expected auto or a number of GEs 1..{MAX_GES}, got {v!r}", *at)
+
+
 @dataclass(frozen=True)
 class ContentionDetection:
     enabled: bool = True
-    rit_us: int = 1_000_000
+    rit_us: int = 100_000
     service: str = "auto"
     """As written: ``auto`` (the devices' mean service time) or a duration."""
     calibration_us: int = 10_000_000
@@ -57,7 +69,7 @@ class ContentionDetection:
         service = m.get("service", "auto")
         cd = cls(
             enabled=read.boolean(m.get("enabled", True), src, at + ("enabled",)),
-            rit_us=read.duration(m.get("rit", "1s"), src, at + ("rit",)),
+            rit_us=read.duration(m.get("rit", "100ms"), src, at + ("rit",)),
             service=str(service),
             calibration_us=read.duration(m.get("calibration", "10s"), src, at + ("calibration",)),
             service_us=None if service == "auto" else read.duration(service, src, at + ("service",)),

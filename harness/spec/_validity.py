@@ -18,11 +18,12 @@ overrides any of them under ``validity:`` (docs/spec.md), e.g.
 | ``max_send_errors`` | ``0`` | a GE counted more send errors |
 | ``max_error_rate`` | ``1%`` | more requests timed out or failed |
 | ``allow_overload`` | ``false`` | (when false) a device answered 5.03 (overload) in the measurement phase |
-| ``cd_alpha`` | ``0.01`` | (significance level of the contention test) |
+| ``cd_alpha`` | ``0.01`` | (false-alarm probability of the contention test over the measurement phase) |
 | ``cd_min_effect`` | ``0.02`` | (smallest R_d shift over the baseline that counts as contention) |
-| ``cd_window`` | ``10s`` | (window of the R_d time series; grows to hold ~10 CD requests) |
+| ``cd_window`` | ``5s`` | (descriptive window of the R_d time series; grows to hold ~10 CD requests) |
 | ``cd_min_samples`` | ``10`` | (fewer CD samples in calibration or measurement: contention unknown) |
 | ``require_cd`` | ``true`` | contention could not be tested (no CD data) |
+| ``allow_inconclusive`` | ``false`` | (when false) the contention test lacked the power to decide (``inconclusive``) |
 | ``require_monitor`` | ``true`` | monitor data is missing |
 | ``instability_cv`` | ``10%`` | (warning only: spread of per-window mean response times vs their mean) |
 | ``min_device_samples`` | ``100`` | (warning only: a device has fewer measured requests) |
@@ -68,9 +69,10 @@ class Thresholds:
     allow_overload: bool = False
     cd_alpha: float = 0.01
     cd_min_effect: float = 0.02
-    cd_window_us: float = 10e6
+    cd_window_us: float = 5e6
     cd_min_samples: int = 10
     require_cd: bool = True
+    allow_inconclusive: bool = False
     require_monitor: bool = True
     instability_cv: float = 0.10
     min_device_samples: int = 100
