@@ -32,7 +32,9 @@ static const char usage[] =
     "         [--type con|non] [--timeout-ms N] [--ack-timeout-ms N]\n"
     "         [--max-retransmit N] [--cpu N | --cpus LIST]\n"
     "         [--start-at EPOCH_US] [--hosts FILE] [--late-us N]\n"
-    "         [--spin-us N] [--dump-plan FILE] [--quiet]\n";
+    "         [--spin-us N] [--sched fifo|other] [--rt-prio N]\n"
+    "         [--rt-budget RUNTIME_US/PERIOD_US] [--dump-plan FILE] "
+    "[--quiet]\n";
 
 /* Whole-string unsigned decimal within [lo, hi]. */
 static int num(const char *s, long long lo, long long hi, long long *out) {
@@ -63,6 +65,9 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       {"late-us", required_argument, 0, 'L'},
       {"spin-us", required_argument, 0, 'P'},
       {"dump-plan", required_argument, 0, 'D'},
+      {"sched", required_argument, 0, 'X'},
+      {"rt-prio", required_argument, 0, 'Q'},
+      {"rt-budget", required_argument, 0, 'B'},
       {"quiet", no_argument, 0, 'q'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
@@ -76,6 +81,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       .cpu = -1,
       .start_at_us = -1,
       .spin_us = -1,
+      .rt_prio = 50,
   };
   opterr = 0;
   optind = 1;
@@ -121,6 +127,35 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
         goto bad_num;
       cfg->spin_us = v;
       break;
+    case 'X':
+      if (!strcmp(optarg, "fifo") || !strcmp(optarg, "other"))
+        cfg->sched_fifo = optarg[0] == 'f';
+      else {
+        ge_err_set(e, NULL, 0, "--sched", "'%s' is not fifo or other", optarg);
+        return -1;
+      }
+      break;
+    case 'Q':
+      if (num(optarg, 1, 99, &v))
+        goto bad_num;
+      cfg->rt_prio = (int)v;
+      break;
+    case 'B': {
+      const char *slash = strchr(optarg, '/');
+      char head[24];
+      long long p;
+      size_t hl = slash ? (size_t)(slash - optarg) : 0;
+      if (!slash || hl >= sizeof head)
+        goto bad_budget;
+      memcpy(head, optarg, hl);
+      head[hl] = 0;
+      if (num(head, 1, 1000000, &v) || num(slash + 1, 1, 1000000, &p) ||
+          ge_rt_check_budget(v, p))
+        goto bad_budget;
+      cfg->rt_budget_us = v;
+      cfg->rt_period_us = p;
+      break;
+    }
     case 'R':
       /* The retransmission counter is 8 bits; RFC default is 4. */
       if (num(optarg, 0, 20, &v))
@@ -165,6 +200,17 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
     return -1;
   bad_num:
     ge_err_set(e, NULL, 0, name, "'%s' is out of range", optarg);
+    return -1;
+  bad_budget:
+    ge_err_set(e, NULL, 0, "--rt-budget",
+               "'%s' is not RUNTIME_US/PERIOD_US with a period of "
+               "1000..1000000 and a runtime above 3 %% of it, at most the "
+               "period",
+               optarg);
+    return -1;
+  }
+  if (cfg->sched_fifo && !cfg->rt_period_us) {
+    ge_err_set(e, NULL, 0, "--rt-budget", "is required with --sched fifo");
     return -1;
   }
   if (optind < argc) {

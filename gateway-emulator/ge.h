@@ -75,6 +75,9 @@ struct ge_config {
   int64_t start_at_us;   /* -1: start as soon as loaded */
   int64_t spin_us;       /* -1: always spin; else block while the next send
                             is more than this far away */
+  bool sched_fifo;       /* --sched fifo */
+  int rt_prio;           /* --rt-prio, 1..99 */
+  int64_t rt_budget_us, rt_period_us; /* --rt-budget R/P; 0: not given */
   bool quiet;
 };
 /* 0 ok, 1 help printed, -1 bad usage (message in e). */
@@ -214,6 +217,59 @@ int ge_heap_push(struct ge_heap *h, struct ge_timer t);
 void ge_heap_pop(struct ge_heap *h, struct ge_timer *out);
 void ge_heap_free(struct ge_heap *h);
 
+/* ---- rt.c: SCHED_FIFO, the RT-budget bucket, stalls ----------------- */
+
+struct ge_rt {
+  bool requested_fifo, fifo; /* asked for; in force */
+  int priority;
+  char error[160]; /* why FIFO was refused ("" when it was not) */
+  int64_t budget_us, period_us;
+  /* leaky bucket of running time (ns), only under FIFO */
+  int64_t drain_ppm, cap_ns, half_ns, level_ns;
+  int64_t last_ns; /* last tick: running since then */
+  /* running time per window of one period (duty_max) */
+  int64_t window_ns, window_start_ns, window_run_ns, duty_max_ns;
+  uint64_t yields, stalls;
+  int64_t yield_ns, stall_max_ns, stall_total_ns;
+  long nivcsw; /* involuntary switches at the last check; -1: unknown */
+};
+/* A loop gap longer than this is checked for a stall. */
+#define GE_RT_STALL_GAP_NS 1000000
+/* 0 when RUNTIME/PERIOD is a usable budget (period 1 ms..1 s). */
+int ge_rt_check_budget(int64_t runtime_us, int64_t period_us);
+void ge_rt_init(struct ge_rt *rt, const struct ge_config *cfg);
+/* Switches to SCHED_FIFO when asked (else records why not). */
+int ge_rt_enter(struct ge_rt *rt, int64_t now);
+void ge_rt_leave(struct ge_rt *rt, int64_t now); /* back to SCHED_OTHER */
+void ge_rt_gap(struct ge_rt *rt, int64_t dt);    /* slow path of the tick */
+void ge_rt_blocked(struct ge_rt *rt, int64_t from, int64_t to);
+/* Under FIFO with the bucket half full: blocks in a gap before next_ns
+ * (waking on a reply on epfd), or yields while the bucket is full. */
+int ge_rt_idle(struct ge_rt *rt, int epfd, int64_t next_ns, struct ge_err *e);
+void ge_rt_json(FILE *f, const struct ge_rt *rt);
+
+void ge_rt_windows(struct ge_rt *rt, int64_t now);
+
+/* Once per loop iteration, no syscall: the time since the last tick was
+ * running time. A long gap goes to the slow path (was it preempted?). */
+static inline void ge_rt_tick(struct ge_rt *rt, int64_t now) {
+  int64_t dt = now - rt->last_ns;
+  if (dt <= 0)
+    return;
+  rt->last_ns = now;
+  if (now - rt->window_start_ns >= rt->window_ns)
+    ge_rt_windows(rt, now);
+  rt->window_run_ns += dt;
+  if (rt->fifo)
+    rt->level_ns += dt - dt * rt->drain_ppm / 1000000;
+  if (dt > GE_RT_STALL_GAP_NS)
+    ge_rt_gap(rt, dt);
+}
+
+static inline bool ge_rt_wants_idle(const struct ge_rt *rt) {
+  return rt->fifo && rt->level_ns >= rt->half_ns;
+}
+
 /* ---- the loop's state (loop.c, recv.c) ------------------------------ */
 
 enum ge_state {
@@ -287,6 +343,7 @@ struct ge_loop {
   int64_t t0, t_end; /* monotonic ns */
   int64_t start_epoch_us;
   cpu_set_t cpus; /* the CPU affinity in force during the run */
+  struct ge_rt rt;
   size_t next, outstanding;
   const volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: abandon the run */
 };

@@ -37,6 +37,7 @@ int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
   L->slots = calloc(p->n ? p->n : 1, sizeof *L->slots);
   L->peer_sent = calloc(p->npeer ? p->npeer : 1, sizeof *L->peer_sent);
   L->pdu = coap_pdu_init(0, 0, 0, GE_DGRAM_MAX);
+  ge_rt_init(&L->rt, cfg);
   if (!L->slots || !L->peer_sent || !L->pdu)
     return -1;
   for (size_t i = 0; i < p->n; i++) {
@@ -264,7 +265,10 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
   if (L->nsock == 1 && timeout_ms == 0)
     return rx_socket(L, rx, 0, e);
   struct epoll_event ev[16];
+  int64_t t_block = timeout_ms ? ge_now_ns() : 0;
   int nev = epoll_wait(L->epfd, ev, 16, timeout_ms);
+  if (timeout_ms) /* time blocked is neither running time nor a stall */
+    ge_rt_blocked(&L->rt, t_block, ge_now_ns());
   if (nev < 0) {
     if (errno == EINTR)
       return 0;
@@ -320,6 +324,7 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
       goto out;
     }
     int64_t now = ge_now_ns();
+    ge_rt_tick(&L->rt, now);
     if (L->next < p->n) {
       unsigned burst = 0;
       for (; burst < GE_SEND_BURST && L->next < p->n &&
@@ -365,6 +370,16 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
     if (fire_timers(L, ge_now_ns())) {
       ge_err_set(e, NULL, 0, "timers", "out of memory");
       goto out;
+    }
+    /* Under SCHED_FIFO with the RT-budget bucket half full: idle in a
+     * gap of the schedule, or yield while the bucket is full (rt.c). */
+    if (ge_rt_wants_idle(&L->rt)) {
+      int64_t next = L->next < p->n ? t0 + (int64_t)ts[L->next] * 1000
+                                    : ge_now_ns() + 1000000000LL;
+      if (L->heap.n && L->heap.v[0].deadline < next)
+        next = L->heap.v[0].deadline;
+      if (ge_rt_idle(&L->rt, L->epfd, next, e))
+        goto out;
     }
   }
   L->t_end = ge_now_ns();

@@ -206,6 +206,8 @@ int main(int argc, char **argv) {
   L.cpus = cpus;
   if (install_signals(&e) || ge_loop_open(&L, &e))
     goto done;
+  /* Loaded and pinned: real-time from here (or the reason why not). */
+  ge_rt_enter(&L.rt, ge_now_ns());
   int64_t offset = mono_minus_real();
   if (cfg.start_at_us >= 0) {
     L.t0 = cfg.start_at_us * 1000 + offset;
@@ -216,13 +218,17 @@ int main(int argc, char **argv) {
                  "the start instant passed %.3f ms ago", (double)late / 1e6);
       goto done;
     }
+    int64_t t_wait = ge_now_ns();
     if (wait_start(L.t0, &e))
       goto done;
+    ge_rt_blocked(&L.rt, t_wait, ge_now_ns());
   } else {
     L.t0 = ge_now_ns();
     L.start_epoch_us = (L.t0 - offset) / 1000;
   }
-  if (ge_loop_run(&L, &e))
+  int run = ge_loop_run(&L, &e);
+  ge_rt_leave(&L.rt, ge_now_ns());
+  if (run)
     goto done;
   if (ge_output_write(&L, out.fd, &e) || ge_stats_write(&L, sum.fd, &e) ||
       tmp_commit(&out, &e) || tmp_commit(&sum, &e))

@@ -130,6 +130,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
       (long long)L->start_epoch_us, p->ndev, p->npeer, p->nsock, p->ntmpl);
   fprintf(f, "  \"requests\": %zu,\n", n);
   ge_counters_json(f, &L->c);
+  ge_rt_json(f, &L->rt);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
           (double)(L->t_end - L->t0) / 1e9, sent_span / 1e6);
   if (intended_span > 0)

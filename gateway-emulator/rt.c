@@ -1,0 +1,209 @@
+/* Real-time scheduling of the loop: SCHED_FIFO when asked (falling back to
+ * SCHED_OTHER with the reason recorded), a leaky bucket that keeps the
+ * loop's running time inside the container's RT budget so that the kernel
+ * never throttles it, and a stall counter (gaps in the loop it did not
+ * sleep for, during which it was preempted or throttled).
+ *
+ * Why the bucket keeps the kernel from throttling. Let r/P be the RT
+ * budget (runtime r per period P), m the margin (GE_RT_MARGIN_PPM of P),
+ * f' = r/P - m the bucket's drain rate and C <= m*P/2 its capacity. The
+ * bucket's level is L(t) = max over s <= t of [R(s,t) - f'*(t-s)], R the
+ * loop's wall-clock running time (an upper bound of the CPU time the
+ * kernel charges it: time it was preempted is counted as running), so for
+ * every interval R(a,b) <= f'*(b-a) + L(b). The loop checks the level
+ * once per iteration and yields when it reaches C, so L never exceeds
+ * C + e, e one iteration's running time (well under a millisecond: at
+ * most GE_SEND_BURST sends and a bounded drain). The kernel keeps a
+ * running total rt_time per group and CPU, lowers it by r at each period
+ * boundary and throttles once it exceeds r. Over the current partial
+ * period d < P and k whole periods before it, rt_time <= R - k*r
+ * <= f'*(k*P + d) + C + e - k*r = -k*m*P + f'*d + C + e
+ * <= f'*P + C + e = r - m*P + C + e <= r - m*P/2 + e < r
+ * for e < m*P/2 (15 ms with P = 1 s): never throttled. */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "ge.h"
+
+#define GE_RT_MARGIN_PPM 30000    /* 3 % of the period */
+#define GE_RT_YIELD_NS 100000     /* one forced yield */
+#define GE_RT_GAP_MIN_NS 200000   /* idle in a gap only if at least this */
+#define GE_RT_WAKE_EARLY_NS 50000 /* and wake this long before the send */
+#define GE_RT_DEFAULT_PERIOD_NS 1000000000LL
+
+int ge_rt_check_budget(int64_t runtime_us, int64_t period_us) {
+  if (period_us < 1000 || period_us > 1000000 || runtime_us < 1 ||
+      runtime_us > period_us)
+    return -1;
+  /* The drain rate must stay positive after the margin. */
+  return runtime_us * 1000000 / period_us > GE_RT_MARGIN_PPM ? 0 : -1;
+}
+
+static long nivcsw(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru))
+    return -1; /* cannot happen with valid arguments; disables stalls */
+  return ru.ru_nivcsw;
+}
+
+void ge_rt_init(struct ge_rt *rt, const struct ge_config *cfg) {
+  memset(rt, 0, sizeof *rt);
+  rt->requested_fifo = cfg->sched_fifo;
+  rt->priority = cfg->rt_prio;
+  rt->budget_us = cfg->rt_budget_us;
+  rt->period_us = cfg->rt_period_us;
+  rt->window_ns =
+      cfg->rt_period_us ? cfg->rt_period_us * 1000 : GE_RT_DEFAULT_PERIOD_NS;
+}
+
+int ge_rt_enter(struct ge_rt *rt, int64_t now) {
+  if (rt->requested_fifo) {
+    struct sched_param sp = {.sched_priority = rt->priority};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0) {
+      rt->fifo = true;
+      int64_t p = rt->period_us * 1000;
+      rt->drain_ppm =
+          rt->budget_us * 1000000 / rt->period_us - GE_RT_MARGIN_PPM;
+      rt->cap_ns = p / 1000000 * GE_RT_MARGIN_PPM / 2;
+      rt->half_ns = rt->cap_ns / 2;
+    } else {
+      snprintf(rt->error, sizeof rt->error,
+               "sched_setscheduler(SCHED_FIFO, %d): %s", rt->priority,
+               strerror(errno));
+    }
+  }
+  rt->last_ns = now;
+  rt->window_start_ns = now;
+  rt->nivcsw = nivcsw();
+  return rt->fifo ? 0 : (rt->requested_fifo ? -1 : 0);
+}
+
+void ge_rt_leave(struct ge_rt *rt, int64_t now) {
+  ge_rt_tick(rt, now);
+  if (rt->fifo) {
+    struct sched_param sp = {.sched_priority = 0};
+    /* The results are written after the loop: no reason to hold the
+     * budget for that. A failure leaves FIFO on, still inside the kernel's
+     * throttle, so it is not an error of the run. */
+    (void)sched_setscheduler(0, SCHED_OTHER, &sp);
+  }
+}
+
+/* Closes the duty windows (of one period each) that ended before now;
+ * the running time of the current one is in window_run_ns. */
+void ge_rt_windows(struct ge_rt *rt, int64_t now) {
+  while (now - rt->window_start_ns >= rt->window_ns) {
+    if (rt->window_run_ns > rt->duty_max_ns)
+      rt->duty_max_ns = rt->window_run_ns;
+    rt->window_run_ns = 0;
+    rt->window_start_ns += rt->window_ns;
+  }
+}
+
+void ge_rt_gap(struct ge_rt *rt, int64_t dt) {
+  long n = nivcsw();
+  if (n >= 0 && rt->nivcsw >= 0 && n > rt->nivcsw) {
+    rt->stalls++;
+    rt->stall_total_ns += dt;
+    if (dt > rt->stall_max_ns)
+      rt->stall_max_ns = dt;
+  }
+  rt->nivcsw = n;
+}
+
+/* [from, to) was spent blocked (not running): everything since the last
+ * tick up to `from` was running. */
+static void idle(struct ge_rt *rt, int64_t from, int64_t to) {
+  ge_rt_tick(rt, from);
+  ge_rt_windows(rt, to);
+  if (rt->fifo) {
+    rt->level_ns -= (to - from) * rt->drain_ppm / 1000000;
+    if (rt->level_ns < 0)
+      rt->level_ns = 0;
+  }
+  rt->last_ns = to;
+  rt->nivcsw = nivcsw(); /* switches while blocked are not stalls */
+}
+
+void ge_rt_blocked(struct ge_rt *rt, int64_t from, int64_t to) {
+  if (to - from > 0)
+    idle(rt, from, to);
+}
+
+/* One forced yield: a plain sleep (a reply cannot cut it short). */
+static int yield_once(struct ge_rt *rt, struct ge_err *e) {
+  int64_t from = ge_now_ns();
+  struct timespec ts = {0, GE_RT_YIELD_NS};
+  int rc = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+  if (rc && rc != EINTR) {
+    ge_err_set(e, NULL, 0, "clock_nanosleep", "%s", strerror(rc));
+    return -1;
+  }
+  int64_t to = ge_now_ns();
+  rt->yields++;
+  rt->yield_ns += to - from;
+  idle(rt, from, to);
+  return 0;
+}
+
+int ge_rt_idle(struct ge_rt *rt, int epfd, int64_t next_ns, struct ge_err *e) {
+  int64_t now = ge_now_ns();
+  int64_t gap = next_ns - GE_RT_WAKE_EARLY_NS - now;
+  if (gap >= GE_RT_GAP_MIN_NS) {
+    /* A gap in the schedule: block until shortly before the next send
+     * or until a reply arrives (it is then read and stamped at once). */
+    struct pollfd pfd = {.fd = epfd, .events = POLLIN};
+    struct timespec ts = {gap / 1000000000LL, gap % 1000000000LL};
+    if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
+      ge_err_set(e, NULL, 0, "ppoll", "%s", strerror(errno));
+      return -1;
+    }
+    idle(rt, now, ge_now_ns());
+    return 0;
+  }
+  while (rt->level_ns >= rt->cap_ns)
+    if (yield_once(rt, e))
+      return -1;
+  return 0;
+}
+
+void ge_rt_json(FILE *f, const struct ge_rt *rt) {
+  fprintf(f,
+          "  \"sched\": {\"policy\": \"%s\", \"requested\": \"%s\", "
+          "\"priority\": ",
+          rt->fifo ? "fifo" : "other", rt->requested_fifo ? "fifo" : "other");
+  if (rt->requested_fifo)
+    fprintf(f, "%d", rt->priority);
+  else
+    fputs("null", f);
+  fputs(", \"error\": ", f);
+  if (rt->error[0]) {
+    fputc('"', f);
+    for (const char *s = rt->error; *s; s++)
+      if (*s == '"' || *s == '\\')
+        fprintf(f, "\\%c", *s);
+      else if ((unsigned char)*s >= 0x20)
+        fputc(*s, f);
+    fputc('"', f);
+  } else {
+    fputs("null", f);
+  }
+  if (rt->period_us)
+    fprintf(f, ", \"budget_us\": %lld, \"period_us\": %lld",
+            (long long)rt->budget_us, (long long)rt->period_us);
+  else
+    fputs(", \"budget_us\": null, \"period_us\": null", f);
+  int64_t duty =
+      rt->duty_max_ns > rt->window_run_ns ? rt->duty_max_ns : rt->window_run_ns;
+  fprintf(f,
+          ", \"duty_max\": %.4f, \"yields\": %llu, \"yield_us\": %lld, "
+          "\"stalls\": %llu, \"stall_max_us\": %lld, \"stall_total_us\": "
+          "%lld},\n",
+          (double)duty / (double)rt->window_ns, (unsigned long long)rt->yields,
+          (long long)ge_us(rt->yield_ns), (unsigned long long)rt->stalls,
+          (long long)ge_us(rt->stall_max_ns),
+          (long long)ge_us(rt->stall_total_ns));
+}

@@ -1,0 +1,103 @@
+"""--sched fifo: the GE runs SCHED_FIFO inside an RT budget (rt.c), falls
+back to SCHED_OTHER with the reason when FIFO is refused, yields instead of
+being throttled, and reports all of it in the summary's "sched" object.
+Needs root with SCHED_FIFO permitted (chrt); counts are asserted, never
+timings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from gehelpers import SAN_ENV, run_ge, write_trace
+
+NO_SYS_NICE = ["setpriv", "--inh-caps", "-sys_nice", "--bounding-set", "-sys_nice"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fifo_permitted() -> None:
+    ok = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True).returncode == 0
+    if not ok:
+        msg = "SCHED_FIFO is not permitted here (run as root on a host with an RT budget)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+def poisson_trace(path, uri: str, n: int, mean_us: float, seed: int = 1):
+    import numpy as np
+    ts = np.cumsum(np.random.default_rng(seed).exponential(mean_us, n)).astype(np.int64) + 1000
+    return write_trace(path, [(0, int(t), "GET", uri) for t in ts])
+
+
+@pytest.mark.parametrize("asan", [False, True])
+def test_fifo_recorded_with_budget(asan, ge_bin, ge_asan_bin, make_device, tmp_path):
+    dev = make_device({"/a": 0})
+    trace = poisson_trace(tmp_path / "t.csv", dev.uri("/a"), 2000, 500)
+    run = run_ge(ge_asan_bin if asan else ge_bin, trace, "--sched", "fifo", "--rt-prio", "20",
+                 "--rt-budget", "200000/1000000", env=SAN_ENV if asan else None)
+    assert run.returncode == 0, run.stderr
+    assert (run.rows.status == "ok").all()
+    s = run.summary["sched"]
+    assert s["policy"] == "fifo" and s["requested"] == "fifo" and s["error"] is None
+    assert (s["priority"], s["budget_us"], s["period_us"]) == (20, 200_000, 1_000_000)
+    # the loop stayed inside its budget by construction (0.17 + margin/2)
+    assert 0 < s["duty_max"] <= 0.2
+
+
+def test_fallback_recorded_when_fifo_refused(ge_bin, make_device, tmp_path):
+    dev = make_device({"/a": 0})
+    trace = poisson_trace(tmp_path / "t.csv", dev.uri("/a"), 200, 1000)
+    out, summary = tmp_path / "o.csv", tmp_path / "s.json"
+    proc = subprocess.run([*NO_SYS_NICE, str(ge_bin), "--trace", str(trace), "--out", str(out),
+                           "--summary", str(summary), "--quiet", "--sched", "fifo",
+                           "--rt-budget", "50000/1000000"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    s = json.loads(summary.read_text())
+    assert s["ok"] == 200
+    assert s["sched"]["policy"] == "other" and s["sched"]["requested"] == "fifo"
+    assert "Operation not permitted" in s["sched"]["error"]
+    assert s["sched"]["yields"] == 0
+
+
+def test_fifo_yields_inside_a_half_budget_at_high_rate(ge_bin, make_device, tmp_path):
+    """100,000 requests/s for 2 s under a 50 % budget: the GE must give
+    up the CPU (yields > 0) and is never preempted or throttled (the
+    kernel would throttle a loop spinning past 500 ms per second)."""
+    dev = make_device({"/a": 0}, "--threads", "1")
+    trace = poisson_trace(tmp_path / "t.csv", dev.uri("/a"), 200_000, 10)
+    run = run_ge(ge_bin, trace, "--cpu", str(max(os.sched_getaffinity(0))), "--sched", "fifo",
+                 "--rt-budget", "500000/1000000")
+    assert run.returncode == 0, run.stderr
+    s = run.summary["sched"]
+    assert s["policy"] == "fifo"
+    assert s["yields"] > 0 and s["yield_us"] > 0
+    assert s["stalls"] == 0, s
+    assert run.summary["ok"] == 200_000
+
+
+def test_other_is_the_default(ge_bin, make_device, tmp_path):
+    dev = make_device({"/a": 0})
+    trace = poisson_trace(tmp_path / "t.csv", dev.uri("/a"), 50, 1000)
+    run = run_ge(ge_bin, trace)
+    assert run.returncode == 0, run.stderr
+    s = run.summary["sched"]
+    assert (s["policy"], s["requested"], s["priority"], s["budget_us"]) == ("other", "other", None, None)
+    assert s["yields"] == 0
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--sched", "fifo"], "--rt-budget"),
+    (["--sched", "rr", "--rt-budget", "1000/2000"], "--sched"),
+    (["--sched", "fifo", "--rt-budget", "20000/1000000"], "--rt-budget"),   # under the 3 % margin
+    (["--sched", "fifo", "--rt-budget", "2000/1000"], "--rt-budget"),
+    (["--sched", "fifo", "--rt-budget", "500000"], "--rt-budget"),
+    (["--sched", "fifo", "--rt-budget", "1000/2000", "--rt-prio", "0"], "--rt-prio"),
+    (["--sched", "fifo", "--rt-budget", "1000/2000", "--rt-prio", "100"], "--rt-prio"),
+])
+def test_bad_rt_options(args, field, ge_bin, tmp_path):
+    trace = write_trace(tmp_path / "t.csv", [(0, 1000, "GET", "coap://127.0.0.1:5683/x")])
+    run = run_ge(ge_bin, trace, *args)
+    assert run.returncode == 2 and field in run.stderr, run.stderr
