@@ -16,6 +16,7 @@ from wotbench._errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._integrity import GeArrays, ge_integrity, per_device
+from wotbench.reporting._interference import read_interference
 from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table,
                                       read_monitor, read_phases)
 from wotbench.reporting._records import device_section, ge_counters, harness_section
@@ -258,6 +259,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "placement": placement_section(files),
         "swarm": rec.swarm,
         "hosts": h.hosts,
+        "interference": read_interference(files.root),   # injected noisy neighbours, or None
     }
     verdict, reasons, checks = run_checks(result, th)
     result["checks"] = checks

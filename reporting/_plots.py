@@ -20,8 +20,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from wotbench.reporting._analyze import QGRID, Analysis  # noqa: E402
 from wotbench.reporting._host import CdPlot  # noqa: E402
 from wotbench.reporting._hostchecks import clock_note  # noqa: E402
+from wotbench.reporting._interference import mark_interference  # noqa: E402
 
-__all__ = ["run_figures", "host_figures", "sweep_figures"]
+__all__ = ["run_figures", "host_figures", "sweep_figures", "mark_interference"]
 
 _PHASE_COLORS = {"calibration": "#d9e8f5", "warmup": "#f2f2f2", "measure": "#ffffff", "cooldown": "#f2f2f2"}
 _C_EXP, _C_SUB, _C_CD, _C_BAD = "#1f77b4", "#d62728", "#2ca02c", "#d62728"
@@ -142,6 +143,7 @@ def fig_timeline(an: Analysis) -> bytes | None:
         ax2.plot(ps["t_s"] + 0.5, ps["response_mean_us"] / 1e3, ".", ms=3, color=_C_SUB,
                  label=f"GE {g.ge}: mean response time")
     _shade_phases(ax, an.result["phases"])
+    mark_interference(ax, an.result.get("interference"))
     ax.set_xlabel("time since t0 (s)")
     ax.set_ylabel("throughput (responses/s)")
     ax2.set_ylabel("mean response time (ms)", color=_C_SUB)
@@ -157,13 +159,14 @@ def fig_cd(an: Analysis) -> bytes | None:
     """CD node R_d over time, windowed median, baseline and contention onset."""
     if an.cd is None or an.result["cd"] is None:
         return None
-    return _fig_cd(an.cd, an.result["cd"], an.result["phases"], "CD node")
+    return _fig_cd(an.cd, an.result["cd"], an.result["phases"], "CD node", an.result.get("interference"))
 
 
-def _fig_cd(cd: CdPlot, sec: dict, phases: dict, who: str) -> bytes:
+def _fig_cd(cd: CdPlot, sec: dict, phases: dict, who: str, intervals: Sequence[dict] | None = None) -> bytes:
     c = sec["contention"]
     fig, ax = _fig(8.5, 4.4)
     _shade_phases(ax, phases)
+    mark_interference(ax, intervals)
     ax.plot(cd.t_us / 1e6, cd.rd, ".", ms=3, color="0.45", label="R_d per CD request")
     base = c["baseline"]["median"]
     if base is not None:
@@ -201,12 +204,15 @@ def fig_cpu(an: Analysis) -> bytes | None:
     """Paper Fig. 5b's data over time: CPU utilisation per CPU (and per container role)."""
     if an.host_cpu is None:
         return None
-    return _fig_cpu(an.host_cpu, an.result["phases"], an.container_cpu, "Host CPU utilisation")
+    return _fig_cpu(an.host_cpu, an.result["phases"], an.container_cpu, "Host CPU utilisation",
+                    an.result.get("interference"))
 
 
-def _fig_cpu(h: pd.DataFrame, phases: dict, containers: pd.DataFrame | None, title: str) -> bytes:
+def _fig_cpu(h: pd.DataFrame, phases: dict, containers: pd.DataFrame | None, title: str,
+             intervals: Sequence[dict] | None = None) -> bytes:
     fig, ax = _fig(8.5, 4.2)
     _shade_phases(ax, phases)
+    mark_interference(ax, intervals)
     for c in h.columns:
         if c.startswith("cpu"):
             ax.plot(h["t_s"], h[c], lw=1, label=c)
@@ -259,7 +265,8 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
     """(file stem, caption, PNG) for one run, in reading order."""
     out: list[tuple[str, str | None, bytes | None]] = [
         ("timeline", "Throughput and mean response time per second; shaded: calibration, warm-up and "
-                     "cool-down phases (dotted lines bound the measurement phase).", fig_timeline(an)),
+                     "cool-down phases (dotted lines bound the measurement phase) and injected "
+                     "interference, if any.", fig_timeline(an)),
     ]
     for k in range(len(an.ges)):
         out.append((f"rit-cdf-ge{an.ges[k].ge}", "CDF of expected (trace) vs submitted (GE) request "
@@ -279,6 +286,11 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
     return [(n, c, p) for n, c, p in out if p is not None]
 
 
+def _on_host(intervals: Sequence[dict] | None, hostname: str) -> list[dict]:
+    """The interference episodes that ran on one host of a swarm."""
+    return [e for e in intervals or () if e.get("node") in (None, hostname)]
+
+
 def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None]]:
     """A run across a swarm: each host's CD R_d and CPU utilisation."""
     out: list[tuple[str, str, bytes | None]] = []
@@ -289,10 +301,12 @@ def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None]]:
         if hp.cd is not None and s["cd"] is not None:
             out.append((f"cd-rd-{slug}", f"Host {hp.hostname}: its CD node's R_d over time (its CD-GE's clock, "
                         f"on t0{clock_note(s) or ' (the GE node)'}), baseline and window medians.",
-                        _fig_cd(hp.cd, s["cd"], phases, f"{hp.hostname}: CD node")))
+                        _fig_cd(hp.cd, s["cd"], phases, f"{hp.hostname}: CD node",
+                                _on_host(an.result.get("interference"), hp.hostname))))
         if hp.cpu is not None:
             out.append((f"cpu-{slug}", f"Host {hp.hostname}: CPU utilisation (collectl on that host).",
-                        _fig_cpu(hp.cpu, phases, None, f"Host {hp.hostname}: CPU utilisation")))
+                        _fig_cpu(hp.cpu, phases, None, f"Host {hp.hostname}: CPU utilisation",
+                                 _on_host(an.result.get("interference"), hp.hostname))))
     return out
 
 

@@ -16,6 +16,7 @@ from wotbench import layout
 from wotbench._results import write_atomic
 from wotbench.layout import RunDir
 from wotbench.reporting._analyze import Analysis, analyze
+from wotbench.reporting._interference import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
 from wotbench.reporting._tables import (HOSTS_NOTE, cd_blocks, cd_stats_line, cd_table, checks_table, device_table,
@@ -51,6 +52,9 @@ def terminal_text(an: Analysis) -> str:
         lines += ([title] if title else []) + ([tabulate(ct[1], ct[0], tablefmt="simple")] if ct else [])
         lines.append(cd_stats_line(cd))
     lines.append("")
+    it = interference_table(r)
+    if it:
+        lines += ["Interference (injected; seconds since t0)", tabulate(it[1], it[0], tablefmt="simple"), ""]
     if r["warnings"]:
         lines += ["Warnings"] + [f"  ! {w}" for w in r["warnings"]] + [""]
     return "\n".join(lines)
@@ -87,6 +91,9 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
         ct = cd_table(cd)
         out += ([f"### {title}", ""] if title else []) + ([_md_table(ct), ""] if ct else [])
         out += [cd_stats_line(cd) if ct else "No CD data.", ""]
+    it = interference_table(r)
+    if it:
+        out += ["## Interference", "", "Injected noisy neighbours, seconds since t0:", "", _md_table(it), ""]
     gt = group_table(r)
     if gt:
         out += ["## Device groups", "", _md_table(gt), ""]
@@ -202,6 +209,9 @@ def html_page(an: Analysis, figures: Figures) -> str:
         parts += [f"<h3>{html.escape(title)}</h3>"] if title else []
         parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(cd))}</p>",
                   f"<p>{html.escape(cd['contention']['reason'])}</p>"] if ct else ["<p>No CD data.</p>"]
+    it = interference_table(r)
+    if it:
+        parts += ["<h2>Interference</h2>", "<p>Injected noisy neighbours, seconds since t0.</p>", _html_table(it)]
     gt = group_table(r)
     if gt:
         parts += ["<h2>Device groups</h2>", _html_table(gt)]
