@@ -30,9 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
     from wotbench import _capacity_cli as capacity_cli
 
     capacity_cli.register(sub)
+    from wotbench import _validate_cd_cli as validate_cd_cli
+
+    validate_cd_cli.register(sub)
     from wotbench.reporting import _cli as report_cli
 
     report_cli.register(sub)
+    from wotbench import _gecap_cli as gecap_cli
+
+    gecap_cli.register(sub)
     from wotbench import _swarmlab_cli as swarmlab_cli
 
     swarmlab_cli.register(sub)
