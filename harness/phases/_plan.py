@@ -12,9 +12,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from wotbench import _rt as rt
 from wotbench._errors import UserError
 from wotbench._gecap import CalibrationSetup, GeCapacity, capacity_for
-from wotbench._instances import HEADROOM, WINDOW_US, InstancesAuto, choose, ge_cores_available, peak_rps
+from wotbench._instances import (HEADROOM, WINDOW_US, InstancesAuto, choose, effective_capacity,
+                                ge_cores_available, peak_rps)
 from wotbench._inventory import Inventory
 from wotbench._plan import ClusterPlan, Plan, make_cluster_plan, make_plan
 from wotbench.backend import Backend
@@ -60,10 +62,12 @@ def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
             raise UserError("this host is not in a swarm: a spec with this section runs on a "
                             "swarm manager (docker swarm init; docs/multi-host.md); without it, "
                             "on this host alone", field="cluster")
-        return plan_for(hs, inventory.local.cores)
-    return make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
-                             ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
-                             group_sizes=[g.count for g in hs.groups], affinity=hs.placement.affinity)
+        return rt.decide(plan_for(hs, inventory.local.cores), hs.gateway.scheduler)
+    return rt.decide(make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
+                                       ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
+                                       group_sizes=[g.count for g in hs.groups],
+                                       affinity=hs.placement.affinity),
+                     hs.gateway.scheduler, inventory.local.hostname)
 
 
 def _stderr(msg: str) -> None:
@@ -106,7 +110,8 @@ def decide_instances(hs: Spec, inventory: Inventory,
             ge_core, dev_core = own[-1], own[0]
         sched = "fifo" if getattr(hs.gateway, "scheduler", "normal") == "fifo" else "normal"
         cal = capacity_for(CalibrationSetup(ge_core, dev_core, sched), say=say)
-    capacity = cal.capacity(hs.validity.send_lag_p99_max_us) if cal is not None else None
+    capacity, why_cap = effective_capacity(cal, hs.validity.send_lag_p99_max_us)
+    note = "; ".join(x for x in (note, why_cap) if x)
     n, why = choose(peak, capacity, HEADROOM, limits)
     auto = InstancesAuto(peak, WINDOW_US / 1000, capacity, HEADROOM, n, why, cores, cal, note)
     return replace(hs, gateway=replace(hs.gateway, instances=n)), auto

@@ -27,10 +27,14 @@ class Gateway:
     timeout_us: int = 5_000_000
     ack_timeout_us: int | None = None
     max_retransmit: int | None = None
+    scheduler: str = "auto"
+    """The GEs' scheduler: ``auto`` (SCHED_FIFO where the host gives Docker an
+    RT budget), ``fifo`` (required: plan fails without it) or ``normal``."""
 
     @classmethod
     def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Gateway:
-        m = read.mapping(v, src, at, {"instances", "type", "timeout", "ack_timeout", "max_retransmit"})
+        m = read.mapping(v, src, at, {"instances", "type", "timeout", "ack_timeout", "max_retransmit",
+                                      "scheduler"})
         g = cls(
             instances=(1 if m.get("instances", "auto") == "auto" else
                        read.integer(m["instances"], src, at + ("instances",), 1, MAX_GES)
@@ -43,10 +47,14 @@ class Gateway:
                             if "ack_timeout" in m else None),
             max_retransmit=(read.integer(m["max_retransmit"], src, at + ("max_retransmit",), 0, 20)
                             if "max_retransmit" in m else None),
+            scheduler=read.choice(m.get("scheduler", "auto"), src, at + ("scheduler",), GE_SCHEDULERS),
         )
         if g.timeout_us < 1000:
             raise src.error("must be at least 1ms", *at, "timeout")
         return g
+
+
+GE_SCHEDULERS = ("auto", "fifo", "normal")
 
 
 def _no_instances(v: str, src: YamlSource, at: KeyPath) -> int:
