@@ -67,6 +67,10 @@ class Plan:
     degraded: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
     cd_ge_spin_us: int | None = None       # the CD-GE's --spin-us (None: no CD-GE)
+    scheduler: str = "normal"              # the GEs': fifo or normal (wotbench._rt.decide)
+    ge_rt_budgets: tuple[str, ...] = ()    # under fifo: --rt-budget R/P of GE k
+    cd_ge_rt_budget: str | None = None     # under fifo: the CD-GE's (None: normal scheduler)
+    sched_why: tuple[str, ...] = ()        # why (or why not) SCHED_FIFO
 
     @property
     def cores_shared(self) -> bool:
@@ -83,9 +87,12 @@ class Plan:
         lines = [f"cores offered: {cpuset(self.available)} ({len(self.available)})",
                  f"  OS, harness, monitor: {cpuset(self.reserved)}"]
         for k, c in enumerate(self.ge_cores):
-            lines.append(f"  GE {k}: core {c}")
+            lines.append(f"  GE {k}: core {c}, " + (f"SCHED_FIFO, RT budget {self.ge_rt_budgets[k]} us"
+                                                    if k < len(self.ge_rt_budgets) else "normal scheduler"))
         if self.cd_ge_cpuset is not None:
-            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset} (--spin-us {self.cd_ge_spin_us}: blocks between requests)")
+            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset} (--spin-us {self.cd_ge_spin_us}: blocks between requests), "
+                         + (f"SCHED_FIFO, RT budget {self.cd_ge_rt_budget} us" if self.cd_ge_rt_budget
+                            else "normal scheduler"))
             lines.append(f"  CD node: cpuset {self.cd_node_cpuset}")
         per_core: dict[str, int] = {}
         for cs in self.device_cpusets:
@@ -97,6 +104,7 @@ class Plan:
         if self.degraded:
             lines.append("  DEGRADED: cores are shared; results carry this note")
         lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  scheduler: {n}" for n in self.sched_why]
         return "\n".join(lines)
 
 

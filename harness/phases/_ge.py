@@ -41,7 +41,7 @@ def drain_us(hs: Spec) -> int:
 
 def ge_argv(gw: Gateway, *, trace: str, hosts: str, out: str, summary: str, start_at_us: int,
             late_us: int, cpu: str | None = None, coap_type: str | None = None,
-            spin_us: int | None = None) -> list[str]:
+            spin_us: int | None = None, rt_budget: str | None = None) -> list[str]:
     """wotbench-ge's command line (gateway-emulator/README.md)."""
     argv = ["--trace", trace, "--hosts", hosts, "--out", out, "--summary", summary,
             "--type", coap_type or gw.type, "--timeout-ms", str(max(1, gw.timeout_us // 1000))]
@@ -54,6 +54,8 @@ def ge_argv(gw: Gateway, *, trace: str, hosts: str, out: str, summary: str, star
         argv += ["--cpu", cpu]
     if spin_us is not None:
         argv += ["--spin-us", str(spin_us)]
+    if rt_budget is not None:          # the plan's SCHED_FIFO budget (wotbench._rt)
+        argv += ["--sched", "fifo", "--rt-budget", rt_budget]
     return argv
 
 
@@ -141,7 +143,7 @@ def cd_ge_spec(ctx: RunContext, part: HostPart, wl: Workload, start_at_us: int) 
     argv = ge_argv(ctx.hs.gateway, trace=f"{IN}/{wl.gen.cd_trace.name}", hosts=CD_HOSTS_AT,
                    out=f"{OUT}/{layout.CD_RAW}", summary=f"{OUT}/{layout.CD_SUMMARY}",
                    start_at_us=start_at_us, late_us=wl.late_us, cpu=cpus if cpus.isdigit() else None,
-                   coap_type="con", spin_us=plan.cd_ge_spin_us)
+                   coap_type="con", spin_us=plan.cd_ge_spin_us, rt_budget=plan.cd_ge_rt_budget)
     return ContainerSpec(part.key("cd-ge"), "cd-ge", tuple(argv), cpus, GE_MEMORY, GE_PIDS, as_caller=True,
                          node=part.node, mounts=(Mount(wl.gen.cd_trace.parent, IN), Mount(hd.cd_hosts, CD_HOSTS_AT),
                                                  Mount(hd.cd_dir, OUT, writable=True)))
@@ -153,6 +155,6 @@ def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, star
     argv = ge_argv(ctx.hs.gateway, trace=f"{IN}/{trace.relative_to(ctx.run.workload)}",
                    hosts=f"{OUT}/{layout.HOSTS}", out=f"{OUT}/{layout.ge_output(k)}",
                    summary=f"{OUT}/{layout.ge_summary(k)}", start_at_us=start_at_us, late_us=wl.late_us,
-                   cpu=core)
+                   cpu=core, rt_budget=plan.ge_rt_budgets[k] if k < len(plan.ge_rt_budgets) else None)
     return ContainerSpec(f"ge-{k}", "ge", tuple(argv), core, GE_MEMORY, GE_PIDS, as_caller=True, mounts=(
         Mount(ctx.run.workload, IN), Mount(ctx.run.ge_dir, OUT, writable=True)))
