@@ -60,8 +60,9 @@ static int sleep_until(int64_t target_us, const sigset_t *sigs) {
   }
 }
 
-static int print_result(const struct hog_config *cfg, const struct hog_thread *t,
-                        int64_t start_us, int64_t end_us, int interrupted) {
+static int print_result(const struct hog_config *cfg,
+                        const struct hog_thread *t, int64_t start_us,
+                        int64_t end_us, int interrupted) {
   uint64_t total = 0;
   double secs = (double)(end_us - start_us) / 1e6;
   int n;
@@ -84,14 +85,15 @@ static int print_result(const struct hog_config *cfg, const struct hog_thread *t
 }
 
 /* Starts the threads (parked on the barrier); returns how many started. */
-static unsigned start_threads(const struct hog_config *cfg, struct hog_thread *t,
-                              pthread_t *ids, pthread_barrier_t *go,
-                              const atomic_bool *stop, int *err) {
+static unsigned start_threads(const struct hog_config *cfg,
+                              struct hog_thread *t, pthread_t *ids,
+                              pthread_barrier_t *go, const atomic_bool *stop,
+                              int *err) {
   unsigned i;
 
   for (i = 0; i < cfg->threads; i++) {
-    t[i] = (struct hog_thread){.kind = cfg->kind, .go = go, .stop = stop,
-                               .buffer = cfg->buffer};
+    t[i] = (struct hog_thread){
+        .kind = cfg->kind, .go = go, .stop = stop, .buffer = cfg->buffer};
     if (cfg->kind == HOG_MEMBW) {
       t[i].buf = aligned_alloc(64, cfg->buffer);
       if (t[i].buf == NULL) {
@@ -130,7 +132,8 @@ static int episode(const struct hog_config *cfg, const sigset_t *sigs,
     return fail("pthread_barrier_init", err);
   started = start_threads(cfg, t, ids, &go, &stop, &err);
   if (started < cfg->threads) {
-    rc = fail(cfg->kind == HOG_MEMBW ? "buffer or thread" : "pthread_create", err);
+    rc = fail(cfg->kind == HOG_MEMBW ? "buffer or thread" : "pthread_create",
+              err);
     atomic_store(&stop, true);
   } else if ((r = sleep_until(cfg->start_at_us, sigs)) < 0) {
     rc = fail("clock_nanosleep", errno);

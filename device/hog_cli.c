@@ -17,7 +17,8 @@
 static const char usage[] =
     "usage: wotbench-hog --kind cpu|membw --threads N --start-at EPOCH_US "
     "--end-at EPOCH_US [--buffer BYTES]\n"
-    "  --kind cpu|membw    busy loops, or streaming reads+writes over a buffer\n"
+    "  --kind cpu|membw    busy loops, or streaming reads+writes over a "
+    "buffer\n"
     "  --threads N         hog threads, 1..1024\n"
     "  --start-at EPOCH_US CLOCK_REALTIME instant the threads start (us)\n"
     "  --end-at EPOCH_US   instant they stop (exclusive, after --start-at)\n"
@@ -120,9 +121,7 @@ int hog_parse_args(int argc, char **argv, struct hog_config *cfg) {
       cfg->buffer = v & ~63ull; /* whole cache lines */
       buffer = optarg;
       break;
-    case 'h':
-      fputs(usage, stderr);
-      return 2;
+    case 'h': fputs(usage, stderr); return 2;
     default:
       return bad("argument", "unknown or missing its value:",
                  argv[optind - 1 < argc ? optind - 1 : argc - 1]);

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#define CPU_BATCH 4096u         /* xorshift steps between looks at stop */
-#define MEMBW_CHUNK (1u << 20)  /* bytes streamed between looks at stop */
+#define CPU_BATCH 4096u        /* xorshift steps between looks at stop */
+#define MEMBW_CHUNK (1u << 20) /* bytes streamed between looks at stop */
 #define LINE 64u
 
 static uint64_t cpu_batch(uint64_t x) {
@@ -36,7 +36,8 @@ static void run_membw(struct hog_thread *t) {
     uint64_t n = t->buffer - off < MEMBW_CHUNK ? t->buffer - off : MEMBW_CHUNK;
     volatile uint64_t *p = (volatile uint64_t *)(void *)(t->buf + off);
 
-    for (uint64_t i = 0; i < n / sizeof(uint64_t); i += LINE / sizeof(uint64_t)) {
+    for (uint64_t i = 0; i < n / sizeof(uint64_t);
+         i += LINE / sizeof(uint64_t)) {
       uint64_t v = p[i];
       p[i] = v + 1;
       acc += v;

@@ -11,12 +11,12 @@
 
 struct hog_thread {
   enum hog_kind kind;
-  pthread_barrier_t *go;     /* every thread and main: released at start */
-  const atomic_bool *stop;   /* set by main at the end */
-  unsigned char *buf;        /* membw: its buffer */
-  uint64_t buffer;           /* bytes of buf */
-  uint64_t done;             /* loops (cpu) or bytes streamed (membw) */
-  uint64_t sink;             /* the work's result, so it cannot be elided */
+  pthread_barrier_t *go;   /* every thread and main: released at start */
+  const atomic_bool *stop; /* set by main at the end */
+  unsigned char *buf;      /* membw: its buffer */
+  uint64_t buffer;         /* bytes of buf */
+  uint64_t done;           /* loops (cpu) or bytes streamed (membw) */
+  uint64_t sink;           /* the work's result, so it cannot be elided */
 };
 
 /* pthread start routine; arg is a struct hog_thread. */
