@@ -60,8 +60,7 @@ ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
 @dataclass(frozen=True)
 class EpisodeClass:
     name: str
-    interference: tuple[Mapping[str, Any], ...]
-    """As written (each a mapping of the ``interference:`` format)."""
+    interference: tuple[Mapping[str, Any], ...]   # as written (interference: entries)
     index: int
 
 
@@ -138,15 +137,12 @@ class Trial:
     index: int
     cls: str
     run_dir: str
-    status: str
-    """The detector's status, or ``failed`` (the run did not finish)."""
+    status: str                     # the detector's, or failed (the run did not finish)
     reason: str
-    verdict: str | None
-    """The run's verdict (summary.json)."""
+    verdict: str | None             # the run's (summary.json)
     injected_start_us: float | None
     injected_end_us: float | None
-    injected_observed: bool
-    """The interval is the hogs' observed one (interference.json), not only the plan."""
+    injected_observed: bool         # the hogs' observed interval (interference.json), not the plan
     onset_us: float | None
     window_us: float | None
 
@@ -252,11 +248,9 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
 @dataclass(frozen=True)
 class ClassStats:
     cls: str
-    n: int
-    """Analysed trials (failed runs left out)."""
+    n: int                          # analysed trials (failed runs left out)
     failed: int
-    alarms: int
-    """Trials with status contention (detections; in quiet trials false alarms)."""
+    alarms: int                     # status contention: detections (quiet: false alarms)
     rate: float | None
     rate_ci: tuple[float, float]
     onset_ok: int
@@ -266,8 +260,7 @@ class ClassStats:
     onset_error_max_abs_s: float | None
     inconclusive: int
     unknown: int
-    truth_observed: int
-    """Injected trials whose interval came from the hogs' observed times."""
+    truth_observed: int             # injected trials timed by the hogs' observed start/end
 
 
 def class_stats(trials: Sequence[Trial], cls: str) -> ClassStats:
@@ -303,7 +296,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f} %"
 
 
-def _ci(ci: tuple[float, float]) -> str:
+def _ci(ci: Sequence[float]) -> str:
     return f"{100 * ci[0]:.0f}-{100 * ci[1]:.0f} %"
 
 
