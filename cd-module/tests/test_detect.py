@@ -140,3 +140,18 @@ def test_to_dict_is_json_safe():
     assert {"start_us", "end_us", "median_rd", "p_value", "power", "flagged"} <= set(d["windows"][0])
     res = detect_contention(t, rd[0], calibration=(-0.3e6, 0.0), measure=MEASURE)
     assert '"status": "unknown"' in json.dumps(res.to_dict(), allow_nan=False)
+
+
+def test_a_widened_upper_tail_with_a_lower_median_is_caught_by_the_tail_design():
+    """CPU hogs at CFS priority on the CD node's core (this host): the median
+    R_d falls, a third of the requests wait a timeslice."""
+    rng = np.random.default_rng(14)
+    t, rd, starts = series(100, rng, step=False)
+    hit = (t[None, :] >= starts[:, None]) & (t[None, :] < starts[:, None] + 20e6)
+    slow = rng.random(rd.shape) < 0.35
+    rd = np.where(hit, np.where(slow, rd * rng.uniform(4, 20, rd.shape), rd * 0.6), rd)
+    res = [detect_contention(t, r, calibration=CAL, measure=MEASURE, window_us=WINDOW) for r in rd]
+    detected = np.array([r.detected for r in res])
+    assert detected.mean() >= 0.95
+    onset = np.array([r.onset_us for r in np.array(res)[detected]])
+    assert np.mean(np.abs(onset - starts[detected]) <= WINDOW) >= 0.95

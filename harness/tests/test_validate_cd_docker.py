@@ -1,0 +1,50 @@
+"""`wotbench validate-cd` end to end on Docker: one injected and one quiet
+trial at the ci scale. Structure only: one trial on a noisy host is no
+statistical claim, so whether the detector caught the hog is not asserted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wotbench import _validate_cd as vcd, layout
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_validate_cd_one_trial_each(docker_client, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "wotbench.cli", "validate-cd",
+                           str(REPO / "experiments" / "validate-cd.yaml"), "--scale", "ci", "--trials", "1",
+                           "--quiet", "1", "--classes", "cpu2-20s", "--results", str(tmp_path), "--no-progress"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = Path(proc.stdout.strip().splitlines()[-1])
+    doc = json.loads((out / "validation.json").read_text())
+    assert doc["complete"] and doc["scale"] == "ci" and sorted(doc["planned"]) == ["cpu2-20s", "quiet"]
+    assert (out / "roc.png").read_bytes()[:4] == b"\x89PNG"
+    md = (out / "validation.md").read_text()
+    assert "| cpu2-20s | 1 |" in md and "| quiet | 1 |" in md
+    by = {t["cls"]: t for t in doc["trials"]}
+    inj, quiet = by["cpu2-20s"], by["quiet"]
+    for t in (inj, quiet):
+        assert t["status"] in ("contention", "none", "inconclusive"), t
+        assert (out / t["run_dir"] / layout.SUMMARY).is_file()
+    # The truth is the hog's observed interval from the run's interference.json.
+    hogs = json.loads((out / inj["run_dir"] / layout.INTERFERENCE).read_text())
+    assert inj["injected_observed"] and inj["injected_start_us"] == min(h["start_us"] for h in hogs)
+    assert inj["injected_end_us"] == max(h["end_us"] for h in hogs)
+    assert quiet["injected_start_us"] is None
+    assert not (out / quiet["run_dir"] / layout.INTERFERENCE).exists() or \
+        json.loads((out / quiet["run_dir"] / layout.INTERFERENCE).read_text()) == []
+    if inj["detected"]:
+        assert inj["onset_error_us"] == inj["onset_us"] - inj["injected_start_us"]
+    # Reanalysis runs nothing and recomputes the same table.
+    before = {(t["index"], t["status"], t["onset_us"]) for t in doc["trials"]}
+    vcd.reanalyze(out)
+    after = json.loads((out / "validation.json").read_text())
+    assert {(t["index"], t["status"], t["onset_us"]) for t in after["trials"]} == before
