@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from wotbench._gecap import MARGIN, GeCapacity
+from wotbench.reporting import peak_rps
 
 __all__ = ["WINDOW_US", "HEADROOM", "InstancesAuto", "peak_rps", "choose", "effective_capacity", "ge_cores_available"]
 
@@ -27,16 +26,6 @@ WINDOW_US = 100_000
 #: A GE is planned at this share of its measured capacity: the calibration
 #: is short and quiet, a run is long and shares the host.
 HEADROOM = 0.7
-
-
-def peak_rps(t_us: np.ndarray, window_us: int = WINDOW_US) -> float:
-    """The most requests in any window ``[t, t + window_us)`` starting at a
-    request, as a rate (req/s)."""
-    t = np.sort(np.asarray(t_us, dtype=np.int64))
-    if t.size == 0:
-        return 0.0
-    counts = np.searchsorted(t, t + window_us, side="left") - np.arange(t.size)
-    return float(counts.max()) * 1e6 / window_us
 
 
 def choose(peak: float, capacity: float | None, headroom: float, limits: dict[str, int]) -> tuple[int, str]:

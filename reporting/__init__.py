@@ -19,7 +19,7 @@ import importlib
 from typing import Any
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
-           "RunSummary", "Phases", "Thresholds", "write_reports"]
+           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps"]
 
 _WHERE = {
     "analyze_run": "_analyze", "analyze": "_analyze", "Analysis": "_analyze",
@@ -27,6 +27,7 @@ _WHERE = {
     "load_run": "_load", "Run": "_load", "RunSummary": "_load", "Phases": "_load",
     "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",
+    "peak_rps": "_gesneeded",         # the trace's peak rate, also for gateway.instances: auto
 }
 
 

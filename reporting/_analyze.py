@@ -14,11 +14,12 @@ import pandas as pd
 
 from wotbench._errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
+from wotbench.reporting._gesneeded import behind_rate, ges_needed
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._integrity import GeArrays, ge_integrity, per_device
 from wotbench.reporting._interference import read_interference
 from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table,
-                                      read_monitor, read_phases)
+                                      read_monitor, read_phases, read_json)
 from wotbench.reporting._records import device_section, ge_counters, harness_section
 from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, cd_service_us, host_sections,
                                        placement_section, swarm_records, worst_cd)
@@ -161,8 +162,10 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def _ge_sections(files: RunFiles, th: Thresholds) -> tuple[list[dict], list[dict], list[GePlot], Phases]:
-    """Per GE and per device, in the measurement phase: integrity and latency."""
+def _ge_sections(files: RunFiles, th: Thresholds, intended: list[np.ndarray] | None = None
+                 ) -> tuple[list[dict], list[dict], list[GePlot], Phases]:
+    """Per GE and per device, in the measurement phase: integrity and latency
+    (each GE's intended send times appended to ``intended``)."""
     ges, devices, plots = [], [], []
     with ThreadPoolExecutor(max_workers=1) as pool:  # writes Parquet caches while we compute
         tables = [read_ge_table(p, ANALYSIS_COLUMNS, pool) for p in files.ge_csvs]
@@ -176,6 +179,10 @@ def _ge_sections(files: RunFiles, th: Thresholds) -> tuple[list[dict], list[dict
             g = ge_integrity(a, phases.measure, th)
             g["ge"] = k
             g["counters"] = ge_counters(summary)
+            g["sched"] = _sched(summary)
+            g["behind_rps"] = behind_rate(a.sent, a.send_lag, phases.measure, th.send_lag_p99_max_us)
+            if intended is not None:
+                intended.append(a.intended)
             ges.append(g)
             devices += [dict(row, ge=k) for row in per_device(a, phases.measure, th)]
             sent_ok = np.isfinite(a.sent)
@@ -188,6 +195,14 @@ def _ge_sections(files: RunFiles, th: Thresholds) -> tuple[list[dict], list[dict
     for d in devices:
         d["group"] = group_of.get(d["device_id"])
     return ges, devices, plots, phases
+
+
+def _sched(summary: Path | None) -> dict[str, Any] | None:
+    """A GE's scheduler (its summary's ``sched``: policy, fallback error,
+    RT budget, yields, stalls); None from a GE without it."""
+    doc = read_json(summary) if summary is not None else None
+    sched = doc.get("sched") if isinstance(doc, dict) else None
+    return sched if isinstance(sched, dict) else None
 
 
 def _device_summary(devices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -234,7 +249,8 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     # The spec gives the thresholds and, across a swarm, the CD service time S.
     spec = spec_for(files) if thresholds is None or rec.swarm else None
     th = thresholds if thresholds is not None else (spec.validity if spec is not None else Thresholds())
-    ges, devices, plots, phases = _ge_sections(files, th)
+    intended: list[np.ndarray] = []
+    ges, devices, plots, phases = _ge_sections(files, th, intended)
     counts = {k: int(sum(g[k] for g in ges)) for k in ("requests", "ok", "timeouts", "errors")}
     counts["devices"] = len(devices)
     counts["ges"] = len(ges)
@@ -250,6 +266,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "harness": harness,
         "measure_counts": counts,
         "ges": ges,
+        "ges_needed": ges_needed(intended, [g["behind_rps"] for g in ges]),
         "device_summary": _device_summary(devices),
         "devices": devices,
         "groups": _group_summary(devices),
