@@ -88,12 +88,25 @@ def rit_table(r: dict) -> tuple[list[str], list[list[str]]]:
 
 def rate_table(r: dict) -> tuple[list[str], list[list[str]]]:
     head = ["GE", "target rate", "achieved", "deviation", "send lag p50", "p99", "p99.9", "max",
-            "errors"]
+            "errors", "scheduler"]
     rows = [[str(g["ge"]), _f(g["target_rate"], ".1f") + "/s", _f(g["achieved_rate"], ".1f") + "/s",
              _pct(g["rate_dev"], 2), _us(g["send_lag_us"]["p50"]), _us(g["send_lag_us"]["p99"]),
              _us(g["send_lag_us"]["p99_9"]), _us(g["send_lag_us"]["max"]),
-             _pct(g["error_rate"], 2).lstrip("+")] for g in r["ges"]]
+             _pct(g["error_rate"], 2).lstrip("+"), sched_cell(g.get("sched"))] for g in r["ges"]]
     return head, rows
+
+
+def sched_cell(s: dict | None) -> str:
+    """A GE's scheduler: FIFO with its RT budget, yields and stalls, or
+    normal (and why, when FIFO was asked for and refused)."""
+    if not s:
+        return "-"
+    if s.get("policy") == "fifo":
+        return (f"FIFO {s['budget_us'] / s['period_us']:.0%} budget, {s['yields']} yields, "
+                f"{s['stalls']} stalls")
+    if s.get("requested") == "fifo":
+        return f"normal (FIFO refused: {s.get('error')})"
+    return "normal"
 
 
 def latency_table(r: dict) -> tuple[list[str], list[list[str]]]:

@@ -107,3 +107,23 @@ def test_run_ge_and_cd_ge_fifo(docker_client, spec_file, make_spec, tmp_path, wo
         assert s["policy"] == "fifo", s
         assert f"{s['budget_us']}/{s['period_us']}" == want
     assert run_objects(run_dir.name) == ([], [])
+
+
+def test_send_lag_check_fails_on_fifo_stalls_and_reports_yields():
+    from wotbench.reporting._checks import check_send_lag
+    from wotbench.reporting._tables import sched_cell
+    from wotbench.spec import Thresholds
+    th = Thresholds()
+    lag = {"p99": 5.0}
+    fifo = {"policy": "fifo", "requested": "fifo", "budget_us": 895000, "period_us": 1000000,
+            "yields": 7, "yield_us": 700, "stalls": 0, "stall_max_us": 0}
+    ok, why = check_send_lag({"ges": [{"ge": 0, "send_lag_us": lag, "sched": fifo}]}, th)
+    assert ok and "GE 0 yielded 7 times" in why
+    stalled = dict(fifo, stalls=3, stall_max_us=98_000)
+    ok, why = check_send_lag({"ges": [{"ge": 0, "send_lag_us": lag, "sched": stalled}]}, th)
+    assert not ok and "GE 0 was preempted/throttled 3 times, up to 98 ms" in why
+    # under the normal scheduler a stall is the send lag's business only
+    other = dict(stalled, policy="other", error="sched_setscheduler(SCHED_FIFO, 50): Operation not permitted")
+    assert check_send_lag({"ges": [{"ge": 0, "send_lag_us": lag, "sched": other}]}, th)[0]
+    assert sched_cell(other).startswith("normal (FIFO refused: sched_setscheduler")
+    assert sched_cell(fifo) == "FIFO 90% budget, 7 yields, 0 stalls"
