@@ -94,7 +94,8 @@ class InstancesAuto:
         c = self.calibration
         cap = (f"GE capacity {self.capacity_rps:,.0f} req/s on this host, calibrated "
                f"{c.measured_at[:10]}, cache {c.path}" if c is not None and self.capacity_rps is not None
-               else "GE capacity not measured: one GE core leaves no choice")
+               else f"GE capacity not measured: {'one device' if self.bounded_by == 'devices' else 'one GE core'}"
+                    " leaves no choice")
         why = {"peak": f"{self.headroom:.0%} of it per GE", "cores": "bounded by the cores",
                "devices": "one GE per device at most", "max_ges": "the most GEs a run has"}[self.bounded_by]
         cores = f"{self.ge_cores} core{'s' if self.ge_cores != 1 else ''} for GEs"
