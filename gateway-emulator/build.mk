@@ -56,6 +56,7 @@ FUZZERS += $(BUILD)/fuzz/fuzz-gateway-emulator-trace $(BUILD)/fuzz/fuzz-gateway-
 # Submitted-versus-expected inter-arrival times at rising rates (README).
 bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
 	$(PY) $(GE_DIR)/bench/bench_ge.py $(BENCH_GE_ARGS)
+	$(PY) $(GE_DIR)/bench/bench_ge_ct.py $(BENCH_GE_CT_ARGS)   # in containers (docs/bench-ge.md)
 
 # Keep the fuzz objects (make would delete them as intermediates).
 .SECONDARY: $(GE_FUZZ_OBJS) $(GE_OBJ)/fuzz/fuzz_trace.o $(GE_OBJ)/fuzz/fuzz_datagram.o
