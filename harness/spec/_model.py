@@ -17,7 +17,8 @@ from wotbench.spec._workload import WorkloadSpec, read_workload
 from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
-            "sweep", "validity", "capacity", "cluster", "interference")
+            "sweep", "validity", "capacity", "cluster", "interference",
+            "validate_cd")   # read by `wotbench validate-cd` only (harness/_validate_cd.py)
 
 
 @dataclass(frozen=True)
