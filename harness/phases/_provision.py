@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,14 +41,16 @@ def _device_folder(path: Path) -> Path:
 
 
 def device_spec(key: str, device_id: int | None, group: DeviceGroup | None, cpuset: str,
-                resources: Path, folder: Path | None) -> ContainerSpec:
+                resources: Path, folder: Path | None, mode: str = "sleep") -> ContainerSpec:
     """A wotbench-device container: a device of ``group``, or the CD node
-    (no group); with ``folder`` it writes its --stats counters there."""
+    (no group; in ``mode``, the mode of the devices it stands for, so that
+    it competes for the host as they do); with ``folder`` it writes its
+    --stats counters there."""
     if not resources.exists():
         raise RuntimeError(f"tracegen wrote no resource file {resources}")
     threads = group.threads if group else 1
     argv = ["--listen", f"0.0.0.0:{DEFAULT_COAP_PORT}", "--resources", RESOURCES_AT,
-            "--mode", group.mode if group else "sleep", "--threads", str(threads)]
+            "--mode", group.mode if group else mode, "--threads", str(threads)]
     if group and group.queue:
         argv += ["--queue", str(group.queue)]
     mounts = [Mount(resources, RESOURCES_AT)]
@@ -61,9 +64,18 @@ def device_spec(key: str, device_id: int | None, group: DeviceGroup | None, cpus
 
 
 def node_spec(ctx: RunContext, key: str, device_id: int | None, group: DeviceGroup | None,
-              cpuset: str, resources: Path) -> ContainerSpec:
+              cpuset: str, resources: Path, mode: str = "sleep") -> ContainerSpec:
     folder = _device_folder(ctx.run.device_dir(ctx.backend.name_of(key)))
-    return device_spec(key, device_id, group, cpuset, resources, folder)
+    return device_spec(key, device_id, group, cpuset, resources, folder, mode)
+
+
+def cd_node_mode(modes: Sequence[str], fallback: str) -> str:
+    """The CD node's service mode: the one most of its host's devices use
+    (ties: busy, the mode a CPU neighbour slows down), else ``fallback``."""
+    if not modes:
+        return fallback
+    busy = sum(m == "busy" for m in modes)
+    return "busy" if 2 * busy >= len(modes) else "sleep"
 
 
 def _todo(ctx: RunContext, lay: Layout, wl: Workload) -> list[tuple[ContainerSpec, int | None, DeviceGroup | None]]:
@@ -73,8 +85,9 @@ def _todo(ctx: RunContext, lay: Layout, wl: Workload) -> list[tuple[ContainerSpe
     todo: list[tuple[ContainerSpec, int | None, DeviceGroup | None]] = []
     for part in lay.parts:
         if part.cd:
+            mode = cd_node_mode([hs.groups[wl.group_of[d]].mode for d in part.device_ids], hs.groups[0].mode)
             spec = node_spec(ctx, part.key("cd-node"), None, None, part.plan.cd_node_cpuset or "",
-                             wl.gen.cd_resource)
+                             wl.gen.cd_resource, mode)
             todo.append((replace(spec, node=part.node), None, None))
     for part in lay.parts:
         for j, dev_id in enumerate(part.device_ids):

@@ -80,8 +80,9 @@ def test_the_shipped_spec_has_the_classes_and_scales():
     assert [c.name for c in vs.classes] == ["cpu2-20s", "cpu1-20s", "membw1-20s", "cpu2-10s"]
     assert specs[vcd.QUIET].spec.interference == ()
     hog = specs["cpu2-20s"].spec.interference[0]
-    assert (hog.kind, hog.threads, hog.cores, hog.start_us, hog.end_us) == ("cpu", 2, "devices", 10e6, 30e6)
-    assert specs["cpu2-10s"].spec.interference[0].end_us == 20e6
+    assert (hog.kind, hog.threads, hog.cores, hog.start_us, hog.end_us) == ("cpu", 2, "devices", 3e6, 23e6)
+    assert specs["cpu2-10s"].spec.interference[0].end_us == 13e6
+    assert {g.mode for g in specs[vcd.QUIET].spec.groups} == {"busy"}
     assert specs[vcd.QUIET].spec.cd.rit_us == 100_000
     assert "validate_cd" not in specs[vcd.QUIET].doc
     vs, specs = vcd.trial_specs(SPEC, "ci", ["cpu2-20s"])
