@@ -27,7 +27,7 @@ class Gateway:
     timeout_us: int = 5_000_000
     ack_timeout_us: int | None = None
     max_retransmit: int | None = None
-    scheduler: str = "auto"
+    scheduler: str = "normal"
     """The GEs' scheduler: ``auto`` (SCHED_FIFO where the host gives Docker an
     RT budget), ``fifo`` (required: plan fails without it) or ``normal``."""
 
@@ -47,7 +47,7 @@ class Gateway:
                             if "ack_timeout" in m else None),
             max_retransmit=(read.integer(m["max_retransmit"], src, at + ("max_retransmit",), 0, 20)
                             if "max_retransmit" in m else None),
-            scheduler=read.choice(m.get("scheduler", "auto"), src, at + ("scheduler",), GE_SCHEDULERS),
+            scheduler=read.choice(m.get("scheduler", "normal"), src, at + ("scheduler",), GE_SCHEDULERS),
         )
         if g.timeout_us < 1000:
             raise src.error("must be at least 1ms", *at, "timeout")

@@ -4,6 +4,7 @@ built here (plain dataclasses: input data, as the engine would report it)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -198,7 +199,10 @@ phases: {measure: 10s}
 def test_a_host_not_in_a_swarm_plans_as_before_and_refuses_a_cluster_section():
     hs = spec.loads(SPEC, "exp.yaml")[0].spec
     alone = Inventory(False, (NodeInfo("", "me", cores=(0, 1, 2, 3), local=True),))
-    assert layout_for(hs, alone) == plan_for(hs, [0, 1, 2, 3])
+    # The scheduler decision depends on the RT budget Docker has free right
+    # now (other runs hold some): compare the placement, not that.
+    rt = dict(scheduler="normal", ge_rt_budgets=(), cd_ge_rt_budget=None, sched_why=())
+    assert replace(layout_for(hs, alone), **rt) == replace(plan_for(hs, [0, 1, 2, 3]), **rt)
     rs = spec.loads(SPEC + "cluster:\n  spread: even\n", "exp.yaml")[0]
     with pytest.raises(UserError) as ei:
         layout_for(rs.spec, alone)

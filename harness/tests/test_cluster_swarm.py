@@ -83,7 +83,8 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
                                         f"  devices: {{label: {LABEL}=devices}}\n"), "good.yaml")
     r = wotbench_cli("plan", str(good), timeout=120)
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
+    assert r.stdout.startswith("GEs: 1 (auto: ")     # gateway.instances: auto says why first
+    lines = r.stdout.splitlines()[1:]
     assert lines[0].startswith(f"node {me.hostname} (manager, {len(me.cores)} cores (NanoCPUs), "
                                f"engine {me.engine_version}): GE, CD pair, 4 devices")
     assert lines[1] == "  device ids: s 0-3" and lines[2].startswith("  cores offered: ")
@@ -96,7 +97,7 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
     default = spec_file(make_spec(4, extra="cluster: {}\n"), "default.yaml")   # the swarm's defaults
     r = wotbench_cli("plan", str(default), timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"node {me.hostname} (manager,") and "one-node swarm" in r.stdout
+    assert r.stdout.splitlines()[1].startswith(f"node {me.hostname} (manager,") and "one-node swarm" in r.stdout
     alone = spec_file(make_spec(4), "alone.yaml")      # no section on a manager: the swarm's defaults
     r = wotbench_cli("plan", str(alone), timeout=120)
     assert r.returncode == 0, r.stderr
