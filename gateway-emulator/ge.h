@@ -362,6 +362,8 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
 
 /* ---- counters.c, stats.c, output.c --------------------------------- */
 
+/* s as a JSON string (quotes and escapes). */
+void ge_json_str(FILE *f, const char *s);
 /* The counters as summary JSON members, one "  key: value,\n" line each,
  * then the "garbage" object. */
 void ge_counters_json(FILE *f, const struct ge_counters *c);

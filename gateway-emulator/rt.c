@@ -180,17 +180,10 @@ void ge_rt_json(FILE *f, const struct ge_rt *rt) {
   else
     fputs("null", f);
   fputs(", \"error\": ", f);
-  if (rt->error[0]) {
-    fputc('"', f);
-    for (const char *s = rt->error; *s; s++)
-      if (*s == '"' || *s == '\\')
-        fprintf(f, "\\%c", *s);
-      else if ((unsigned char)*s >= 0x20)
-        fputc(*s, f);
-    fputc('"', f);
-  } else {
+  if (rt->error[0])
+    ge_json_str(f, rt->error);
+  else
     fputs("null", f);
-  }
   if (rt->period_us)
     fprintf(f, ", \"budget_us\": %lld, \"period_us\": %lld",
             (long long)rt->budget_us, (long long)rt->period_us);

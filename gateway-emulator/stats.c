@@ -73,7 +73,7 @@ static void dist(FILE *f, const char *name, uint64_t *v, size_t n,
           more ? "," : "");
 }
 
-static void json_str(FILE *f, const char *s) {
+void ge_json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -111,7 +111,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   fprintf(f,
           "{\n  \"format\": %d,\n  \"tool\": \"wotbench-ge\",\n  \"trace\": ",
           GE_SUMMARY_FORMAT);
-  json_str(f, cfg->trace);
+  ge_json_str(f, cfg->trace);
   cpulist_format(&L->cpus, cpus, sizeof cpus); /* any set fits */
   fprintf(f,
           ",\n  \"type\": \"%s\",\n"
