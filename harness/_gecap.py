@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -31,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from wotbench._errors import UserError
-from wotbench._results import cpu_model
+from wotbench import _loopback as loopback
+from wotbench._results import cpu_model, write_atomic
 
 __all__ = ["Fingerprint", "GeCapacity", "CalibrationSetup", "cache_path", "fingerprint",
            "calibrate", "cached", "store", "capacity_for", "RATES", "MARGIN"]
@@ -146,11 +146,7 @@ def store(cap: GeCapacity, path: Path) -> GeCapacity:
     """Adds ``cap`` to the cache file (atomically); returns it with its path."""
     entries = _read_cache(path)
     entries[cap.fingerprint.key] = cap.to_dict()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ge-capacity.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"format": CACHE_FORMAT, "entries": entries}, fh, indent=1)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps({"format": CACHE_FORMAT, "entries": entries}, indent=1))
     return GeCapacity(cap.fingerprint, cap.points, cap.measured_at, cap.ge_core, cap.device_core,
                       cap.seconds, path)
 
@@ -175,48 +171,19 @@ def _estimate_s(s: CalibrationSetup) -> float:
 # --- the measurement --------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _chrt(sched: str) -> list[str]:
-    return ["chrt", "-f", "1"] if sched == "fifo" else []
-
-
-def _write_trace(path: Path, rate: float, seconds: float, port: int, seed: int) -> None:
-    """Poisson arrivals at ``rate`` (the trace's peaks are such bursts)."""
-    rng = np.random.default_rng(seed)
-    n = max(2, int(rate * seconds))
-    ts = np.floor(np.cumsum(rng.exponential(1e6 / rate, n))).astype(np.int64)
-    rows = "\n".join(f"0,{t},GET,coap://127.0.0.1:{port}/a" for t in ts.tolist())
-    path.write_text("device_id,send_ts_us,method,uri\n" + rows + "\n")
-
-
 def _start_device(s: CalibrationSetup, work: Path) -> tuple[subprocess.Popen[str], int]:
-    (work / "res.csv").write_text("path,service_us\n/a,0\n")
-    port = _free_port()
     try:
-        proc = subprocess.Popen([*_chrt(s.sched), str(s.device_bin), "--listen", f"127.0.0.1:{port}",
-                                 "--resources", str(work / "res.csv"), "--threads", "2",
-                                 "--cpus", str(s.device_core)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return loopback.start_device(s.device_bin, work, cpu=s.device_core, threads=2, policy=s.sched)
     except OSError as err:
         raise UserError(f"cannot start the device ({err.strerror}): run make build", str(s.device_bin)) from None
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    if " resources on " not in line:
-        proc.kill()
-        proc.wait()
-        raise RuntimeError(f"calibration: wotbench-device did not start: {line.strip()}")
-    return proc, port
+    except RuntimeError as err:
+        raise RuntimeError(f"calibration: {err}") from None
 
 
 def _one(s: CalibrationSetup, work: Path, rate: int, port: int, rep: int) -> tuple[float, float]:
     trace, out, summ = work / "t.csv", work / "o.csv", work / "s.json"
-    _write_trace(trace, rate, s.seconds_per_rate, port, seed=rep * 7919 + rate)
-    p = subprocess.run([*_chrt(s.sched), str(s.ge_bin), "--trace", str(trace), "--out", str(out),
+    loopback.poisson_trace(trace, rate, s.seconds_per_rate, f"coap://127.0.0.1:{port}/a", seed=rep * 7919 + rate)
+    p = subprocess.run([*loopback.sched_prefix(s.sched), str(s.ge_bin), "--trace", str(trace), "--out", str(out),
                         "--summary", str(summ), "--cpu", str(s.ge_core), "--type", "con",
                         "--timeout-ms", "1000", "--quiet"],
                        capture_output=True, text=True, check=False)

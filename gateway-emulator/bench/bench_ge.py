@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,51 +31,27 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from wotbench import _loopback as loopback
+
 ROOT = Path(__file__).resolve().parents[2]
 GE = ROOT / "build" / "bin" / "wotbench-ge"
 DEVICE = ROOT / "build" / "bin" / "wotbench-device"
 LAG_P99_LIMIT_US = 50.0
 
 
-def write_trace(path: Path, mean_us: float, duration_s: float, port: int, seed: int) -> int:
-    rng = np.random.default_rng(seed)
-    n = int(duration_s * 1e6 / mean_us)
-    ts = np.floor(np.cumsum(rng.exponential(mean_us, n))).astype(np.int64)
-    pd.DataFrame({"device_id": 0, "send_ts_us": ts, "method": "GET",
-                  "uri": f"coap://127.0.0.1:{port}/a"}).to_csv(path, index=False)
-    return n
-
-
-def sched_prefix(policy: str) -> list[str]:
-    return ["chrt", "-f", "1"] if policy == "fifo" else []
-
-
 def start_device(work: Path, cpu: int, threads: int, policy: str) -> tuple[subprocess.Popen, int]:
-    res = work / "res.csv"
-    res.write_text("path,service_us\n/a,0\n")
-    port = free_port()
-    proc = subprocess.Popen(["taskset", "-c", str(cpu), *sched_prefix(policy), str(DEVICE), "--listen", f"127.0.0.1:{port}",
-                             "--resources", str(res), "--threads", str(threads)],
-                            stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    if " resources on " not in line:
-        proc.kill()
-        sys.exit(f"bench-ge: device did not start: {line}")
-    return proc, port
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    try:
+        return loopback.start_device(DEVICE, work, cpu=cpu, threads=threads, policy=policy)
+    except (OSError, RuntimeError) as err:
+        sys.exit(f"bench-ge: {err}")
 
 
 def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep: int) -> dict:
     trace = work / f"t-{mean_us}-{rep}.csv"
-    n = write_trace(trace, mean_us, args.duration_s, port, seed=rep * 1000 + int(mean_us * 10))
+    n = loopback.poisson_trace(trace, 1e6 / mean_us, args.duration_s, f"coap://127.0.0.1:{port}/a",
+                               seed=rep * 1000 + int(mean_us * 10))
     out, summ = trace.with_suffix(".out.csv"), trace.with_suffix(".json")
-    p = subprocess.run([*sched_prefix(args.sched), str(GE), "--trace", str(trace), "--out", str(out), "--summary", str(summ),
+    p = subprocess.run([*loopback.sched_prefix(args.sched), str(GE), "--trace", str(trace), "--out", str(out), "--summary", str(summ),
                         "--cpu", str(args.ge_cpu), "--type", args.type, "--quiet"],
                        capture_output=True, text=True)
     if p.returncode != 0:

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import docker
-import numpy as np
-import pandas as pd
 
+from wotbench import _loopback as loopback
 from wotbench._dockerenv import IMAGES, LABEL_OWNER, LABEL_RUN, hardening
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,10 +37,8 @@ BUDGET = (895_000, 1_000_000)
 
 
 def write_trace(path: Path, rate: int, duration_s: float, address: str, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    ts = np.floor(np.cumsum(rng.exponential(1e6 / rate, int(rate * duration_s)))).astype(np.int64) + 20_000
-    pd.DataFrame({"device_id": 0, "send_ts_us": ts, "method": "GET",
-                  "uri": f"coap://{address}:5683/a"}).to_csv(path, index=False)
+    """Poisson at ``rate`` to the device container, 20 ms after the start instant."""
+    loopback.poisson_trace(path, rate, duration_s, f"coap://{address}:5683/a", seed, offset_us=20_000)
 
 
 class Bench:
