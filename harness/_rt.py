@@ -12,7 +12,6 @@ ratio minus what other containers already hold."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,6 +94,12 @@ class RtBudget:
         """wotbench-ge's ``--rt-budget`` value."""
         return f"{self.runtime_us}/{self.period_us}"
 
+    @classmethod
+    def parse(cls, arg: str) -> RtBudget:
+        """The budget of an ``arg`` (``R/P``, as the plan records it)."""
+        r, p = arg.split("/")
+        return cls(int(r), int(p))
+
 
 def split_budget(avail: RtAvailable, ge_instances: int, cd_ge: bool) -> tuple[list[RtBudget], RtBudget | None]:
     """The CD-GE gets CD_GE_SHARE of the period, the workload GEs split the
@@ -108,16 +113,6 @@ def split_budget(avail: RtAvailable, ge_instances: int, cd_ge: bool) -> tuple[li
         raise ValueError(f"Docker's free RT budget ({avail.free_us / p:.0%} of a core) leaves each of "
                          f"{ge_instances} GE(s) {max(each, 0) / p:.0%}, under {MIN_GE_SHARE:.0%}")
     return [RtBudget(each, p) for _ in range(ge_instances)], cd
-
-
-def budget_of(argv: Sequence[str]) -> RtBudget | None:
-    """The RT budget a wotbench-ge command line runs with (``--sched fifo
-    --rt-budget R/P``), so that its container gets exactly that."""
-    args = list(argv)
-    if "--sched" not in args or args[args.index("--sched") + 1] != "fifo" or "--rt-budget" not in args:
-        return None
-    r, p = args[args.index("--rt-budget") + 1].split("/")
-    return RtBudget(int(r), int(p))
 
 
 def _decide(plan: Plan, scheduler: str, avail: RtAvailable, remote_cd: bool) -> Plan:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from wotbench._rt import RtBudget
     from wotbench.spec import Impairment
 
 __all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed", "NODE_ROLES", "GE_ROLES", "HOG_ROLE"]
@@ -55,6 +56,7 @@ class ContainerSpec:
     as_caller: bool = False         # run as the harness's uid (it writes into the run folder)
     node: str | None = None         # engine node to place it on; None: the backend chooses
     entrypoint: tuple[str, ...] | None = None   # another program of its image (None: the image's)
+    rt_budget: RtBudget | None = None   # a SCHED_FIFO GE/CD-GE: its RT budget (and CAP_SYS_NICE)
 
     @property
     def image_role(self) -> str:
@@ -135,7 +137,7 @@ class Backend(Protocol):
     def start_ge(self, spec: ContainerSpec) -> Started:
         """Starts a gateway emulator that reaches every node."""
 
-    def start_monitor(self, spec: ContainerSpec) -> Started:
+    def start_offline(self, spec: ContainerSpec) -> Started:
         """Starts a container with no network: a resource monitor (collectl), a hog."""
 
     def wait(self, started: Started, timeout_s: float) -> int | None:

@@ -20,10 +20,10 @@ import docker.types
 import requests
 from tqdm import tqdm
 
-from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as probe, _rt as rt
+from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as probe
 from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
 from wotbench._results import write_atomic
-from wotbench.backend._api import GE_ROLES, ContainerSpec, ContainerState, Removed, Started
+from wotbench.backend._api import ContainerSpec, ContainerState, Removed, Started
 from wotbench.backend._remote import ClockOffset
 from wotbench.formats import DEFAULT_COAP_PORT
 
@@ -132,9 +132,8 @@ class DockerBackend:
             kwargs["entrypoint"] = list(spec.entrypoint)
         if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
             kwargs["init"] = True
-        budget = rt.budget_of(spec.argv) if spec.role in GE_ROLES else None
-        if budget is not None:          # SCHED_FIFO GE/CD-GE: its RT budget and CAP_SYS_NICE only
-            kwargs.update(cpu_rt_runtime=budget.runtime_us, cpu_rt_period=budget.period_us,
+        if spec.rt_budget is not None:  # SCHED_FIFO GE/CD-GE: its RT budget and CAP_SYS_NICE only
+            kwargs.update(cpu_rt_runtime=spec.rt_budget.runtime_us, cpu_rt_period=spec.rt_budget.period_us,
                           cap_add=["SYS_NICE"])
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
         return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
@@ -192,8 +191,9 @@ class DockerBackend:
         ct.start()
         return Started(spec.key, spec.role, ct.name, ct.id)
 
-    def start_monitor(self, spec: ContainerSpec) -> Started:
-        """A monitor container with no network (it reads the host's /proc)."""
+    def start_offline(self, spec: ContainerSpec) -> Started:
+        """A container with no network: a monitor (it reads the host's
+        /proc), a hog."""
         ct, _ = self._create(spec, None, None)
         ct.start()
         return Started(spec.key, spec.role, ct.name, ct.id, None, spec.node)

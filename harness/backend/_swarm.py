@@ -163,8 +163,8 @@ class SwarmBackend(DockerBackend):
         self._pool = dockerenv.WORKERS * max(1, len({s.node or self.local for s in specs}))
         return super().start_nodes(specs, progress)
 
-    def start_monitor(self, spec: ContainerSpec) -> Started:
-        st = super().start_monitor(spec)
+    def start_offline(self, spec: ContainerSpec) -> Started:
+        st = super().start_offline(spec)
         return Started(st.key, st.role, st.name, st.id, None, spec.node or self.local)
 
     def start_ge(self, spec: ContainerSpec) -> Started:

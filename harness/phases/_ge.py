@@ -13,6 +13,7 @@ import pandas as pd
 
 from wotbench import _results as res, layout
 from wotbench._plan import Plan
+from wotbench._rt import RtBudget
 from wotbench.backend import ContainerSpec, Mount
 from wotbench.phases._context import RunContext
 from wotbench.phases._layout import HostPart, Layout, Node
@@ -135,6 +136,11 @@ def write_inputs(ctx: RunContext, nodes: Sequence[Node], wl: Workload, lay: Layo
                        int(wl.gen.requests))
 
 
+def _budget(arg: str | None) -> RtBudget | None:
+    """The container's RT budget: the one its --rt-budget says (the plan's)."""
+    return RtBudget.parse(arg) if arg is not None else None
+
+
 def cd_ge_spec(ctx: RunContext, part: HostPart, wl: Workload, start_at_us: int) -> ContainerSpec:
     """A host's CD-GE: CON, on the CD trace, blocking between its requests,
     on its host (the CD pair's path never leaves the host)."""
@@ -145,16 +151,18 @@ def cd_ge_spec(ctx: RunContext, part: HostPart, wl: Workload, start_at_us: int) 
                    start_at_us=start_at_us, late_us=wl.late_us, cpu=cpus if cpus.isdigit() else None,
                    coap_type="con", spin_us=plan.cd_ge_spin_us, rt_budget=plan.cd_ge_rt_budget)
     return ContainerSpec(part.key("cd-ge"), "cd-ge", tuple(argv), cpus, GE_MEMORY, GE_PIDS, as_caller=True,
-                         node=part.node, mounts=(Mount(wl.gen.cd_trace.parent, IN), Mount(hd.cd_hosts, CD_HOSTS_AT),
+                         node=part.node, rt_budget=_budget(plan.cd_ge_rt_budget), mounts=(Mount(wl.gen.cd_trace.parent, IN), Mount(hd.cd_hosts, CD_HOSTS_AT),
                                                  Mount(hd.cd_dir, OUT, writable=True)))
 
 
 def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, start_at_us: int) -> ContainerSpec:
     """Workload GE k on its own core, its trace read-only, writing to ge/."""
     core = str(plan.ge_cores[k])
+    budget = plan.ge_rt_budgets[k] if k < len(plan.ge_rt_budgets) else None
     argv = ge_argv(ctx.hs.gateway, trace=f"{IN}/{trace.relative_to(ctx.run.workload)}",
                    hosts=f"{OUT}/{layout.HOSTS}", out=f"{OUT}/{layout.ge_output(k)}",
                    summary=f"{OUT}/{layout.ge_summary(k)}", start_at_us=start_at_us, late_us=wl.late_us,
-                   cpu=core, rt_budget=plan.ge_rt_budgets[k] if k < len(plan.ge_rt_budgets) else None)
-    return ContainerSpec(f"ge-{k}", "ge", tuple(argv), core, GE_MEMORY, GE_PIDS, as_caller=True, mounts=(
+                   cpu=core, rt_budget=budget)
+    return ContainerSpec(f"ge-{k}", "ge", tuple(argv), core, GE_MEMORY, GE_PIDS, as_caller=True,
+                         rt_budget=_budget(budget), mounts=(
         Mount(ctx.run.workload, IN), Mount(ctx.run.ge_dir, OUT, writable=True)))

@@ -62,7 +62,7 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
             "collectl", "-scmC", "-i1", "-P", "-oUmz", "-F1", "-f", "/io/collectl"),
             cpuset(part.plan.reserved or part.plan.available), MONITOR_MEMORY, MONITOR_PIDS, as_caller=True,
             node=part.node, mounts=(Mount(folder, "/io/collectl", writable=True),))
-        st = ctx.backend.start_monitor(spec)
+        st = ctx.backend.start_offline(spec)
         ctx.started([st])
         remote.append((part.node or "", st))
     return remote

@@ -84,8 +84,13 @@ def test_budget_reaches_argv_and_container():
     argv = ge_argv(Gateway(), trace="t", hosts="h", out="o", summary="s", start_at_us=1, late_us=100,
                    rt_budget="895000/1000000")
     assert argv[-4:] == ["--sched", "fifo", "--rt-budget", "895000/1000000"]
-    assert rt.budget_of(argv) == rt.RtBudget(895_000, 1_000_000)
-    assert rt.budget_of(argv[:-4]) is None
+    from wotbench.backend import ContainerSpec, DockerBackend
+    be = DockerBackend(None, "20261123-000000-t-abcdef")  # type: ignore[arg-type]  # create_args needs no engine
+    spec = ContainerSpec("ge-0", "ge", tuple(argv), "1", 1 << 30, 16, rt_budget=rt.RtBudget.parse(argv[-1]))
+    args = be.create_args(spec, "0:0")
+    assert (args["cpu_rt_runtime"], args["cpu_rt_period"], args["cap_add"]) == (895_000, 1_000_000, ["SYS_NICE"])
+    plain = be.create_args(ContainerSpec("ge-0", "ge", tuple(argv[:-4]), "1", 1 << 30, 16), "0:0")
+    assert "cpu_rt_runtime" not in plain and "cap_add" not in plain
 
 
 def test_run_ge_and_cd_ge_fifo(docker_client, spec_file, make_spec, tmp_path, wotbench_cli, run_objects):
