@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from wotbench._gecap import MARGIN, GeCapacity
-from wotbench.reporting import peak_rps
+from wotbench.reporting._gesneeded import WINDOW_US, peak_rps
 
 __all__ = ["WINDOW_US", "HEADROOM", "InstancesAuto", "peak_rps", "choose", "effective_capacity", "ge_cores_available"]
 
-#: The window of the trace's peak rate.
-WINDOW_US = 100_000
 #: A GE is planned at this share of its measured capacity: the calibration
 #: is short and quiet, a run is long and shares the host.
 HEADROOM = 0.7

@@ -54,6 +54,16 @@ def cpuset(cores: Iterable[int]) -> str:
     return ",".join(out)
 
 
+def cpu_ids(text: str | None) -> list[int]:
+    """The cores of a cpuset string: ``'1-3,5'`` -> ``[1, 2, 3, 5]``
+    (ValueError when it is not one)."""
+    out: list[int] = []
+    for part in text.split(",") if text else ():
+        a, _, b = part.partition("-")
+        out += range(int(a), int(b or a) + 1)
+    return out
+
+
 @dataclass(frozen=True)
 class Plan:
     available: tuple[int, ...]

@@ -35,16 +35,13 @@ def register(sub: Any) -> None:
 
 def _cores(text: str) -> list[int]:
     from wotbench._errors import UserError
+    from wotbench._plan import cpu_ids
 
-    out: list[int] = []
     try:
-        for part in text.split(","):
-            a, _, b = part.partition("-")
-            out += list(range(int(a), int(b or a) + 1))
+        return cpu_ids(text or "-")
     except ValueError:
         raise UserError(f"expected a core list such as 0-7 or 0,2,4, got {text!r}",
                         field="--cores") from None
-    return out
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from wotbench.spec import MAX_GES
+
 __all__ = ["WINDOW_US", "peak_rps", "behind_rate", "ges_needed"]
 
+#: The window of the trace's peak rate (also gateway.instances: auto's).
 WINDOW_US = 100_000
-#: The most GEs a run has (wotbench.spec's MAX_GES).
-MAX_GES = 7
 
 
 def peak_rps(t_us: np.ndarray, window_us: int = WINDOW_US) -> float:

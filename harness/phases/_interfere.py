@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from wotbench import _results as res
 from wotbench._errors import UserError
-from wotbench._plan import cpuset
+from wotbench._plan import cpu_ids, cpuset
 from wotbench.backend import ContainerSpec, Started
 from wotbench.backend._api import HOG_ROLE
 from wotbench.spec._interference import MIN_BUFFER
@@ -83,15 +83,6 @@ class Episode:
                 "--end-at", str(end_at_us), *(("--buffer", str(self.buffer)) if self.buffer else ()))
 
 
-def _ids(text: str | None) -> tuple[int, ...]:
-    out: list[int] = []
-    for part in (text or "").split(","):
-        if part:
-            a, _, b = part.partition("-")
-            out += range(int(a), int(b or a) + 1)
-    return tuple(out)
-
-
 def _cores_on(e: Interference, part: HostPart) -> tuple[int, ...]:
     plan, where = part.plan, f"host {part.node}" if part.node else "this host"
     if isinstance(e.cores, tuple):
@@ -100,7 +91,7 @@ def _cores_on(e: Interference, part: HostPart) -> tuple[int, ...]:
             raise UserError(f"core(s) {cpuset(missing)} not offered by {where} "
                             f"(offered: {cpuset(plan.available)})", field=f"{e.at}.cores")
         return e.cores
-    cores = {"devices": plan.device_cores, "cd": _ids(plan.cd_node_cpuset), "ge": plan.ge_cores}[e.cores]
+    cores = {"devices": plan.device_cores, "cd": cpu_ids(plan.cd_node_cpuset), "ge": plan.ge_cores}[e.cores]
     if not cores:
         raise UserError(f"{where} has no {e.cores} cores in this test's placement", field=f"{e.at}.cores")
     return tuple(cores)
@@ -156,7 +147,7 @@ def start_hogs(ctx: RunContext, episodes: Sequence[Episode], t0: int) -> list[tu
         spec = ContainerSpec(ep.key, HOG_ROLE, ep.argv(off + ep.planned_start_us, off + ep.planned_end_us),
                              cpuset(ep.cores), ep.memory_bytes, ep.entry.threads + 8, node=ep.node,
                              entrypoint=(HOG_BINARY,))
-        st = ctx.backend.start_monitor(spec)
+        st = ctx.backend.start_offline(spec)
         ctx.started([st])
         out.append((ep, st))
     if episodes:

@@ -5,6 +5,7 @@ workload and reads the lateness limit its GEs count against."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -27,10 +28,10 @@ from wotbench.reporting import late_send_us
 from wotbench.tracegen._generate import build_requests, generate
 
 from wotbench.spec import Cluster
-from wotbench.spec._sections import MAX_GES
+from wotbench.spec import MAX_GES
 
 if TYPE_CHECKING:
-    from wotbench.spec import RunSpec, Spec
+    from wotbench.spec import RunSpec, Spec, WorkloadSpec
 
 
 class Preflight(NamedTuple):
@@ -74,6 +75,13 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+@functools.lru_cache(maxsize=4)
+def _trace_peak(workload: WorkloadSpec) -> float:
+    """The trace's peak rate; the requests are built once per workload
+    (every test's preflight runs twice: before any test starts, and its own)."""
+    return peak_rps(build_requests(workload).t_us)
+
+
 def decide_instances(hs: Spec, inventory: Inventory,
                      say: Callable[[str], None] = _stderr) -> tuple[Spec, InstancesAuto | None]:
     """``gateway.instances: auto`` decided (wotbench._instances): the spec
@@ -94,7 +102,7 @@ def decide_instances(hs: Spec, inventory: Inventory,
     part = ge_part(1)
     cores = ge_cores_available(distinct, MAX_GES)
     limits = {"cores": cores, "devices": hs.device_count, "max_ges": MAX_GES}
-    peak = peak_rps(build_requests(hs.workload).t_us) if hs.workload is not None else 0.0
+    peak = _trace_peak(hs.workload) if hs.workload is not None else 0.0
     cal: GeCapacity | None = None
     note = ""
     if min(limits.values()) > 1:
@@ -108,8 +116,8 @@ def decide_instances(hs: Spec, inventory: Inventory,
         own = sorted(os.sched_getaffinity(0))
         if ge_core not in own or dev_core not in own:      # planned for other cores (plan --cores)
             ge_core, dev_core = own[-1], own[0]
-        sched = "fifo" if getattr(hs.gateway, "scheduler", "normal") == "fifo" else "normal"
-        cal = capacity_for(CalibrationSetup(ge_core, dev_core, sched), say=say)
+        # measured under the scheduler the GE will get (wotbench._rt decided it in the plan)
+        cal = capacity_for(CalibrationSetup(ge_core, dev_core, plan.scheduler), say=say)
     capacity, why_cap = effective_capacity(cal, hs.validity.send_lag_p99_max_us)
     note = "; ".join(x for x in (note, why_cap) if x)
     n, why = choose(peak, capacity, HEADROOM, limits)

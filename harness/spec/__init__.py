@@ -22,7 +22,7 @@ from wotbench.spec._devices import DeviceGroup, Impairment
 from wotbench.spec._expand import RunSpec, load, load_saved, loads
 from wotbench.spec._interference import Interference
 from wotbench.spec._model import Spec
-from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
+from wotbench.spec._sections import MAX_GES, ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds
 from wotbench.spec._workload import (GroupWorkload, WorkloadSpec, parse_methods, parse_payload,
                                      resource_service_times)
@@ -32,7 +32,7 @@ from wotbench.tracegen._distribution import Distribution
 __all__ = [
     "load", "loads", "load_saved", "Spec", "RunSpec", "DeviceGroup", "Impairment", "Gateway",
     "ContentionDetection", "Placement", "Phases", "Sweep", "Thresholds", "CapacitySpec", "Objective",
-    "Cluster", "NodeSelector", "Interference",
+    "Cluster", "NodeSelector", "Interference", "MAX_GES",
     "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
 ]
