@@ -233,12 +233,12 @@ def _alarmed(s: np.ndarray, h: float) -> np.ndarray:
     return (s > 0) & np.isin(run, alarmed_runs)
 
 
-def _episodes(t: np.ndarray, x: np.ndarray, d: _Design) -> tuple[float | None, tuple[tuple[float, float], ...]]:
+def _episodes(t: np.ndarray, x: np.ndarray, d: _Design, fwd: np.ndarray
+              ) -> tuple[float | None, tuple[tuple[float, float], ...]]:
     """First alarm time and the [first, last] sample times of every episode:
-    samples inside an alarmed excursion of the CUSUM run forwards (which
-    starts at the onset but decays slowly after the end) and of the same
+    samples inside an alarmed excursion of the CUSUM ``fwd`` (run forwards:
+    it starts at the onset but decays slowly after the end) and of the same
     CUSUM run backwards from the end (which ends at the episode's end)."""
-    fwd = _cusum(x, d)
     hit = np.flatnonzero(fwd >= d.h)
     if hit.size == 0:
         return None, ()
@@ -283,8 +283,9 @@ def _run_design(base: np.ndarray, tm: np.ndarray, meas: np.ndarray, rit: float, 
     """One CUSUM design (its share ``a`` of the run's ``alpha``) over the measurement."""
     d = cusum_design(base, meas.size, alpha=a, min_effect=min_effect, quantile=quantile, design_exceed=p1)
     if d.powered:
-        alarm, episodes = _episodes(tm, meas, d)
-        max_stat = float(_cusum(meas, d).max())
+        fwd = _cusum(meas, d)
+        alarm, episodes = _episodes(tm, meas, d, fwd)
+        max_stat = float(fwd.max())
         min_alarm = math.ceil(d.h / d.up)
         min_ep = math.ceil(d.h / d.kl) * rit if math.isfinite(rit) else math.nan
     else:

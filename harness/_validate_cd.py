@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import stats
 
 from wotbench import _dockerenv as dockerenv, _results as res, layout
 from wotbench._errors import UserError
@@ -45,6 +45,9 @@ from wotbench.spec import RunSpec, Thresholds, load_saved
 from wotbench.spec import _read as read
 from wotbench.spec._expand import expand
 from wotbench.spec._yaml import YamlSource, load as load_yaml
+
+if TYPE_CHECKING:
+    from wotbench.reporting import Phases
 
 __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate", "schedule", "wilson",
            "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "QUIET", "ALPHAS"]
@@ -170,10 +173,9 @@ class Trial:
 def injected_interval(run_dir: Path) -> tuple[float | None, float | None, bool]:
     """[first hog start, last hog end] on t0 from interference.json: observed
     where every hog reported, else planned (and ``False``)."""
-    p = run_dir / layout.INTERFERENCE
-    if not p.is_file():
-        return None, None, False
-    eps = json.loads(p.read_text())
+    from wotbench.reporting import read_interference
+
+    eps = read_interference(run_dir)
     if not eps:
         return None, None, False
     observed = all(e.get("start_us") is not None and e.get("end_us") is not None for e in eps)
@@ -187,34 +189,26 @@ class CdData:
 
     t_us: np.ndarray
     rd: np.ndarray
-    calibration: tuple[float, float] | None
-    measure: tuple[float, float]
+    phases: Phases
     th: Thresholds
 
     def detect(self, alpha: float | None = None) -> Any:
-        from wotbench.cd import detect_contention
+        """The run's contention test, as its report made it (or at ``alpha``)."""
+        from wotbench.reporting import cd_detect
 
-        th = self.th
-        return detect_contention(self.t_us, self.rd, calibration=self.calibration, measure=self.measure,
-                                 alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
-                                 window_us=th.cd_window_us, min_samples=th.cd_min_samples)
+        return cd_detect(self.t_us, self.rd, self.phases, self.th, alpha)
 
 
 def cd_data(run_dir: Path) -> CdData | None:
     """The stored CD series of a finished run (None without CD data)."""
-    from wotbench.cd import normalized_deviation
-    from wotbench.reporting import load_run
+    from wotbench.reporting import cd_series, load_run
 
-    run = load_run(run_dir)
-    if run.cd is None:
+    cd_csv = run_dir / layout.CD / layout.CD_OUTPUT
+    if not cd_csv.is_file():
         return None
-    cd = run.cd
-    resp = np.where(cd["status"].astype(str).to_numpy() == "ok",
-                    cd["response_us"].to_numpy(dtype=np.float64), np.nan)
-    rd = normalized_deviation(resp, cd["service_us"].to_numpy(dtype=np.float64))
+    t, _, rd = cd_series(cd_csv)
     th = load_saved(run_dir / layout.SPEC).validity
-    return CdData(cd["intended_us"].to_numpy(dtype=np.float64), rd, run.phases.calibration,
-                  run.phases.measure, th)
+    return CdData(t.intended, rd, load_run(run_dir).phases, th)
 
 
 def evaluate(index: int, cls: str, run_dir: Path, data: CdData | None, base: Path) -> Trial:
@@ -234,15 +228,12 @@ def evaluate(index: int, cls: str, run_dir: Path, data: CdData | None, base: Pat
 
 # --- statistics (pure) ------------------------------------------------------------------------
 
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval of a proportion k / n (95 % by default); (0, 1) for n = 0."""
+def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion k / n; (0, 1) for n = 0."""
     if n == 0:
         return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
+    ci = stats.binomtest(k, n).proportion_ci(confidence, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,9 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
 - ``Thresholds``: the validity limits the verdict applies (the spec's
   ``validity:``, see :mod:`wotbench.spec`), as ``analyze`` takes them.
 - ``write_reports(run_dirs, out_dir)``: terminal text, Markdown and HTML.
+- ``cd_series(cd_csv)``, ``cd_detect(t, rd, phases, thresholds)``: a CD-GE
+  output's R_d and its contention test as the report makes it;
+  ``read_interference(run_dir)``: interference.json; ``peak_rps(t_us)``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import importlib
 from typing import Any
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
-           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps"]
+           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect",
+           "read_interference"]
 
 _WHERE = {
     "analyze_run": "_analyze", "analyze": "_analyze", "Analysis": "_analyze",
@@ -27,6 +31,8 @@ _WHERE = {
     "load_run": "_load", "Run": "_load", "RunSummary": "_load", "Phases": "_load",
     "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",
+    "cd_series": "_host", "cd_detect": "_host",   # one CD series and its test (validate-cd too)
+    "read_interference": "_interference",
     "peak_rps": "_gesneeded",         # the trace's peak rate, also for gateway.instances: auto
 }
 

@@ -19,8 +19,8 @@ from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_secti
 from wotbench.reporting._integrity import GeArrays, ge_integrity, per_device
 from wotbench.reporting._interference import read_interference
 from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table,
-                                      read_monitor, read_phases, read_json)
-from wotbench.reporting._records import device_section, ge_counters, harness_section
+                                      read_monitor, read_phases)
+from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
 from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, cd_service_us, host_sections,
                                        placement_section, swarm_records, worst_cd)
 from wotbench.spec import Spec, Thresholds, load_saved
@@ -178,8 +178,9 @@ def _ge_sections(files: RunFiles, th: Thresholds, intended: list[np.ndarray] | N
             del whole
             g = ge_integrity(a, phases.measure, th)
             g["ge"] = k
-            g["counters"] = ge_counters(summary)
-            g["sched"] = _sched(summary)
+            doc = ge_summary(summary)
+            g["counters"] = ge_counters(doc)
+            g["sched"] = ge_sched(doc)
             g["behind_rps"] = behind_rate(a.sent, a.send_lag, phases.measure, th.send_lag_p99_max_us)
             if intended is not None:
                 intended.append(a.intended)
@@ -195,14 +196,6 @@ def _ge_sections(files: RunFiles, th: Thresholds, intended: list[np.ndarray] | N
     for d in devices:
         d["group"] = group_of.get(d["device_id"])
     return ges, devices, plots, phases
-
-
-def _sched(summary: Path | None) -> dict[str, Any] | None:
-    """A GE's scheduler (its summary's ``sched``: policy, fallback error,
-    RT budget, yields, stalls); None from a GE without it."""
-    doc = read_json(summary) if summary is not None else None
-    sched = doc.get("sched") if isinstance(doc, dict) else None
-    return sched if isinstance(sched, dict) else None
 
 
 def _device_summary(devices: list[dict[str, Any]]) -> dict[str, Any]:

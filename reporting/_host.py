@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench.cd import detect_contention, normalized_deviation
+from wotbench.cd import ContentionResult, detect_contention, normalized_deviation
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist
 from wotbench.reporting._load import ANALYSIS_COLUMNS, Phases, read_ge_table
 from wotbench.spec import Thresholds
 
-__all__ = ["CdPlot", "cd_section", "host_cpu", "monitor_section"]
+__all__ = ["CdPlot", "cd_section", "cd_series", "cd_detect", "host_cpu", "monitor_section"]
 
 
 @dataclass
@@ -62,16 +62,29 @@ def monitor_section(host: pd.DataFrame | None, raw_present: bool, phases: Phases
             "cpu_util_max": float(m["all"].max()) if len(m) else None, "per_cpu_mean": per_cpu}
 
 
+def cd_series(cd_csv: Path) -> tuple[GeArrays, np.ndarray, np.ndarray]:
+    """One CD-GE output: its arrays, the response time (NaN without a
+    response) and R_d of every CD request."""
+    t = GeArrays.from_table(read_ge_table(cd_csv, ANALYSIS_COLUMNS))
+    resp = np.where(t.ok, t.response, np.nan)
+    return t, resp, normalized_deviation(resp, t.service)
+
+
+def cd_detect(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
+              alpha: float | None = None) -> ContentionResult:
+    """The contention test with the run's thresholds (``alpha``: another
+    cd_alpha, as validate-cd's ROC sweeps it)."""
+    return detect_contention(intended_us, rd, calibration=phases.calibration, measure=phases.measure,
+                             alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
+                             window_us=th.cd_window_us, min_samples=th.cd_min_samples)
+
+
 def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dict[str, Any] | None, CdPlot | None]:
     """The contention test of one CD-GE output (its intended_us on t0)."""
     if cd_csv is None:
         return None, None
-    t = GeArrays.from_table(read_ge_table(cd_csv, ANALYSIS_COLUMNS))
-    resp = np.where(t.ok, t.response, np.nan)
-    rd = normalized_deviation(resp, t.service)
-    res = detect_contention(t.intended, rd, calibration=phases.calibration, measure=phases.measure,
-                            alpha=th.cd_alpha, min_effect=th.cd_min_effect, window_us=th.cd_window_us,
-                            min_samples=th.cd_min_samples)
+    t, resp, rd = cd_series(cd_csv)
+    res = cd_detect(t.intended, rd, phases, th)
     svc = t.service[np.isfinite(t.service)]
     s_us = float(np.median(svc)) if svc.size else None
 

@@ -11,7 +11,7 @@ from typing import Any
 from wotbench.formats import DEVICE_STATS_COUNTERS
 from wotbench.reporting._load import RunFiles, read_json
 
-__all__ = ["harness_section", "ge_counters", "device_section"]
+__all__ = ["harness_section", "ge_summary", "ge_counters", "ge_sched", "device_section"]
 
 #: Roles of the CoAP servers of a run (wotbench.backend: NODE_ROLES).
 _NODES = ("device", "cd-node")
@@ -50,16 +50,27 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
     }
 
 
-def ge_counters(summary: Path | None) -> dict[str, Any] | None:
-    """A GE's own whole-run counters (its summary JSON), None without one."""
-    if summary is None:
+def ge_summary(summary: Path | None) -> dict[str, Any] | None:
+    """A GE's summary JSON (read once for its counters and scheduler), None without one."""
+    return None if summary is None else _object(summary)
+
+
+def ge_counters(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A GE's own whole-run counters (from its summary JSON), None without one."""
+    if doc is None:
         return None
-    doc = _object(summary)
     garbage = doc.get("garbage") or {}
     return {"requests": doc.get("requests"), "late_sends": doc.get("late_sends"),
             "late_us": (doc.get("config") or {}).get("late_us"), "send_errors": doc.get("send_errors"),
             "garbage": garbage.get("total"),
             "malformed": sum(int(garbage.get(k) or 0) for k in ("truncated", "unparseable"))}
+
+
+def ge_sched(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A GE's scheduler (its summary's ``sched``: policy, fallback error, RT
+    budget, yields, stalls); None from a GE without it."""
+    sched = doc.get("sched") if doc is not None else None
+    return sched if isinstance(sched, dict) else None
 
 
 def _node_roles(files: RunFiles) -> dict[str, str]:
