@@ -9,13 +9,14 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
+from tqdm import tqdm
 
 from wotbench._errors import UserError
 
@@ -64,10 +65,11 @@ NET_CAPACITY = 1000
 _PREFIX = 22                       # 1022 addresses per network
 
 
-def client() -> docker.DockerClient:
-    """A client for the local engine; a clear error when none answers."""
+def client(workers: int = WORKERS) -> docker.DockerClient:
+    """A client for the local engine, its connection pool sized for
+    ``workers`` parallel calls; a clear error when none answers."""
     try:
-        c = docker.from_env(max_pool_size=WORKERS * 2, timeout=120)
+        c = docker.from_env(max_pool_size=workers * 2, timeout=120)
         c.ping()
     except docker.errors.DockerException as exc:
         raise UserError(f"the Docker engine does not answer ({exc}); start it with "
@@ -158,46 +160,69 @@ def free_subnets(used: list[ipaddress.IPv4Network], count: int) -> list[ipaddres
     raise UserError(f"no free private /{_PREFIX} subnet for {count} network(s)")
 
 
+def _labels(obj: Any) -> dict[str, str]:
+    """Labels of a listed container (a sparse listing: no inspect), volume or network."""
+    attrs = obj if isinstance(obj, dict) else obj.attrs
+    return attrs.get("Labels") or attrs.get("Config", {}).get("Labels") or {}
+
+
 def live_runs(c: docker.DockerClient) -> set[str]:
     """Run ids whose owning harness is still running on this host."""
     runs: dict[str, str] = {}
-    for obj in [*c.containers.list(all=True, filters={"label": LABEL_RUN}, ignore_removed=True),
+    for obj in [*c.api.containers(all=True, filters={"label": LABEL_RUN}),
                 *c.networks.list(filters={"label": LABEL_RUN})]:
-        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+        labels = _labels(obj)
         runs.setdefault(labels.get(LABEL_RUN, ""), labels.get(LABEL_OWNER, ""))
     return {run for run, owner in runs.items() if owner_alive(owner)}
 
 
-def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
-                    keep: set[str] | frozenset[str] = frozenset(),
-                    swarm_networks: bool = True) -> tuple[int, int, list[str]]:
-    """Removes every container, volume, then network carrying the run label
-    (of one run, or of any run but those in ``keep`` when ``run_id`` is
-    None). Returns the counts removed and the names of networks the engine
-    refused to remove. ``swarm_networks`` False: a swarm worker's engine,
-    which sees the manager's overlay networks but cannot remove them."""
-    flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
-
-    def kept(obj: Any) -> bool:
-        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
-        return labels.get(LABEL_RUN) in keep
-
-    containers = [ct for ct in c.containers.list(all=True, filters=flt, ignore_removed=True)
-                  if not kept(ct)]
-
-    def rm(ct: Any) -> int:
+def _remove_containers(c: docker.DockerClient, ids: list[str], workers: int, progress: bool,
+                       on_call: Callable[[str, float], None] | None) -> int:
+    """Force-removes (kills if running) the containers in parallel, with a
+    progress bar; ``on_call("remove", seconds)`` after each call."""
+    def rm(cid: str) -> int:
+        t = time.monotonic()
         try:
-            ct.remove(force=True, v=True)
+            c.api.remove_container(cid, force=True, v=True)
         except docker.errors.NotFound:
             return 0
         except docker.errors.APIError as exc:
             if exc.status_code == 409:         # removal already in progress
                 return 0
             raise
+        finally:
+            if on_call is not None:
+                on_call("remove", time.monotonic() - t)
         return 1
 
-    with ThreadPoolExecutor(WORKERS) as pool:
-        n_ct = sum(pool.map(rm, containers))
+    removed = 0
+    with ThreadPoolExecutor(workers, thread_name_prefix="remove") as pool, \
+            tqdm(total=len(ids), desc="removing containers", unit="ct", disable=not progress, leave=False) as bar:
+        for fut in as_completed([pool.submit(rm, cid) for cid in ids]):
+            removed += fut.result()
+            bar.update()
+    return removed
+
+
+def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
+                    keep: set[str] | frozenset[str] = frozenset(),
+                    swarm_networks: bool = True, *, workers: int = WORKERS, progress: bool = False,
+                    on_call: Callable[[str, float], None] | None = None) -> tuple[int, int, list[str]]:
+    """Removes every container, volume, then network carrying the run label
+    (of one run, or of any run but those in ``keep`` when ``run_id`` is
+    None). Returns the counts removed and the names of networks the engine
+    refused to remove. ``swarm_networks`` False: a swarm worker's engine,
+    which sees the manager's overlay networks but cannot remove them.
+    Containers go ``workers`` at a time (a progress bar with ``progress``);
+    ``on_call(phase, seconds)`` hears each removal call (``remove``,
+    ``network-remove``)."""
+    flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
+
+    def kept(obj: Any) -> bool:
+        return _labels(obj).get(LABEL_RUN) in keep
+
+    ids = [ct["Id"] for ct in c.api.containers(all=True, filters=flt) if not kept(ct)]
+    n_ct = _remove_containers(c, ids, workers, progress, on_call)
     for vol in [v for v in c.volumes.list(filters=flt) if not kept(v)]:
         try:
             vol.remove(force=True)
@@ -206,6 +231,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
     n_net, stuck = 0, []
     nets = c.networks.list(filters=flt if swarm_networks else {**flt, "scope": "local"})
     for net in [n for n in nets if not kept(n)]:
+        t = time.monotonic()
         # The engine releases the endpoints of just-removed containers a
         # moment after the removal returns; a network whose endpoint it
         # never releases (moby#42119) is reported, not fatal.
@@ -226,4 +252,6 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
                     stuck.append(net.name)
                     break
                 time.sleep(0.25)
+        if on_call is not None:
+            on_call("network-remove", time.monotonic() - t)
     return n_ct, n_net, stuck

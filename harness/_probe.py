@@ -1,10 +1,11 @@
 """Readiness and reachability probes: CoAP ``GET /.well-known/core`` sent
 from the host straight to the containers' bridge addresses.
 
-One UDP socket serves every target, so 400 devices are probed in one pass
-instead of 400 client processes. Only three facts of a reply are read
-(RFC 7252 section 3): CoAP version 1 (byte 0), code 2.05 (byte 1) and our
-message id (bytes 2-3).
+One UDP socket serves every target, so 1,000 devices are probed in one
+pass instead of 1,000 client processes. Only three facts of a reply are
+read (RFC 7252 section 3): CoAP version 1 (byte 0), code 2.05 (byte 1) and
+our message id (bytes 2-3); a reply counts only from the address its
+message id was sent to (ids wrap after 65,536 probes).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Iterable
 
 _WELL_KNOWN_CORE = bytes([0xBB]) + b".well-known" + bytes([0x04]) + b"core"
 _CONTENT = 0x45                        # 2.05
+#: Receive buffer of the probe socket: room for a round of 1,000 replies.
+_RCVBUF = 1 << 21
 
 
 def _get(mid: int, token: int) -> bytes:
@@ -31,42 +34,50 @@ def _answer_mid(data: bytes) -> int | None:
     return struct.unpack_from("!H", data, 2)[0]
 
 
+def _send_round(sock: socket.socket, pending: Iterable[tuple[str, int]], mids: Iterable[int],
+                inflight: dict[int, tuple[str, int]]) -> None:
+    """One GET to every pending target; one that does not fit the socket
+    buffer (or drew an ICMP error) waits for the next round."""
+    for t, mid in zip(pending, mids):
+        inflight[mid] = t
+        try:
+            sock.sendto(_get(mid, mid), t)
+        except (BlockingIOError, ConnectionRefusedError):
+            pass
+
+
 def wait_ready(targets: Iterable[tuple[str, int]], timeout_s: float,
-               retry_s: float = 0.25) -> set[tuple[str, int]]:
+               retry_s: float = 0.25) -> dict[tuple[str, int], float]:
     """Probes every target until each has answered once or ``timeout_s``
-    passed; returns the targets that answered."""
-    pending = {t: 0 for t in targets}
-    ready: set[tuple[str, int]] = set()
-    mids = itertools.count(1)
+    passed; returns the targets that answered, each with the monotonic
+    time its first answer arrived."""
+    pending = dict.fromkeys(targets, 0)
+    ready: dict[tuple[str, int], float] = {}
+    mids = (m & 0xFFFF for m in itertools.count(1))
     inflight: dict[int, tuple[str, int]] = {}
     deadline = time.monotonic() + timeout_s
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock, \
             selectors.DefaultSelector() as sel:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
         sock.setblocking(False)
         sel.register(sock, selectors.EVENT_READ)
         next_round = 0.0
         while pending and time.monotonic() < deadline:
             now = time.monotonic()
             if now >= next_round:
-                for t in pending:
-                    mid = next(mids) & 0xFFFF
-                    inflight[mid] = t
-                    try:
-                        sock.sendto(_get(mid, mid), t)
-                    except (BlockingIOError, ConnectionRefusedError):
-                        pass   # socket buffer full or an ICMP error: next round
+                _send_round(sock, list(pending), mids, inflight)
                 next_round = now + retry_s
             for _ in sel.select(max(0.0, min(next_round, deadline) - time.monotonic())):
                 while True:
                     try:
-                        data, _addr = sock.recvfrom(2048)
+                        data, addr = sock.recvfrom(2048)
                     except (BlockingIOError, ConnectionRefusedError):
                         break
-                    answered = _answer_mid(data)
-                    who = inflight.pop(answered) if answered in inflight else None
-                    if who is not None and who in pending:
+                    mid = _answer_mid(data)
+                    who = inflight.get(mid) if mid is not None else None
+                    if who is not None and who == (addr[0], addr[1]) and who in pending:
                         del pending[who]
-                        ready.add(who)
+                        ready[who] = time.monotonic()
     return ready
 
 

@@ -7,6 +7,7 @@ from wotbench.backend._api import (GE_ROLES, NODE_ROLES, Backend, ContainerSpec,
 from wotbench.backend._docker import COAP_PORT, DockerBackend
 from wotbench.backend._remote import IO, ClockOffset
 from wotbench.backend._swarm import SwarmBackend
+from wotbench.backend._timing import PhaseTimes
 
 __all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Removed", "Started", "DockerBackend",
-           "SwarmBackend", "ClockOffset", "IO", "COAP_PORT", "NODE_ROLES", "GE_ROLES"]
+           "SwarmBackend", "ClockOffset", "IO", "COAP_PORT", "NODE_ROLES", "GE_ROLES", "PhaseTimes"]

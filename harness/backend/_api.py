@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from wotbench._rt import RtBudget
+    from wotbench.backend._timing import PhaseTimes
     from wotbench.spec import Impairment
 
 __all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed", "NODE_ROLES", "GE_ROLES", "HOG_ROLE"]
@@ -105,6 +106,8 @@ class Backend(Protocol):
     lost: dict[str, str]
     #: Each node's clock against this host's (wotbench.backend.ClockOffset); empty on one host.
     clocks: dict[str, Any]
+    #: Per phase (create, start, ready, remove, ...): each engine call's seconds and the wall time.
+    times: PhaseTimes
 
     def name_of(self, key: str) -> str:
         """The engine's container name for a run key (known before it starts)."""
@@ -162,5 +165,6 @@ class Backend(Protocol):
     def node_states(self) -> dict[str, str]:
         """Each node's state now (swarm), recording nodes lost in ``lost``."""
 
-    def teardown(self) -> Removed:
-        """Removes everything of the run (idempotent; helper processes too)."""
+    def teardown(self, progress: bool = False) -> Removed:
+        """Removes everything of the run (idempotent; helper processes too),
+        with a progress bar when ``progress``."""

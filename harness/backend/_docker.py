@@ -1,6 +1,8 @@
 """One Docker engine: the run's containers on private internal bridges,
 created with the run's label and the hardening every container gets,
-started in parallel, and removed by that label whatever happens."""
+created in parallel, then started in parallel, and removed by that label
+whatever happens. Every engine call's duration is recorded per phase
+(``DockerBackend.times``: where bring-up and teardown time goes)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import docker
 import docker.errors
 import docker.types
 import requests
+from docker.models.containers import _create_container_args   # docker-py's own run -> create translation
 from tqdm import tqdm
 
 from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as probe
@@ -25,6 +29,7 @@ from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, L
 from wotbench._results import write_atomic
 from wotbench.backend._api import ContainerSpec, ContainerState, Removed, Started
 from wotbench.backend._remote import ClockOffset
+from wotbench.backend._timing import PhaseTimes
 from wotbench.formats import DEFAULT_COAP_PORT
 
 if TYPE_CHECKING:
@@ -35,6 +40,7 @@ __all__ = ["DockerBackend", "COAP_PORT"]
 COAP_PORT = DEFAULT_COAP_PORT
 #: Addresses 2..9 of every network are the GEs' (slot 0 first); nodes start at 10.
 _GE_SLOTS = 8
+T = TypeVar("T")
 
 
 class DockerBackend:
@@ -43,7 +49,11 @@ class DockerBackend:
     #: The harness reaches the nodes' addresses (the readiness probe runs here).
     probes_from_host = True
 
-    def __init__(self, client: docker.DockerClient, run_id: str) -> None:
+    def __init__(self, client: docker.DockerClient, run_id: str, *, workers: int | None = None,
+                 staged: bool = True) -> None:
+        """``workers``: parallel engine calls (default ``WORKERS``); ``staged``:
+        create every node, then start them all (False: create and start each
+        in one job, as before; kept for the benchmark's comparison)."""
         self.client, self.run_id = client, run_id
         self.short = run_id.rsplit("-", 1)[-1]
         self.owner = dockerenv.owner_label()
@@ -53,7 +63,10 @@ class DockerBackend:
         self.slowest_start_s = 0.0
         self._ge_slots = 0
         self._helpers: list[subprocess.Popen[bytes]] = []   # Pumba
-        self._pool = dockerenv.WORKERS                      # parallel start calls
+        self._pool = workers or dockerenv.WORKERS           # parallel engine calls
+        self.staged = staged
+        self.times = PhaseTimes()                           # where start-up and teardown time goes
+        self._started_at: dict[str, float] = {}             # node address -> its start call returned
         self.lost: dict[str, str] = {}                      # nodes lost mid-run: none on one host
         self.clocks: dict[str, ClockOffset] = {}            # node -> clock offset: none on one host
 
@@ -139,34 +152,50 @@ class DockerBackend:
         return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
                 "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra), **kwargs}
 
-    def _create(self, spec: ContainerSpec, network: str, address: str | None) -> tuple[Any, float]:
+    def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Any, float]:
+        """One API call: the engine's create, without docker-py's inspect of
+        the new container (the handle needs only its id and name). Returns
+        the handle and when the call began."""
         mounts = {str(m.source.resolve()): {"bind": m.target, "mode": "rw" if m.writable else "ro"}
                   for m in spec.mounts}
         name = self.name_of(spec.key)
+        kwargs = {**self.create_args(spec, f"{os.getuid()}:{os.getgid()}"), "volumes": mounts,
+                  **self._endpoint(network, address), "version": self.client.api._version}
         t = time.monotonic()
-        ct = self.client.containers.create(
-            **self.create_args(spec, f"{os.getuid()}:{os.getgid()}"), volumes=mounts,
-            **self._endpoint(network, address))
+        made = self.client.api.create_container(**_create_container_args(kwargs))
+        ct = self.client.containers.prepare_model({"Id": made["Id"], "Name": "/" + name})
         self.containers[name] = ct
         return ct, t
 
-    def _start_node(self, spec: ContainerSpec, network: str, address: str) -> Started:
+    def _create_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Any, float]:
         ct, t = self._create(spec, network, address)
-        ct.start()
-        self.slowest_start_s = max(self.slowest_start_s, time.monotonic() - t)
-        return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node)
+        took = time.monotonic() - t
+        self.times.call("create", took)
+        return ct, took
 
-    def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
-        """Starts the containers in parallel with a progress bar. On any
-        error or interrupt, waits for the calls in flight (so teardown sees
-        every container they made) and re-raises."""
-        where = self.addresses(len(specs))
-        pool = ThreadPoolExecutor(self._pool, thread_name_prefix="start")
-        futures: list[Future[Started]] = []
+    def _start_created(self, spec: ContainerSpec, made: tuple[Any, float], address: str) -> tuple[Started, float]:
+        ct, create_s = made
+        t = time.monotonic()
+        ct.start()
+        now = time.monotonic()
+        self.times.call("start", now - t)
+        self._started_at[address] = now
+        return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node), create_s + now - t
+
+    def _start_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Started, float]:
+        made = self._create_node(spec, network, address)
+        return self._start_created(spec, made, address)
+
+    def _parallel(self, phase: str, what: str, jobs: Sequence[Callable[[], T]], progress: bool) -> list[T]:
+        """Runs ``jobs`` on the pool with a progress bar, timing the phase's
+        wall; on any error or interrupt waits for the jobs in flight (so
+        teardown sees every container they made) and re-raises."""
+        pool = ThreadPoolExecutor(self._pool, thread_name_prefix=phase)
+        futures: list[Future[T]] = []
         try:
-            futures = [pool.submit(self._start_node, s, *w) for s, w in zip(specs, where)]
-            with tqdm(total=len(specs), desc="starting devices", unit="ct",
-                      disable=not progress, leave=False) as bar:
+            with self.times.wall(phase), tqdm(total=len(jobs), desc=what, unit="ct", disable=not progress,
+                                              leave=False) as bar:
+                futures = [pool.submit(job) for job in jobs]
                 for fut in as_completed(futures):
                     fut.result()
                     bar.update()
@@ -174,10 +203,32 @@ class DockerBackend:
             pool.shutdown(wait=True, cancel_futures=True)
         return [f.result() for f in futures]
 
+    def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
+        """Creates every node in parallel, then starts them in parallel
+        (staged; else create and start each in one job), with progress bars.
+        On any error or interrupt, waits for the calls in flight and re-raises."""
+        where = self.addresses(len(specs))
+        if self.staged:
+            made = self._parallel("create", "creating devices", [
+                partial(self._create_node, s, *w) for s, w in zip(specs, where)], progress)
+            done = self._parallel("start", "starting devices", [
+                partial(self._start_created, s, m, w[1]) for s, m, w in zip(specs, made, where)], progress)
+        else:
+            done = self._parallel("create+start", "starting devices", [
+                partial(self._start_node, s, *w) for s, w in zip(specs, where)], progress)
+        self.slowest_start_s = max([self.slowest_start_s, *(took for _, took in done)])
+        return [st for st, _ in done]
+
     def wait_ready(self, nodes: Sequence[Started], timeout_s: float) -> list[str]:
+        """Probes every node until it answered CoAP; records each node's time
+        from its start call's return to its first answer (phase ``ready``)."""
         targets = {(n.address, COAP_PORT): n.key for n in nodes if n.address}
-        ready = probe.wait_ready(targets, timeout_s=timeout_s)
-        return sorted(key for tg, key in targets.items() if tg not in ready)
+        with self.times.wall("ready"):
+            answered = probe.wait_ready(targets, timeout_s=timeout_s)
+        for (address, _), at in answered.items():
+            if address in self._started_at:
+                self.times.call("ready", max(0.0, at - self._started_at[address]))
+        return sorted(key for tg, key in targets.items() if tg not in answered)
 
     def start_ge(self, spec: ContainerSpec) -> Started:
         """A gateway emulator on its cpuset, on every network of the run."""
@@ -228,7 +279,7 @@ class DockerBackend:
     # --- the end ---------------------------------------------------------------
 
     def _each(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-        with ThreadPoolExecutor(dockerenv.WORKERS) as pool:
+        with ThreadPoolExecutor(self._pool) as pool:
             return list(pool.map(fn, list(items)))
 
     def states(self) -> dict[str, ContainerState]:
@@ -243,8 +294,9 @@ class DockerBackend:
     def stop_all(self, timeout_s: int = 2) -> None:
         def stop(ct: Any) -> None:
             with contextlib.suppress(docker.errors.APIError):
-                ct.stop(timeout=timeout_s)
-        self._each(stop, self.containers.values())
+                self.times.timed("stop", partial(ct.stop, timeout=timeout_s))
+        with self.times.wall("stop"):
+            self._each(stop, self.containers.values())
 
     def save_logs(self, path_of: Callable[[str], Path]) -> None:
         def save(item: tuple[str, Any]) -> None:
@@ -268,11 +320,13 @@ class DockerBackend:
         """One host: no swarm node to lose."""
         return {}
 
-    def teardown(self) -> Removed:
+    def teardown(self, progress: bool = False) -> Removed:
         for p in self._helpers:
             if p.poll() is None:
                 p.terminate()
                 with contextlib.suppress(Exception):
                     p.wait(timeout=5)
-        n_ct, n_net, stuck = dockerenv.remove_labelled(self.client, self.run_id)
+        with self.times.wall("teardown"):
+            n_ct, n_net, stuck = dockerenv.remove_labelled(self.client, self.run_id, workers=self._pool,
+                                                           progress=progress, on_call=self.times.call)
         return Removed(n_ct, n_net, tuple(stuck))

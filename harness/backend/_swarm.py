@@ -258,7 +258,7 @@ class SwarmBackend(DockerBackend):
                     failed.append(f"{name}:{m.target} ({type(exc).__name__})")
         return failed
 
-    def teardown(self) -> Removed:
+    def teardown(self, progress: bool = False) -> Removed:
         """Every node's containers and volumes of the run (in parallel), then
         the overlay networks on the manager; an unreachable node is reported."""
         def clean(item: tuple[str, docker.DockerClient]) -> tuple[int, int, list[str]]:
@@ -271,7 +271,7 @@ class SwarmBackend(DockerBackend):
                 return 0, 0, [f"node {host}: {type(exc).__name__}"]
         with ThreadPoolExecutor(max(1, len(self.engines))) as pool:
             remote = list(pool.map(clean, self.engines.items()))
-        local = super().teardown()
+        local = super().teardown(progress)
         self._until_gone()
         return Removed(local.containers + sum(r[0] for r in remote), local.networks + sum(r[1] for r in remote),
                        tuple(local.stuck) + tuple(s for r in remote for s in r[2]))
