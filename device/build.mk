@@ -41,14 +41,22 @@ $(BUILD)/fuzz/fuzz-device-cpulist: device/fuzz/fuzz_cpulist.c device/cpulist.c d
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_cpulist.c device/cpulist.c
 
-# Closed-loop load tool and the device benchmark (max request rate on one core).
-$(BIN)/devload: device/bench/devload.c
+# Load tools of the device benchmark: devload (closed loop, a window of
+# requests in flight) and devrate (open loop at one fixed rate).
+$(BIN)/devload: device/bench/devload.c device/bench/benchreq.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
+$(BIN)/devrate: device/bench/devrate.c device/bench/benchreq.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+# The device at zero service time: capacity per worker-thread count
+# (closed loop, open-loop steps) and as the GE sees it at 200k/250k req/s
+# (README, "Benchmark"); JSON to build/bench/device.json.
 .PHONY: bench-device
-bench-device: $(BIN)/wotbench-device $(BIN)/devload
-	python3 device/bench/bench_device.py $(BENCH_DEVICE_ARGS)
+bench-device: $(BIN)/wotbench-device $(BIN)/devload $(BIN)/devrate $(BIN)/wotbench-ge venv
+	$(PY) device/bench/bench_device.py $(BENCH_DEVICE_ARGS)
 
 # wotbench-hog: the noisy neighbour of `interference:` (docs/interference.md),
 # shipped in the device image; built with `make build` / `make build-asan`.

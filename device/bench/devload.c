@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchreq.h"
+
 #define BATCH 64
 
 static int64_t now_ns(void) {
@@ -20,25 +22,6 @@ static int64_t now_ns(void) {
 
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* GET with a 4-byte token, one Uri-Path segment. */
-static size_t build(uint8_t *out, int con, uint32_t seq, const char *path) {
-  size_t n = strlen(path), pos = 8;
-
-  out[0] = (uint8_t)(0x40 | (con ? 0 : 1) << 4 | 4);
-  out[1] = 1;
-  out[2] = (uint8_t)(seq >> 8);
-  out[3] = (uint8_t)seq;
-  memcpy(out + 4, &seq, 4);
-  if (n < 13) {
-    out[pos++] = (uint8_t)(11 << 4 | n);
-  } else {
-    out[pos++] = (uint8_t)(11 << 4 | 13);
-    out[pos++] = (uint8_t)(n - 13);
-  }
-  memcpy(out + pos, path, n);
-  return pos + n;
 }
 
 int main(int argc, char **argv) {
@@ -49,7 +32,7 @@ int main(int argc, char **argv) {
   uint64_t got = 0, sent = 0, lost = 0;
   uint32_t seq = 0;
   int inflight = 0;
-  uint8_t rbuf[BATCH][1500], sbuf[BATCH][300];
+  uint8_t rbuf[BATCH][1500], sbuf[BATCH][BENCHREQ_MAX];
   struct mmsghdr rm[BATCH], sm[BATCH];
   struct iovec riov[BATCH], siov[BATCH];
   struct timeval tv = {0, 200000};
@@ -71,7 +54,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (window < 1 || window > 100000 || strlen(path) > 200) {
+  if (window < 1 || window > 100000 || strlen(path) > BENCHREQ_MAX_PATH) {
     fprintf(stderr, "error: window 1..100000, path <= 200 bytes\n");
     return 2;
   }
@@ -99,7 +82,7 @@ int main(int argc, char **argv) {
     while (want > 0) {
       k = want < BATCH ? want : BATCH;
       for (int i = 0; i < k; i++)
-        siov[i].iov_len = build(sbuf[i], con, seq++, path);
+        siov[i].iov_len = benchreq_build(sbuf[i], con, seq++, path);
       r = sendmmsg(fd, sm, (unsigned)k, 0);
       if (r < 0) {
         perror("devload: sendmmsg");

@@ -44,6 +44,14 @@ def device_bins() -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
+def bench_bins(device_bins: dict[str, Path]) -> dict[str, Path]:
+    """The benchmark's load tools, built once: devload, devrate."""
+    tools = {n: ROOT / "build" / "bin" / n for n in ("devload", "devrate")}
+    _make(list(tools.values()))
+    return tools
+
+
+@pytest.fixture(scope="session")
 def device_fuzzers() -> list[Path]:
     _make(FUZZERS)
     return FUZZERS
