@@ -265,7 +265,13 @@ def summarize(setup: Setup, closed: list[dict], sustained: list[dict], ge: list[
     svc = [{"name": name, "capacity_bound_rps": threads * 1e6 / s_us,
             "rate": med([r["rate"] for r in service if r["name"] == name])}
            for name, s_us, _, threads, _ in SERVICE_CASES]
-    return {"threads": table, "ge": ge_rows, "service_time": svc}
+    rates = [r["rate"] for r in sustained if r["rate"] is not None]
+    # Worker threads do not change an S = 0 rate (answered inline), so the
+    # sweeps of all thread counts are repetitions of one measurement.
+    pooled = {"sustained_rps": med(rates), "sweeps": len(sustained),
+              "first_step_failed": sum(r["rate"] is None for r in sustained),
+              "min_rps": min(rates, default=None), "max_rps": max(rates, default=None)}
+    return {"threads": table, "pooled": pooled, "ge": ge_rows, "service_time": svc}
 
 
 def print_tables(setup: Setup, m: dict[str, Any]) -> None:
@@ -281,6 +287,11 @@ def print_tables(setup: Setup, m: dict[str, Any]) -> None:
         print(f"| {r['threads']} | {f(r['closed_loop_rps'])}/s | {f(r['closed_loop_device_busy'], '.2f')} "
               f"| {f(r['closed_loop_load_busy'], '.2f')} | {f(r['device_us_per_request'], '.2f')} "
               f"| {f(r['device_bound_rps'])}/s | {f(r['sustained_rps'])}/s | {f(r['sustained_per_thread_rps'])}/s |")
+    pool = m["pooled"]
+    print(f"Max sustained over all {pool['sweeps']} sweeps (thread counts pooled): median "
+          f"{f(pool['sustained_rps'])}/s, range {f(pool['min_rps'])}-{f(pool['max_rps'])}/s; "
+          f"{pool['first_step_failed']} sweeps failed already at the first step (not in the medians: "
+          "read their device busy and send lag in the JSON)")
     print(f"\nThe GE (Poisson, {setup.ge_seconds} s, device {setup.ge_threads} threads):")
     print("| offered | GE achieved | within bound | lost before device | GE send lag p99 | response p50 / p99 "
           "| device busy |")

@@ -133,6 +133,12 @@ def test_bench_device_end_to_end_tiny(bench_bins, tmp_path):
         assert r["device_counts"]["inline_zero"] == r["device_counts"]["requests"]
     assert doc["open_loop_steps"] and all(s["scheduled"] > 0 for s in doc["open_loop_steps"])
     assert len(doc["sustained"]) == 2
+    pooled = doc["medians"]["pooled"]
+    rates = [s["rate"] for s in doc["sustained"] if s["rate"] is not None]
+    assert pooled["sweeps"] == 2 and pooled["first_step_failed"] == 2 - len(rates)
+    if rates:
+        assert min(rates) <= pooled["sustained_rps"] <= max(rates) and pooled["max_rps"] == max(rates)
+        assert all(r in doc["open_loop_grid"] for r in rates)
     (g,) = doc["ge"]
     assert g["offered_rps"] == 5000 and g["lost_before_device"] == 0
     assert g["device_served"] == g["ok"] == g["requests"] == 1000
