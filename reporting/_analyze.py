@@ -1,10 +1,15 @@
 """analyze_run: a run directory in, the analysis sections of summary.json out
-(integrity, R_d, contention verdict, run verdict); plus the data the plots need."""
+(integrity, R_d, contention verdict, run verdict); plus the data the plots need.
+
+The GE outputs are read out of core: each is converted once to Parquet
+(bounded memory) and analysed in one streaming pass over its row groups
+(_stream.GeStream); what is exact and what approximate is said there and
+in reporting/README.md."""
 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,21 +19,18 @@ import pandas as pd
 
 from wotbench._errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
-from wotbench.reporting._gesneeded import behind_rate, ges_needed
+from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
-from wotbench.reporting._integrity import GeArrays, ge_integrity, per_device
 from wotbench.reporting._interference import read_interference
-from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, _ge_index, find_files, read_ge_table,
-                                      read_monitor, read_phases)
+from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, find_files, ge_data, read_monitor,
+                                      read_phases)
 from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
+from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
 from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, cd_service_us, host_sections,
                                        placement_section, swarm_records, worst_cd)
 from wotbench.spec import Spec, Thresholds, load_saved
 
-__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "late_send_us", "thresholds_for"]
-
-#: Quantile grid of the distribution plots: 0.05 % steps, 200 points in the lowest decile (Fig. 6 zoom).
-QGRID = np.linspace(0.0, 1.0, 2001)
+__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "late_send_us", "thresholds_for", "QGRID"]
 
 
 @dataclass
@@ -57,6 +59,8 @@ class Analysis:
     """t_s, role, cpu_pct."""
     hosts: list[HostPlot] = field(default_factory=list)
     """Per host of a run across a swarm (then ``cd`` and ``host_cpu`` are None)."""
+    timing: dict[str, float] = field(default_factory=dict)
+    """Seconds: ``convert_s`` (GE CSVs to Parquet, 0 when cached), ``analyse_s`` (the GE passes)."""
 
 
 def spec_for(files: RunFiles) -> Spec | None:
@@ -68,35 +72,6 @@ def thresholds_for(files: RunFiles) -> Thresholds:
     """The run's spec.yaml ``validity:`` overrides, else the defaults."""
     spec = spec_for(files)
     return Thresholds() if spec is None else spec.validity
-
-
-#: Plots draw quantile curves from at most this many values (a fixed-seed
-#: sample): ample for a 2001-point curve, and independent of the run's size.
-PLOT_SAMPLE = 200_000
-
-
-def _q(x: np.ndarray) -> np.ndarray:
-    x = x[np.isfinite(x)]
-    if x.size > PLOT_SAMPLE:
-        x = x[np.random.default_rng(0).integers(0, x.size, PLOT_SAMPLE)]
-    return np.quantile(x, QGRID) if x.size else np.full(QGRID.size, np.nan)
-
-
-def _per_second(a: GeArrays) -> pd.DataFrame:
-    """Sends, completions and mean response per second (by intended send time)."""
-    if len(a) == 0:
-        return pd.DataFrame(columns=["t_s", "sent", "ok", "response_mean_us"])
-    sec = np.floor(a.intended / 1e6).astype(np.int64)
-    lo = int(sec.min())
-    idx = sec - lo
-    n = int(idx.max()) + 1
-    okr = np.where(a.ok & np.isfinite(a.response), a.response, 0.0)
-    oks = np.bincount(idx, weights=(a.ok & np.isfinite(a.response)).astype(np.float64), minlength=n)
-    sums = np.bincount(idx, weights=okr, minlength=n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(oks > 0, sums / oks, np.nan)
-    return pd.DataFrame({"t_s": np.arange(lo, lo + n), "sent": np.bincount(idx, minlength=n),
-                         "ok": oks.astype(np.int64), "response_mean_us": mean})
 
 
 def _container_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -162,40 +137,45 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def _ge_sections(files: RunFiles, th: Thresholds, intended: list[np.ndarray] | None = None
-                 ) -> tuple[list[dict], list[dict], list[GePlot], Phases]:
-    """Per GE and per device, in the measurement phase: integrity and latency
-    (each GE's intended send times appended to ``intended``)."""
-    ges, devices, plots = [], [], []
-    with ThreadPoolExecutor(max_workers=1) as pool:  # writes Parquet caches while we compute
-        tables = [read_ge_table(p, ANALYSIS_COLUMNS, pool) for p in files.ge_csvs]
-        phases = read_phases(files, tables)
-        for p, summary, table in zip(files.ge_csvs, files.ge_summaries, tables):
-            k = _ge_index(p)
-            whole = GeArrays.from_table(table)
-            per_sec = _per_second(whole)
-            a = whole.in_window(phases.measure)
-            del whole
-            g = ge_integrity(a, phases.measure, th)
-            g["ge"] = k
-            doc = ge_summary(summary)
-            g["counters"] = ge_counters(doc)
-            g["sched"] = ge_sched(doc)
-            g["behind_rps"] = behind_rate(a.sent, a.send_lag, phases.measure, th.send_lag_p99_max_us)
-            if intended is not None:
-                intended.append(a.intended)
-            ges.append(g)
-            devices += [dict(row, ge=k) for row in per_device(a, phases.measure, th)]
-            sent_ok = np.isfinite(a.sent)
-            plots.append(GePlot(k, _q(np.diff(a.intended[sent_ok])), _q(np.diff(a.sent[sent_ok])),
-                                _q(a.send_lag), _q(np.where(a.ok, a.response, np.nan)),
-                                _q(np.where(a.ok, a.latency_intended, np.nan)), per_sec))
-            del a
-        del tables, table
+def _ge_sections(files: RunFiles, th: Thresholds
+                 ) -> tuple[list[dict], list[dict], list[GePlot], Phases, dict[str, Any] | None, dict[str, float]]:
+    """Per GE and per device, in the measurement phase: integrity and latency,
+    one streaming pass over each GE's Parquet cache (_stream); and
+    ``ges_needed``. Also returns the seconds spent converting CSV to Parquet
+    and analysing."""
+    t = time.perf_counter()
+    data = ge_data(files)               # CSV -> Parquet once, in bounded memory
+    timing = {"convert_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    phases = read_phases(files, data)
+    peak = PeakBins(phases.measure)
+    ges, devices, plots, behind = [], [], [], []
+    for g, summary in zip(data, files.ge_summaries):
+        s = GeStream(phases.measure, th, peak)
+        for arrays in prefetched(g.batches(ANALYSIS_COLUMNS)):
+            s.add(arrays)
+        out = s.finish()
+        sec = out.ge
+        sec["ge"] = g.ge
+        doc = ge_summary(summary)
+        sec["counters"] = ge_counters(doc)
+        sec["sched"] = ge_sched(doc)
+        sec["behind_rps"] = s.behind_rps()
+        behind.append(sec["behind_rps"])
+        ges.append(sec)
+        devices += [dict(row, ge=g.ge) for row in out.devices]
+        c = out.quantile_curves
+        plots.append(GePlot(g.ge, c["rit_expected"], c["rit_submitted"], c["send_lag"], c["response"],
+                            c["latency_intended"], out.per_second))
     group_of = _groups(files)
     for d in devices:
         d["group"] = group_of.get(d["device_id"])
-    return ges, devices, plots, phases
+    if peak.values is not None:
+        need = ges_needed(peak.values, behind)
+    else:
+        need = ges_needed_from_peak(peak.binned_peak_rps(WINDOW_US), behind, exact=False)
+    timing["analyse_s"] = time.perf_counter() - t
+    return ges, devices, plots, phases, need, timing
 
 
 def _device_summary(devices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -242,8 +222,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     # The spec gives the thresholds and, across a swarm, the CD service time S.
     spec = spec_for(files) if thresholds is None or rec.swarm else None
     th = thresholds if thresholds is not None else (spec.validity if spec is not None else Thresholds())
-    intended: list[np.ndarray] = []
-    ges, devices, plots, phases = _ge_sections(files, th, intended)
+    ges, devices, plots, phases, need, timing = _ge_sections(files, th)
     counts = {k: int(sum(g[k] for g in ges)) for k in ("requests", "ok", "timeouts", "errors")}
     counts["devices"] = len(devices)
     counts["ges"] = len(ges)
@@ -259,7 +238,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "harness": harness,
         "measure_counts": counts,
         "ges": ges,
-        "ges_needed": ges_needed(intended, [g["behind_rps"] for g in ges]),
+        "ges_needed": need,
         "device_summary": _device_summary(devices),
         "devices": devices,
         "groups": _group_summary(devices),
@@ -277,7 +256,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     result["verdict"] = verdict
     result["reasons"] = reasons
     return Analysis(files.root, _json_safe(result), plots, h.cd_plot, h.host_cpu,
-                    _container_cpu(read_monitor(files.containers_monitor)), h.host_plots)
+                    _container_cpu(read_monitor(files.containers_monitor)), h.host_plots, timing)
 
 
 def analyze_run(run_dir: Path, thresholds: Thresholds | None = None) -> dict[str, Any]:

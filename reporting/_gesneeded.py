@@ -19,7 +19,7 @@ import numpy as np
 
 from wotbench.spec import MAX_GES
 
-__all__ = ["WINDOW_US", "peak_rps", "behind_rate", "ges_needed"]
+__all__ = ["WINDOW_US", "peak_rps", "behind_rate", "ges_needed", "ges_needed_from_peak"]
 
 #: The window of the trace's peak rate (also gateway.instances: auto's).
 WINDOW_US = 100_000
@@ -61,15 +61,24 @@ def ges_needed(intended: Sequence[np.ndarray], behind_rps: Sequence[float | None
     sends), what one GE kept up to while behind (the best of the GEs that
     were), how many GEs that makes, and the sentence the send-lag check
     adds. None when no GE was ever wholly behind."""
-    rates = [r for r in behind_rps if r]
-    if not rates:
+    if not [r for r in behind_rps if r]:
         return None
     peak = peak_rps(np.concatenate([np.asarray(x, dtype=np.float64) for x in intended])
                     if intended else np.zeros(0), window_us)
+    return ges_needed_from_peak(peak, behind_rps, window_us)
+
+
+def ges_needed_from_peak(peak: float, behind_rps: Sequence[float | None], window_us: int = WINDOW_US,
+                         exact: bool = True) -> dict[str, Any] | None:
+    """:func:`ges_needed` from the peak rate; ``exact=False`` when the peak
+    came from millisecond bins (too many sends to hold: _stream.PeakBins)."""
+    rates = [r for r in behind_rps if r]
+    if not rates:
+        return None
     kept = max(rates)
     need = max(1, math.ceil(peak / kept))
     ran = len(behind_rps)
-    what = (f"trace peak {peak:,.0f} req/s in {window_us // 1000} ms windows, "
+    what = (f"trace peak {'~' if not exact else ''}{peak:,.0f} req/s in {window_us // 1000} ms windows, "
             f"one GE kept up to {kept:,.0f} req/s")
     if need > ran:
         sentence = f"would have needed {need} GEs ({what})"
@@ -78,5 +87,5 @@ def ges_needed(intended: Sequence[np.ndarray], behind_rps: Sequence[float | None
     else:
         sentence = (f"{ran} GE{'s' if ran > 1 else ''} had the capacity ({what}): the rate was not the "
                     "cause; look for stalls or a shared core")
-    return {"peak_rps": peak, "window_ms": window_us / 1000, "kept_up_rps": kept, "ges": ran,
+    return {"peak_rps": peak, "peak_exact": exact, "window_ms": window_us / 1000, "kept_up_rps": kept, "ges": ran,
             "needed": need, "sentence": sentence}

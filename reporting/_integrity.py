@@ -133,10 +133,16 @@ def _ks(expected: np.ndarray, submitted: np.ndarray, max_pairs: int,
     """
     keep = np.isfinite(expected) & np.isfinite(submitted)
     e, s = expected[keep], submitted[keep]
-    s = np.where(np.abs(s - e) <= slack_us, e, s)
     if e.size > max_pairs:
         idx = np.random.default_rng(0).integers(0, e.size, max_pairs)
         e, s = e[idx], s[idx]
+    return ks_pairs(e, s, slack_us)
+
+
+def ks_pairs(e: np.ndarray, s: np.ndarray, slack_us: float = 0.0) -> tuple[float, float, int]:
+    """KS (D, p, pairs) of all the given finite (expected, submitted) pairs
+    (a sample: _stream's bottom-k), with the slack of :func:`_ks`."""
+    s = np.where(np.abs(s - e) <= slack_us, e, s)
     ks = stats.ks_2samp(np.sort(e), np.sort(s), method="asymp")
     return float(ks.statistic), float(ks.pvalue), int(e.size)
 
@@ -151,12 +157,19 @@ def rit_compare(expected: np.ndarray, submitted: np.ndarray, th: Thresholds,
     submitted = np.sort(submitted[np.isfinite(submitted)])
     e = dist(expected, RIT_QUANTILES)
     s = dist(submitted, RIT_QUANTILES)
+    ks = _ks(paired_e, paired_s, ks_max_pairs, th.rit_slack_us) if e["n"] >= 2 and s["n"] >= 2 else None
+    return rit_judge(e, s, ks, th)
+
+
+def rit_judge(e: dict[str, Any], s: dict[str, Any], ks: tuple[float, float, int] | None,
+              th: Thresholds) -> dict[str, Any]:
+    """The RIT comparison of two :func:`dist` dicts (mean, p5) and a KS
+    result (None: not tested), with the pass/fail and its reasons."""
     out: dict[str, Any] = {"expected": e, "submitted": s, "ks_d": None, "ks_p": None, "ks_pairs": 0,
                            "mean_dev": None, "p5_dev": None, "ok": True, "problems": []}
-    if e["n"] < 2 or s["n"] < 2:
+    if e["n"] < 2 or s["n"] < 2 or ks is None:
         return out
-    out["ks_d"], out["ks_p"], out["ks_pairs"] = _ks(paired_e, paired_s, ks_max_pairs,
-                                                      th.rit_slack_us)
+    out["ks_d"], out["ks_p"], out["ks_pairs"] = ks
     out["mean_dev"], out["p5_dev"] = _rel(s["mean"], e["mean"]), _rel(s["p5"], e["p5"])
     problems = []
     if abs(s["mean"] - e["mean"]) > max(th.rit_mean_tolerance * e["mean"], th.rit_slack_us):

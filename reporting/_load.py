@@ -1,51 +1,40 @@
 """Reading a run directory (docs/run-layout.md) or a folder of GE output
 files alone.
 
-GE per-request CSVs can hold tens of millions of rows, so they are read
-with pyarrow.csv (multi-threaded, typed, strings dictionary-encoded) and
-converted once to Parquet beside the CSV (``ge-0.csv`` -> ``ge-0.parquet``).
-The Parquet file records the CSV's size and modification time and is
-rebuilt when they change; when the folder is read-only the table is simply
-kept in memory.
+GE per-request CSVs can hold hundreds of millions of rows, so nothing here
+holds a whole one in memory: each is converted once, streaming, to Parquet
+beside the CSV (``ge-0.csv`` -> ``ge-0.parquet``; pyarrow.csv.open_csv in
+16 MB blocks, one row group per ~1M rows), and read back a row group at a
+time (:class:`GeData`). The Parquet file records the CSV's size and
+modification time and is rebuilt when they change; when the folder is
+read-only the cache goes to the temp dir.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-import tempfile
-from concurrent.futures import Executor
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from wotbench import layout
 from wotbench._errors import UserError
-from wotbench.formats import GE_OUTPUT_COLUMNS
 from wotbench.layout import HostDir, RunDir
+from wotbench.reporting._parquet import ROW_GROUP, ge_parquet
 
-__all__ = ["Phases", "RunSummary", "Run", "RunHost", "RunFiles", "HostFiles", "find_files", "read_ge_table",
+__all__ = ["Phases", "RunSummary", "Run", "RunHost", "RunFiles", "HostFiles", "GeData", "find_files", "read_ge_table",
+           "ge_parquet", "ge_data", "MAX_FRAME_ROWS", "ROW_GROUP",
            "load_run", "read_phases", "read_json"]
-
-_DICT = pa.dictionary(pa.int32(), pa.string())
-# Times as float64: the GE writes whole microseconds, but fractional ones
-# (older GE builds, other tools) read just as well, and the analysis works
-# in float64 (NaN for "no response") anyway.
-_US = pa.float64()
-GE_SCHEMA: dict[str, pa.DataType] = {
-    "device_id": pa.int32(), "method": _DICT, "uri": _DICT, "intended_us": _US,
-    "sent_us": _US, "recv_us": _US, "response_us": _US,
-    "latency_intended_us": _US, "send_lag_us": _US, "status": _DICT,
-    "code": _DICT, "retransmissions": pa.int32(), "service_us": _US,
-}
-assert tuple(GE_SCHEMA) == GE_OUTPUT_COLUMNS, "GE_SCHEMA drifted from docs/formats.md"
-_CACHE_KEY = b"wotbench.source"
 
 
 @dataclass(frozen=True)
@@ -173,89 +162,85 @@ def read_json(path: Path) -> Any:
         raise UserError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
 
 
-def _source_stamp(csv: Path) -> bytes:
-    st = csv.stat()
-    return json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}).encode()
-
-
-def _read_csv(csv: Path) -> pa.Table:
-    try:
-        table = pacsv.read_csv(
-            csv,
-            read_options=pacsv.ReadOptions(block_size=16 << 20),
-            convert_options=pacsv.ConvertOptions(column_types=GE_SCHEMA, include_columns=list(GE_SCHEMA),
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
-        )
-    except pa.ArrowInvalid as exc:
-        # Arrow's message names the row ("CSV parse error: ... row 12") when it can.
-        raise UserError(f"bad GE output: {str(exc).splitlines()[0]}", csv) from None
-    except pa.ArrowKeyError as exc:       # a column of GE_SCHEMA is not in the header
-        raise UserError(f"missing columns: {str(exc).splitlines()[0]}", csv, 1) from None
-    except OSError as exc:
-        raise UserError(f"cannot read GE output: {exc}", csv) from None
-    bad = set(GE_OUTPUT_COLUMNS) - set(table.column_names)
-    if bad:
-        raise UserError(f"missing columns {sorted(bad)}", csv, 1)
-    return table
-
 
 #: The columns the analysis reads (the Parquet cache keeps them all for load_run).
 ANALYSIS_COLUMNS = ["device_id", "intended_us", "sent_us", "response_us", "latency_intended_us",
                     "send_lag_us", "status", "code", "service_us"]
 
 
-def _write_cache(table: pa.Table, cache: Path) -> None:
-    """Parquet beside the CSV, atomically; lz4 and dictionaries only for the
-    string columns: about twice as fast to write as the defaults, and
-    reading a few columns back takes about a second for 10 million rows."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=cache.parent)
-        os.close(fd)
-        try:
-            pq.write_table(table, tmp, compression="lz4", write_statistics=False,
-                           use_dictionary=["method", "uri", "status", "code"])
-            os.replace(tmp, cache)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except (OSError, pa.ArrowException):
-        pass  # a cache that cannot be written (read-only run directory): work from memory
+def read_ge_table(csv: Path, columns: list[str] | None = None) -> pa.Table:
+    """One GE per-request file as an Arrow table, whole (via the Parquet
+    cache): for the small ones (CD-GE, probe). ``columns`` selects columns
+    (default all)."""
+    return pq.read_table(ge_parquet(csv), columns=columns)
 
 
-def read_ge_table(csv: Path, columns: list[str] | None = None, pool: Executor | None = None) -> pa.Table:
-    """One GE per-request file as an Arrow table (via the Parquet cache).
+@dataclass(frozen=True)
+class GeData:
+    """One workload GE's per-request output (docs/formats.md), read lazily
+    from its Parquet cache: nothing is in memory until asked for. Times
+    are float64 us (null when absent), strings dictionary-encoded."""
 
-    ``columns`` selects columns (default all). With ``pool``, a new cache
-    file is written in the background while the caller goes on; the
-    caller waits for the pool before it finishes.
-    """
-    csv = Path(csv)
-    cache = csv.with_suffix(".parquet")
-    stamp = _source_stamp(csv)
-    if cache.is_file():
-        try:
-            meta = pq.read_schema(cache).metadata or {}
-            if meta.get(_CACHE_KEY) == stamp:
-                return pq.read_table(cache, columns=columns)
-        except (pa.ArrowInvalid, OSError):
-            pass  # a damaged cache is rebuilt below
-    table = _read_csv(csv).replace_schema_metadata({_CACHE_KEY: stamp})
-    if pool is not None:
-        pool.submit(_write_cache, table, cache)
+    ge: int
+    """The GE index k (``ge-<k>.csv``)."""
+    csv: Path
+    parquet: Path
+
+    @property
+    def num_rows(self) -> int:
+        return int(pq.read_metadata(self.parquet).num_rows)
+
+    def batches(self, columns: list[str] | None = None, batch_size: int = ROW_GROUP) -> Iterator[pa.RecordBatch]:
+        """The rows in order, ``batch_size`` at a time (bounded memory)."""
+        with pq.ParquetFile(self.parquet) as pf:
+            yield from pf.iter_batches(batch_size=batch_size, columns=columns)
+
+    def dataset(self) -> pads.Dataset:
+        """A pyarrow dataset: filter, project and aggregate out of core."""
+        return pads.dataset(self.parquet, format="parquet")
+
+    def table(self, columns: list[str] | None = None, filter: pc.Expression | None = None) -> pa.Table:
+        """The rows matching ``filter`` (e.g. ``pc.field("device_id") == 3``), in memory."""
+        return self.dataset().to_table(columns=columns, filter=filter)
+
+    def to_pandas(self, columns: list[str] | None = None) -> pd.DataFrame:
+        return pq.read_table(self.parquet, columns=columns).to_pandas()
+
+
+def ge_data(files: RunFiles) -> list[GeData]:
+    """Every workload GE's output, converted to Parquet where needed."""
+    return [GeData(_ge_index(p), p, ge_parquet(p)) for p in files.ge_csvs]
+
+
+def _intended_span(g: GeData) -> tuple[float, float] | None:
+    """min and max intended_us of one GE output (row-group statistics, else a scan)."""
+    md = pq.read_metadata(g.parquet)
+    if md.num_rows == 0:
+        return None
+    col = md.schema.names.index("intended_us")
+    lo, hi = math.inf, -math.inf
+    for i in range(md.num_row_groups):
+        st = md.row_group(i).column(col).statistics
+        if st is None or not st.has_min_max:
+            break
+        lo, hi = min(lo, float(st.min)), max(hi, float(st.max))
     else:
-        _write_cache(table, cache)
-    return table.select(columns) if columns is not None else table
+        return (lo, hi) if lo <= hi else None
+    for b in g.batches(["intended_us"]):
+        x = b.column(0)
+        if len(x) - x.null_count:
+            mm = pc.min_max(x)
+            lo, hi = min(lo, mm["min"].as_py()), max(hi, mm["max"].as_py())
+    return (lo, hi) if lo <= hi else None
 
 
-def read_phases(files: RunFiles, tables: list[pa.Table]) -> Phases:
+def read_phases(files: RunFiles, ges: Sequence[GeData]) -> Phases:
     """phases.json, or (GE files alone) the span of the intended send times."""
     if files.phases is None:
-        full = [t.column("intended_us") for t in tables if t.num_rows]
-        if not full:  # nothing was sent: an empty phase, which the checks then report
+        spans = [s for s in map(_intended_span, ges) if s is not None]
+        if not spans:  # nothing was sent: an empty phase, which the checks then report
             return Phases(measure=(0.0, 0.0), inferred=True)
-        lo = min(float(np.min(c)) for c in full)
-        hi = max(float(np.max(c)) for c in full)
-        return Phases(measure=(lo, hi + 1.0), inferred=True)
+        return Phases(measure=(min(s[0] for s in spans), max(s[1] for s in spans) + 1.0), inferred=True)
     doc = read_json(files.phases)
 
     def window(key: str, required: bool = False) -> tuple[float, float] | None:
@@ -311,14 +296,19 @@ class RunHost:
 
 @dataclass
 class Run:
-    """A run for notebooks: DataFrames and the summary.
+    """A run for notebooks: its GE outputs (lazy), the small frames and the summary.
 
-    ``requests`` has the GE columns of docs/formats.md plus ``ge`` (the GE
-    index); strings are categoricals, missing times are NaN/<NA>.
+    ``ges`` gives each GE's per-request output lazily (:class:`GeData`:
+    ``batches()``, ``dataset()``, ``table(filter=...)``): nothing of it is
+    read by :func:`load_run`, so a run of any size loads in bounded memory.
+    ``requests`` is the convenient path for runs that fit: every GE's rows
+    as one DataFrame (the GE columns of docs/formats.md plus ``ge``, the GE
+    index; strings categoricals, missing times NaN), built on first use
+    and refused (UserError) beyond ``MAX_FRAME_ROWS`` rows.
     """
 
     path: Path
-    requests: pd.DataFrame
+    ges: tuple[GeData, ...]
     cd: pd.DataFrame | None
     monitor: pd.DataFrame | None
     containers: pd.DataFrame | None
@@ -332,27 +322,47 @@ class Run:
     None: every host has its own); empty on one host."""
 
     @property
+    def num_requests(self) -> int:
+        """Rows of all GE outputs (from the Parquet metadata, nothing read)."""
+        return sum(g.num_rows for g in self.ges)
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """Every GE's rows in one DataFrame (runs of at most MAX_FRAME_ROWS rows)."""
+        n = self.num_requests
+        if n > MAX_FRAME_ROWS:
+            raise UserError(f"{n:,} requests are more than a DataFrame here takes ({MAX_FRAME_ROWS:,}): "
+                            "read run.ges[k].batches(), .dataset() or .table(filter=...) instead", self.path)
+        frames = []
+        for g in self.ges:
+            df = g.to_pandas()
+            df.insert(0, "ge", g.ge)
+            frames.append(df)
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    @property
     def measure(self) -> pd.DataFrame:
-        """Requests intended inside the measurement phase."""
+        """Requests intended inside the measurement phase (of ``requests``)."""
         a, b = self.phases.measure
         r = self.requests
         return r[(r["intended_us"] >= a) & (r["intended_us"] < b)]
 
 
+#: The most rows ``Run.requests`` puts in one DataFrame (about 2 GB of it).
+MAX_FRAME_ROWS = 20_000_000
+
+
 def load_run(path: str | os.PathLike[str]) -> Run:
-    """Load a run directory (or a folder of ge-*.csv files) for analysis in pandas."""
+    """Load a run directory (or a folder of ge-*.csv files): the GE outputs
+    as lazy handles (``Run.ges``; ``Run.requests`` materializes them for
+    small runs), the CD-GE, monitor and records as DataFrames and dicts.
+    Converts each GE CSV to its Parquet cache once (in bounded memory)."""
     files = find_files(Path(path))
-    tables = [read_ge_table(p) for p in files.ge_csvs]
-    frames = []
-    for p, t in zip(files.ge_csvs, tables):
-        df = t.to_pandas()
-        df.insert(0, "ge", _ge_index(p))
-        frames.append(df)
-    requests = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    ges = tuple(ge_data(files))
     cd = read_ge_table(files.cd_csv).to_pandas() if files.cd_csv else None
     return Run(
-        path=files.root, requests=requests, cd=cd, monitor=read_monitor(files.host_monitor),
-        containers=read_monitor(files.containers_monitor), phases=read_phases(files, tables),
+        path=files.root, ges=ges, cd=cd, monitor=read_monitor(files.host_monitor),
+        containers=read_monitor(files.containers_monitor), phases=read_phases(files, ges),
         summary=read_summary(files.summary) if files.summary else None,
         manifest=read_json(files.manifest) if files.manifest else None,
         observed=read_json(files.observed) if files.observed else None,

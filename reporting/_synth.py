@@ -19,6 +19,7 @@ host, a lost node, a probe without answers or a host without monitor data
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,25 +79,51 @@ def _nullable(x: np.ndarray, valid: np.ndarray) -> pa.Array:
     return pa.array(np.round(x).astype(np.int64), mask=~valid)
 
 
-def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, end_us: float, rit_us: float,
-              svc: np.ndarray, spec: SynthSpec, uri_host: str, contended: np.ndarray | None = None) -> pa.Table:
+#: Requests generated (and written) at a time, so that a 100-million-request
+#: run is generated in bounded memory; a GE with fewer is generated in one
+#: piece, exactly as it always was (the tests' runs keep their random stream).
+SYNTH_CHUNK = 1 << 21
+
+
+def _ge_tables(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, end_us: float, rit_us: float,
+               svc: np.ndarray, spec: SynthSpec, uri_host: str, contended: np.ndarray | None = None,
+               chunk: int = SYNTH_CHUNK) -> Iterator[pa.Table]:
     """The per-request output of one GE serving ``dev_ids`` (aggregate Poisson
-    stream); contention hits the devices in ``contended`` (None: all)."""
+    stream), ``chunk`` requests at a time; contention hits the devices in
+    ``contended`` (None: all)."""
     rate = dev_ids.size / rit_us
     # Enough arrivals to pass end_us for sure, then cut: the stream covers the whole run.
-    n = int((end_us - start_us) * rate * 1.1) + 100
-    intended = np.round(start_us + np.cumsum(rng.exponential(1.0 / rate, n)))
-    intended = intended[intended < end_us]
+    n_all = int((end_us - start_us) * rate * 1.1) + 100
+    uris = [f"coap://{uri_host}{d}/r{j}" for d in dev_ids for j in range(_RESOURCES)]
+    t, last_sent = start_us, None
+    while True:
+        m = min(n_all, chunk)
+        arrivals = t + np.cumsum(rng.exponential(1.0 / rate, m))
+        t = float(arrivals[-1])
+        intended = np.round(arrivals)
+        intended = intended[intended < end_us]
+        table, last_sent = _ge_rows(rng, intended, dev_ids, svc, spec, uris, contended, last_sent)
+        yield table
+        if n_all <= chunk or intended.size < m:
+            return
+
+
+def _ge_rows(rng: np.random.Generator, intended: np.ndarray, dev_ids: np.ndarray, svc: np.ndarray,
+             spec: SynthSpec, uris: list[str], contended: np.ndarray | None,
+             last_sent: float | None) -> tuple[pa.Table, float | None]:
+    """The rows of the requests intended at ``intended``, after a send at ``last_sent``."""
     n = intended.size
     which = rng.integers(0, dev_ids.size, n)
     res = rng.integers(0, _RESOURCES, n)
     x = intended + rng.gamma(2.0, 4.0, n)  # a few us of send jitter
+    prev = -np.inf if last_sent is None else last_sent
     if spec.ge_floor_us > 0:
         # sent_i = max(x_i, sent_{i-1} + floor), vectorized: subtract i*floor, running max, add back.
         steps = np.arange(n) * spec.ge_floor_us
-        sent = np.maximum.accumulate(x - steps) + steps
+        first = prev + spec.ge_floor_us
+        sent = np.maximum(np.maximum.accumulate(x - steps), first) + steps
     else:
-        sent = np.maximum.accumulate(x)
+        sent = np.maximum(np.maximum.accumulate(x), prev)
     sent = np.round(sent)
     service = svc[which, res]
     response = service + spec.network_us + rng.gamma(4.0, spec.network_us / 40.0, n)
@@ -111,7 +138,6 @@ def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, en
     ok = ~failed & ~overload
     answered = ~failed
     recv = sent + np.round(response)
-    uris = [f"coap://{uri_host}{d}/r{j}" for d in dev_ids for j in range(_RESOURCES)]
     cols = {
         "device_id": pa.array(dev_ids[which].astype(np.int32)),
         "method": _dict(["GET"], np.zeros(n)),
@@ -129,15 +155,20 @@ def _ge_table(rng: np.random.Generator, dev_ids: np.ndarray, start_us: float, en
         "service_us": _nullable(service, ok),
     }
     assert tuple(cols) == GE_OUTPUT_COLUMNS
-    return pa.table(cols)
+    return pa.table(cols), (float(sent[-1]) if n else last_sent)
 
 
-def _write_csv(table: pa.Table, path: Path) -> None:
+def _write_csv(table: pa.Table | Iterable[pa.Table], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    tables = [table] if isinstance(table, pa.Table) else table
     # Header unquoted, as the C programs write it.
     with path.open("wb") as fh:
-        fh.write((",".join(table.column_names) + "\n").encode())
-        pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+        header = False
+        for t in tables:
+            if not header:
+                fh.write((",".join(t.column_names) + "\n").encode())
+                header = True
+            pacsv.write_csv(t, fh, pacsv.WriteOptions(include_header=False, quoting_style="none"))
 
 
 def _seq_table(t: np.ndarray, sent: np.ndarray, resp: np.ndarray, ok: np.ndarray, service_us: float,
@@ -185,28 +216,46 @@ def _count(table: pa.Table, column: str, value: str) -> int:
     return int(pa.compute.sum(pa.compute.equal(table.column(column).cast(pa.string()), value)).as_py() or 0)
 
 
-def _ge_summary(table: pa.Table, spec: SynthSpec) -> dict[str, Any]:
+class _GeCounts:
+    """What a GE's summary and its devices' --stats count, over its chunks."""
+
+    def __init__(self) -> None:
+        self.rows = self.ok = self.timeouts = self.late = 0
+        self.per_dev: dict[int, list[int]] = {}   # device -> [requests, 5.03 replies]
+
+    def add(self, table: pa.Table) -> None:
+        self.rows += table.num_rows
+        self.ok += _count(table, "status", "ok")
+        self.timeouts += _count(table, "status", "timeout")
+        self.late += int(np.count_nonzero(table.column("send_lag_us").to_numpy() > LATE_US))
+        dev = table.column("device_id").to_numpy()
+        over = dev[table.column("code").cast(pa.string()).to_numpy(zero_copy_only=False) == "5.03"]
+        ids, n = np.unique(dev, return_counts=True)
+        n_over = np.bincount(np.searchsorted(ids, over), minlength=ids.size)
+        for d, c, o in zip(ids.tolist(), n.tolist(), n_over.tolist()):
+            acc = self.per_dev.setdefault(d, [0, 0])
+            acc[0] += c
+            acc[1] += o
+
+
+def _ge_summary(c: _GeCounts, spec: SynthSpec) -> dict[str, Any]:
     """The counters of the GE summary JSON the checks read."""
-    late = int(np.count_nonzero(table.column("send_lag_us").to_numpy() > LATE_US))
-    return {"format": 1, "tool": "wotbench-ge", "config": {"late_us": LATE_US}, "requests": table.num_rows,
-            "ok": _count(table, "status", "ok"), "timeouts": _count(table, "status", "timeout"),
-            "send_errors": spec.send_errors, "late_sends": late,
+    return {"format": 1, "tool": "wotbench-ge", "config": {"late_us": LATE_US}, "requests": c.rows,
+            "ok": c.ok, "timeouts": c.timeouts, "send_errors": spec.send_errors, "late_sends": c.late,
             "garbage": {"truncated": 0, "unparseable": 0, "total": 0}}
 
 
-def _ge_records(run: RunDir, k: int, table: pa.Table, spec: SynthSpec) -> dict[str, dict[str, Any]]:
+def _ge_records(run: RunDir, k: int, c: _GeCounts, spec: SynthSpec) -> dict[str, dict[str, Any]]:
     """GE k's summary and its devices' --stats; returns their containers for observed.json."""
-    _write_json(run.ge_summary(k), _ge_summary(table, spec))
+    _write_json(run.ge_summary(k), _ge_summary(c, spec))
     containers: dict[str, dict[str, Any]] = {}
-    dev = table.column("device_id").to_numpy()
-    over = dev[table.column("code").cast(pa.string()).to_numpy(zero_copy_only=False) == "5.03"]
-    for d in np.unique(dev):
+    for d in sorted(c.per_dev):
         name = f"wb-synth-dev-{d}"
         containers[name] = {"key": f"dev-{d}", "role": "device", "status": "running", "exit_code": 0,
                             "oom_killed": False}
-        n = int(np.count_nonzero(dev == d))
+        n, over = c.per_dev[d]
         counts = dict.fromkeys(DEVICE_STATS_COUNTERS, 0)
-        counts.update(requests=n, served=n, overflow=int(np.count_nonzero(over == d)))
+        counts.update(requests=n, served=n, overflow=over)
         _write_json(run.device_stats(name), {"format": 1, "cpus": "0", **counts})
     return containers
 
@@ -236,18 +285,25 @@ def _write_phases(run: RunDir, spec: SynthSpec) -> float:
 
 def _write_ges(run: RunDir, rng: np.random.Generator, spec: SynthSpec, end_s: float,
                contended: np.ndarray | None = None) -> tuple[list[int], dict[str, dict[str, Any]]]:
-    """Every workload GE's output (and records): their row counts and the device containers."""
+    """Every workload GE's output (and records), generated and written
+    SYNTH_CHUNK requests at a time: their row counts and the device containers."""
     svc = np.round(rng.exponential(spec.service_us, (spec.devices, _RESOURCES)))
     rows: list[int] = []
     containers: dict[str, dict[str, Any]] = {}
     for k in range(spec.ges):
         ids = np.arange(k, spec.devices, spec.ges)
-        table = _ge_table(rng, ids, 0.0, end_s * 1e6, spec.rit_us, svc[ids], spec, "dev-", contended)
-        _write_csv(table, run.ge_csv(k))
-        rows.append(table.num_rows)
+        counts = _GeCounts()
+
+        def counted(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+            for t in tables:
+                counts.add(t)
+                yield t
+
+        _write_csv(counted(_ge_tables(rng, ids, 0.0, end_s * 1e6, spec.rit_us, svc[ids], spec, "dev-", contended)),
+                   run.ge_csv(k))
+        rows.append(counts.rows)
         if spec.records:
-            containers.update(_ge_records(run, k, table, spec))
-        del table
+            containers.update(_ge_records(run, k, counts, spec))
     return rows, containers
 
 

@@ -11,7 +11,7 @@ from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary
 
-__all__ = ["run_id", "run_notes", "checks_table", "rit_table", "rate_table", "latency_table", "cd_table",
+__all__ = ["run_id", "run_notes", "APPROX_NOTE", "has_approx", "checks_table", "rit_table", "rate_table", "latency_table", "cd_table",
            "cd_stats_line", "cd_blocks", "hosts_table", "HOSTS_NOTE", "device_table", "group_table", "sweep_row",
            "sweep_table"]
 
@@ -30,6 +30,30 @@ def _us(v: float | None) -> str:
 
 def _pct(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:+.{digits}%}"
+
+
+def _uq(d: dict[str, Any], key: str) -> str:
+    """A quantile of a dist dict; ``~`` when it came from the log-linear histogram (_sketch)."""
+    return ("~" if d.get("exact", True) is False and d.get(key) is not None else "") + _us(d.get(key))
+
+
+def _dq(d: dict[str, Any], key: str) -> str:
+    """A device row's quantile, ``~`` when approximate."""
+    return _uq({"exact": d.get("quantiles_exact", True), key: d.get(key)}, key)
+
+
+#: Said under a report whose tables show approximate quantiles.
+APPROX_NOTE = ("~: a quantile from a log-linear histogram, within 0.1 % of the exact one (more values than "
+               "are kept for exact quantiles); counts, means, rates, min and max are always exact. KS tests use "
+               "a uniform random sample of at most 200,000 pairs per GE (ks_pairs).")
+
+
+def has_approx(r: dict[str, Any]) -> bool:
+    """Whether any quantile of the result is approximate."""
+    dists = [g[k] for g in r.get("ges", ()) for k in ("send_lag_us", "response_us", "latency_intended_us")]
+    dists += [g["rit"][k] for g in r.get("ges", ()) for k in ("expected", "submitted")]
+    return (any(d.get("exact") is False for d in dists)
+            or any(d.get("quantiles_exact") is False for d in r.get("devices", ())))
 
 
 def _f(v: float | None, fmt: str = ".3f") -> str:
@@ -63,6 +87,8 @@ def run_notes(an: Analysis) -> list[str]:
             notes.append(f"{layout.SUMMARY} says {str(s.verdict).upper()}"
                          + (f" ({'; '.join(s.reasons)})" if s.reasons else "")
                          + ": it was written by another analysis of this run")
+    if has_approx(an.result):
+        notes.append(APPROX_NOTE)
     return notes
 
 
@@ -80,7 +106,7 @@ def rit_table(r: dict) -> tuple[list[str], list[list[str]]]:
         for label, d in (("expected", rit["expected"]), ("submitted", rit["submitted"])):
             sub = label == "submitted"
             rows.append([str(g["ge"]) if not sub else "", str(g["devices"]) if not sub else "", label,
-                         _us(d["mean"]), _us(d["p5"]), _us(d["p50"]), _us(d["p95"]), _us(d["p99"]),
+                         _us(d["mean"]), _uq(d, "p5"), _uq(d, "p50"), _uq(d, "p95"), _uq(d, "p99"),
                          _f(rit["ks_d"]) if sub else "", _p(rit["ks_p"]) if sub else "",
                          ("yes" if rit["ok"] else "NO") if sub else ""])
     return head, rows
@@ -90,8 +116,8 @@ def rate_table(r: dict) -> tuple[list[str], list[list[str]]]:
     head = ["GE", "target rate", "achieved", "deviation", "send lag p50", "p99", "p99.9", "max",
             "errors", "scheduler"]
     rows = [[str(g["ge"]), _f(g["target_rate"], ".1f") + "/s", _f(g["achieved_rate"], ".1f") + "/s",
-             _pct(g["rate_dev"], 2), _us(g["send_lag_us"]["p50"]), _us(g["send_lag_us"]["p99"]),
-             _us(g["send_lag_us"]["p99_9"]), _us(g["send_lag_us"]["max"]),
+             _pct(g["rate_dev"], 2), _uq(g["send_lag_us"], "p50"), _uq(g["send_lag_us"], "p99"),
+             _uq(g["send_lag_us"], "p99_9"), _us(g["send_lag_us"]["max"]),
              _pct(g["error_rate"], 2).lstrip("+"), sched_cell(g.get("sched"))] for g in r["ges"]]
     return head, rows
 
@@ -116,8 +142,8 @@ def latency_table(r: dict) -> tuple[list[str], list[list[str]]]:
         for label, key in (("measured (recv - sent)", "response_us"),
                            ("from intended send", "latency_intended_us")):
             d = g[key]
-            rows.append([str(g["ge"]) if key == "response_us" else "", label, _us(d["mean"]), _us(d["p50"]),
-                         _us(d["p90"]), _us(d["p99"]), _us(d["p99_9"]), _us(d["max"])])
+            rows.append([str(g["ge"]) if key == "response_us" else "", label, _us(d["mean"]), _uq(d, "p50"),
+                         _uq(d, "p90"), _uq(d, "p99"), _uq(d, "p99_9"), _us(d["max"])])
     return head, rows
 
 
@@ -216,9 +242,9 @@ def device_table(r: dict, limit: int = 40) -> tuple[list[str], list[list[str]], 
     head = ["device", "GE", "requests", "throughput", "R mean", "R p95", "R p99", "R_d", "RIT mean exp/sub",
             "RIT p5 exp/sub", "KS D", "RIT ok"]
     rows = [[str(d["device_id"]), str(d["ge"]), str(d["requests"]), _f(d["throughput"], ".2f") + "/s",
-             _us(d["response_mean_us"]), _us(d["response_p95_us"]), _us(d["response_p99_us"]),
+             _us(d["response_mean_us"]), _dq(d, "response_p95_us"), _dq(d, "response_p99_us"),
              _f(d["rd_ratio"], ".4f"), f"{_us(d['rit_expected_mean_us'])} / {_us(d['rit_submitted_mean_us'])}",
-             f"{_us(d['rit_expected_p5_us'])} / {_us(d['rit_submitted_p5_us'])}", _f(d["rit_ks_d"]),
+             f"{_dq(d, 'rit_expected_p5_us')} / {_dq(d, 'rit_submitted_p5_us')}", _f(d["rit_ks_d"]),
              "yes" if d["rit_ok"] else "NO"] for d in devs[:limit]]
     if r.get("swarm"):       # which host each device ran on: read its R against that host's row
         head.insert(2, "host")
