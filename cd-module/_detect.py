@@ -301,7 +301,7 @@ def detect_contention(
     calibration: tuple[float, float] | None,
     measure: tuple[float, float],
     alpha: float = 0.01,
-    min_effect: float = 0.02,
+    min_effect: float = 0.1,
     window_us: float = 5e6,
     min_samples: int = 10,
     confidence: float = 0.95,

@@ -88,7 +88,9 @@ def test_short_measurement_is_inconclusive_not_none():
     rng = np.random.default_rng(6)
     t = np.arange(-30e6, 12e6, 1e6)           # cd.rit 1 s: 10 measurement samples
     rd = 0.05 * rng.lognormal(0.0, 0.3, t.size)
-    res = detect_contention(t, rd, calibration=(-30e6, 0.0), measure=(2e6, 12e6))
+    # min_effect 0.02: tau then sits inside the baseline's spread, where 10
+    # samples cannot decide (at the default 0.1 they can).
+    res = detect_contention(t, rd, calibration=(-30e6, 0.0), measure=(2e6, 12e6), min_effect=0.02)
     assert res.status == "inconclusive", res.reason
     assert "shorter cd.rit" in res.reason
 

@@ -19,7 +19,7 @@ overrides any of them under ``validity:`` (docs/spec.md), e.g.
 | ``max_error_rate`` | ``1%`` | more requests timed out or failed |
 | ``allow_overload`` | ``false`` | (when false) a device answered 5.03 (overload) in the measurement phase |
 | ``cd_alpha`` | ``0.01`` | (false-alarm probability of the contention test over the measurement phase) |
-| ``cd_min_effect`` | ``0.02`` | (smallest R_d shift over the baseline that counts as contention) |
+| ``cd_min_effect`` | ``0.1`` | (smallest R_d shift over the baseline that counts as contention: 10 % of the CD node's S; cd-module/README.md) |
 | ``cd_window`` | ``5s`` | (descriptive window of the R_d time series; grows to hold ~10 CD requests) |
 | ``cd_min_samples`` | ``10`` | (fewer CD samples in calibration or measurement: contention unknown) |
 | ``require_cd`` | ``true`` | contention could not be tested (no CD data) |
@@ -68,7 +68,7 @@ class Thresholds:
     max_error_rate: float = 0.01
     allow_overload: bool = False
     cd_alpha: float = 0.01
-    cd_min_effect: float = 0.02
+    cd_min_effect: float = 0.1
     cd_window_us: float = 5e6
     cd_min_samples: int = 10
     require_cd: bool = True
