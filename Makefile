@@ -76,7 +76,8 @@ run: setup build images
 	  $(PY) -m wotbench.cli report $$dirs && \
 	  for d in $$dirs; do echo "results: $$d"; echo "report:  $$d/report/index.html"; done
 
-# Bring-up/teardown rate and memory per device for 100 and 400 devices.
+# Bring-up/teardown rate, where the time goes, and memory per device for 100,
+# 400 and 1,000 devices (harness/README.md).
 bench-harness: setup build images
 	$(PY) -m wotbench.bench --devices 100 400 1000 --out $(BUILD)/bench/harness.json
 

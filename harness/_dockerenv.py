@@ -53,9 +53,10 @@ IMAGES = {
     "ge": f"wotbench/ge:{IMAGE_TAG}",
     "nettools": f"wotbench/nettools:{IMAGE_TAG}",
 }
-#: Parallel Docker API calls when starting or removing many containers; on
-#: 2 cores more than 4 only makes dockerd contend with itself.
-WORKERS = 4
+#: Parallel Docker API calls when creating, starting, stopping or removing many
+#: containers: on 2 cores 8 starts as fast as 4 and removes ~20 % faster; 2 is
+#: slower (`python -m wotbench.bench --compare 60 --workers 4 2 8`, harness/README.md).
+WORKERS = 8
 
 # Docker's default bridge pools and anything a user may have configured are
 # avoided by inspecting them; these are only the candidates.

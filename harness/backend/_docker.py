@@ -66,7 +66,6 @@ class DockerBackend:
         self._pool = workers or dockerenv.WORKERS           # parallel engine calls
         self.staged = staged
         self.times = PhaseTimes()                           # where start-up and teardown time goes
-        self._started_at: dict[str, float] = {}             # node address -> its start call returned
         self.lost: dict[str, str] = {}                      # nodes lost mid-run: none on one host
         self.clocks: dict[str, ClockOffset] = {}            # node -> clock offset: none on one host
 
@@ -179,7 +178,6 @@ class DockerBackend:
         ct.start()
         now = time.monotonic()
         self.times.call("start", now - t)
-        self._started_at[address] = now
         return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node), create_s + now - t
 
     def _start_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Started, float]:
@@ -220,14 +218,10 @@ class DockerBackend:
         return [st for st, _ in done]
 
     def wait_ready(self, nodes: Sequence[Started], timeout_s: float) -> list[str]:
-        """Probes every node until it answered CoAP; records each node's time
-        from its start call's return to its first answer (phase ``ready``)."""
+        """Probes every node until it answered CoAP (phase ``ready``: its wall)."""
         targets = {(n.address, COAP_PORT): n.key for n in nodes if n.address}
         with self.times.wall("ready"):
             answered = probe.wait_ready(targets, timeout_s=timeout_s)
-        for (address, _), at in answered.items():
-            if address in self._started_at:
-                self.times.call("ready", max(0.0, at - self._started_at[address]))
         return sorted(key for tg, key in targets.items() if tg not in answered)
 
     def start_ge(self, spec: ContainerSpec) -> Started:
