@@ -1,6 +1,6 @@
 # wotbench-ge: the gateway emulator (included by the top-level Makefile).
 GE_DIR  := gateway-emulator
-GE_SRCS := cli.c hosts.c trace.c plan.c wire.c timers.c loop.c recv.c counters.c stats.c output.c rt.c
+GE_SRCS := cli.c hosts.c trace.c plan.c hist.c wire.c timers.c window.c reuse.c loop.c recv.c counters.c stats.c output.c rt.c
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
@@ -60,3 +60,9 @@ bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
 
 # Keep the fuzz objects (make would delete them as intermediates).
 .SECONDARY: $(GE_FUZZ_OBJS) $(GE_OBJ)/fuzz/fuzz_trace.o $(GE_OBJ)/fuzz/fuzz_datagram.o
+
+# Streaming: peak RSS against trace length, and send lag, of the binary
+# before streaming (OLD=path/to/wotbench-ge) and this tree's, side by side.
+.PHONY: bench-ge-stream
+bench-ge-stream: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
+	$(PY) $(GE_DIR)/bench/bench_ge_stream.py --old $(OLD) $(BENCH_GE_STREAM_ARGS)

@@ -1,6 +1,6 @@
 /* wotbench-ge internals: the three tiers of state (immutable config, the
- * loaded plan, the loop's own struct with per-request slots) and the
- * functions of each file. */
+ * loaded plan, the loop's own struct with a bounded window of requests) and
+ * the functions of each file. */
 #ifndef GE_H
 #define GE_H
 
@@ -107,6 +107,29 @@ const struct ge_host *ge_hosts_find(const struct ge_hosts *h, const char *name,
                                     size_t len);
 void ge_hosts_free(struct ge_hosts *h);
 
+/* ---- hist.c: exact distribution of integer values in bounded memory -- */
+
+/* Counts per value in 4 KB pages of 1024 consecutive values, found by a
+ * hash of value / 1024: memory follows the spread of the values, not how
+ * many were added, and every order statistic is exact. */
+#define GE_HIST_PAGE_BITS 10
+struct ge_hist {
+  uint64_t *keys;   /* page number + 1; 0 = empty slot */
+  uint32_t **pages; /* parallel to keys */
+  size_t npages, cap;
+  uint64_t n, max;
+  unsigned __int128 sum;
+  uint64_t last_key; /* page number + 1 of last_page (0: none) */
+  uint32_t *last_page;
+};
+int ge_hist_add(struct ge_hist *h, uint64_t v); /* -1: out of memory */
+size_t ge_hist_bytes(const struct ge_hist *h);
+/* `  "name": {count, mean, p5, p50, p95, p99, max}` (or null), percentiles
+ * interpolated linearly between order statistics as NumPy's default. */
+void ge_hist_json(FILE *f, const char *name, const struct ge_hist *h,
+                  bool more);
+void ge_hist_free(struct ge_hist *h);
+
 /* ---- plan.c: what the trace asks for, resolved and numbered ---------- */
 
 struct ge_template {
@@ -117,30 +140,34 @@ struct ge_template {
 };
 struct ge_device {
   uint32_t id, peer;
-  uint64_t auth_off; /* first authority text seen, in the trace buffer */
-  uint32_t auth_len;
+  uint32_t auth_off, auth_len; /* first authority text seen, in abytes */
 };
 /* A peer is one destination endpoint; message IDs are planned per peer
  * because a server deduplicates by (source endpoint, MID). */
 struct ge_peer {
   struct sockaddr_in6 addr;
-  uint32_t first, count; /* this peer's requests: reqs[first .. +count) */
-  uint32_t window_max;   /* most requests in any EXCHANGE_LIFETIME */
-  uint32_t k;            /* local sockets this peer rotates through */
+  uint32_t count;      /* requests to this peer */
+  uint32_t window_max; /* most requests in any EXCHANGE_LIFETIME */
+  uint32_t in_window;  /* scan: requests in the current window */
+  uint32_t k;          /* local sockets this peer rotates through */
   uint16_t mid0;
 };
+/* The plan holds no per-request array: requests are read from the mapped
+ * trace text by a cursor (trace.c), twice: once to check and count
+ * everything before anything is sent, once while sending. */
 struct ge_plan {
-  const char *text; /* the trace buffer (URIs are printed from it) */
+  const char *text; /* the mapped trace (URIs are printed from it) */
+  size_t text_len;
   size_t n;
-  uint64_t *ts_us, *uri_off;
-  uint16_t *uri_len, *mid, *sock;
-  uint32_t *dev, *tmpl;
-  uint32_t *peer_reqs; /* request indices grouped by peer, trace order */
+  uint64_t ts_first, ts_last;
+  struct ge_hist rit_expected; /* trace inter-arrival times */
 
   struct ge_device *devs;
   size_t ndev, devcap;
   uint32_t *dev_hash;
   size_t dev_hash_cap;
+  char *abytes; /* authority texts of the devices */
+  size_t abytes_len, abytes_cap;
 
   struct ge_peer *peers;
   size_t npeer, peercap;
@@ -155,33 +182,80 @@ struct ge_plan {
   size_t tbytes_len, tbytes_cap;
 
   unsigned nsock;
+  bool frozen;      /* after the scan: a lookup that would add is an error */
+  bool text_mapped; /* text is a file mapping (pages may be given back) */
 };
-int ge_plan_reserve(struct ge_plan *p, size_t n);
 int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id);
-/* New device bound to addr (auth: its authority text in the trace). */
-int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, uint64_t auth_off,
+/* New device bound to addr (auth: its authority text, copied). */
+int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, const char *auth,
                            uint32_t auth_len, const struct sockaddr_in6 *addr);
 /* Template index for (method, path, query, payload); -1 with why. */
 int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
                          size_t plen, const char *query, size_t qlen,
                          const char *payload, size_t paylen, const char **why);
-/* Groups requests by peer and assigns sockets and message IDs. */
+/* Sockets and the first message ID of every peer (needs the counts and
+ * window maxima of the scan); freezes the tables. */
 int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed);
 int64_t ge_plan_peer_of_addr(const struct ge_plan *p,
                              const struct sockaddr_in6 *a);
-/* Request sent on socket s to peer with this MID, given that the peer's
- * first `sent` requests went out; -1 when none. */
+/* The n-th request of a peer (its rank) goes out on this socket with this
+ * message ID. */
+static inline unsigned ge_plan_sock(const struct ge_peer *pr, uint32_t rank) {
+  return (unsigned)((rank / GE_MID_SPACE) % pr->k);
+}
+static inline uint16_t ge_plan_mid(const struct ge_peer *pr, uint32_t rank) {
+  return (uint16_t)(pr->mid0 + rank);
+}
+/* Rank of the request sent on socket s to peer with this MID, given that
+ * the peer's first `sent` requests went out; -1 when none. */
 int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
                            uint16_t mid, uint32_t sent);
-int ge_plan_dump(const struct ge_plan *p, const char *path, struct ge_err *e);
+int ge_plan_dump(const struct ge_plan *p, const struct ge_hosts *h,
+                 const char *path, struct ge_err *e);
 void ge_plan_free(struct ge_plan *p);
 
 /* ---- trace.c -------------------------------------------------------- */
+
+/* One request line of the trace. */
+struct ge_req {
+  uint64_t ts_us, uri_off; /* uri_off: the URI text in plan->text */
+  uint32_t dev, tmpl;
+  uint16_t uri_len;
+};
+/* A cursor over the trace text, line by line. Pages behind it are given
+ * back (MADV_DONTNEED) so that reading a trace of any length keeps only a
+ * few MB of it resident. */
+struct ge_cursor {
+  const char *name;
+  struct ge_lines it;
+  bool seen_content;
+  uint64_t prev_ts;
+  size_t n; /* requests returned */
+  size_t released;
+};
+void ge_cursor_init(struct ge_cursor *c, const struct ge_plan *p,
+                    const char *name);
+/* 1: the next request in *r; 0: end of the trace; -1: bad line (e).
+ * Before ge_plan_finish it adds devices and templates; after it, the
+ * tables are frozen and a line naming anything new is an error. */
+int ge_cursor_next(struct ge_plan *p, struct ge_cursor *c,
+                   const struct ge_hosts *h, struct ge_req *r,
+                   struct ge_err *e);
+/* Same for an already frozen plan (run time, --dump-plan). */
+int ge_cursor_read(const struct ge_plan *p, struct ge_cursor *c,
+                   const struct ge_hosts *h, struct ge_req *r,
+                   struct ge_err *e);
+/* Gives back the pages of p->text below `upto` (a byte offset) that are
+ * whole and not given back yet, in steps of at least 256 KB. */
+void ge_text_release(const struct ge_plan *p, size_t *released, size_t upto);
 
 struct ge_trace_src {
   void *map;
   size_t len;
 };
+/* Maps the trace and scans it: every line checked, devices, peers and
+ * templates built, counts, EXCHANGE_LIFETIME window maxima and the
+ * expected inter-arrival distribution; nothing per request is kept. */
 int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
                   const struct ge_hosts *h, struct ge_err *e);
 int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
@@ -280,11 +354,6 @@ enum ge_state {
   GE_ERROR,
   GE_TIMEOUT,
 };
-struct ge_slot {
-  int64_t sent_ns, recv_ns; /* relative to t0; recv < 0: none */
-  uint32_t service_us;      /* UINT32_MAX: none */
-  uint8_t state, code, retrans, gen;
-};
 /* Every counter of the loop, in summary JSON order: adding a counter is one
  * line here, and the struct field, its summary key and its part of the
  * stderr line follow (counters.c). GE_COUNTERS are top-level summary keys;
@@ -319,6 +388,79 @@ struct ge_counters {
   GE_GARBAGE_COUNTERS(GE_COUNTER_FIELD)
 #undef GE_COUNTER_FIELD
 };
+/* ---- window.c: the requests in memory ------------------------------- */
+
+/* One request from the moment it is parsed (ahead of its send) until its
+ * CSV row is written. */
+struct ge_rec {
+  int64_t sent_ns, recv_ns; /* relative to t0; recv < 0: none */
+  uint64_t ts_us, uri_off;
+  uint32_t dev, tmpl, service_us; /* service_us UINT32_MAX: none */
+  uint16_t uri_len, mid, sock;
+  uint8_t state, code, retrans, gen;
+};
+/* Requests [base, end) of the trace, in chunks of GE_CHUNK held in a
+ * ring; the oldest chunk is freed once all its rows are written. */
+#define GE_CHUNK_BITS 12
+#define GE_CHUNK (1u << GE_CHUNK_BITS)
+struct ge_window {
+  struct ge_rec **ring; /* chunk c at ring[c & (cap - 1)] */
+  size_t cap;
+  uint64_t base, end;
+  struct ge_rec *spare; /* one freed chunk kept for reuse */
+  uint64_t peak;        /* most requests in memory at once */
+};
+static inline struct ge_rec *ge_win_at(const struct ge_window *w, uint64_t i) {
+  return &w->ring[(i >> GE_CHUNK_BITS) & (w->cap - 1)][i & (GE_CHUNK - 1)];
+}
+struct ge_rec *ge_win_push(struct ge_window *w); /* NULL: out of memory */
+void ge_win_drop_chunk(struct ge_window *w);     /* base += GE_CHUNK */
+void ge_win_free(struct ge_window *w);
+
+/* Per peer: the trace indices of its requests in memory, by rank, so that
+ * an empty ACK or RST (MID, no token) finds its request. */
+struct ge_rankq {
+  uint32_t *v;
+  uint32_t cap, head, len;
+  uint32_t lo; /* rank of v[head] */
+};
+int ge_rankq_push(struct ge_rankq *q, uint32_t idx); /* the next rank */
+void ge_rankq_pop(struct ge_rankq *q);
+int64_t ge_rankq_find(const struct ge_rankq *q, uint32_t rank);
+void ge_rankq_free(struct ge_rankq *q);
+
+/* ---- reuse.c: early MID reuse, in bounded memory -------------------- */
+
+/* Per peer whose requests outnumber one MID cycle (K * 65536): the send
+ * instants of its last sends within EXCHANGE_LIFETIME, as varint deltas,
+ * so that a send can tell whether the request one cycle before it went
+ * out less than 247 s earlier. */
+struct ge_sentq {
+  uint8_t *buf;
+  size_t cap, head, len; /* bytes, ring */
+  uint32_t count, front_rank;
+  int64_t front_ns, back_ns;
+};
+/* Records the send of `rank` at t (ns); *early: rank - cycle went out
+ * within EXCHANGE_LIFETIME before t. -1: out of memory. */
+int ge_sentq_send(struct ge_sentq *q, uint32_t rank, uint64_t cycle, int64_t t,
+                  bool *early);
+size_t ge_sentq_bytes(const struct ge_sentq *q);
+void ge_sentq_free(struct ge_sentq *q);
+
+/* ---- output.c: the per-request CSV, written while the run goes on --- */
+
+struct ge_out {
+  int fd;
+  char *buf;
+  size_t start, len; /* buf[start, len): formatted, not written yet */
+  uint64_t row;      /* next row to format (trace index) */
+  size_t released;   /* trace text given back below this offset */
+  size_t peak;       /* most bytes formatted and not yet written */
+  uint64_t written, writes;
+  int err; /* errno of a failed write */
+};
+#define GE_OUT_BUF (1u << 20)
 struct ge_ackq {
   struct {
     struct sockaddr_in6 to;
@@ -326,11 +468,26 @@ struct ge_ackq {
   } v[GE_RECV_BATCH];
   unsigned n;
 };
+/* Responses to requests whose rows are written already: whether they had
+ * timed out (late_response) is kept for the last 2^24 requests. */
+#define GE_DONE_BITS 24
 struct ge_loop {
   const struct ge_config *cfg;
   const struct ge_plan *plan;
-  struct ge_slot *slots;
-  uint32_t *peer_sent; /* per peer: requests sent so far */
+  const struct ge_hosts *hosts;
+  struct ge_cursor cur; /* the next line to parse */
+  bool feed_done;
+  struct ge_window win;
+  struct ge_rankq *rq;   /* per peer */
+  struct ge_sentq *sq;   /* per peer (used when it outnumbers a cycle) */
+  uint32_t *peer_parsed; /* per peer: requests parsed so far */
+  uint32_t *peer_sent;   /* per peer: requests sent so far */
+  uint64_t *timed_out;   /* ring of 2^GE_DONE_BITS bits */
+  struct ge_out out;
+  struct ge_hist rit_submitted, send_lag, response, latency;
+  int64_t sent_first_us, sent_prev_us;
+  uint64_t feed_forced; /* parses forced in front of a due send */
+  bool oom;
   struct ge_heap heap;
   struct ge_counters c;
   struct ge_ackq ackq;
@@ -347,9 +504,14 @@ struct ge_loop {
   size_t next, outstanding;
   const volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: abandon the run */
 };
-/* State without sockets (the fuzz harness uses this alone). */
+/* State without sockets (the fuzz harness uses this alone); out_fd < 0:
+ * no CSV. */
 int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
-                 const struct ge_plan *p, uint32_t salt, uint64_t seed);
+                 const struct ge_plan *p, const struct ge_hosts *h,
+                 uint32_t salt, uint64_t seed, int out_fd);
+/* Parses up to max more requests into the window: the count, or -1. */
+#define GE_FEED_AHEAD 4096 /* requests parsed ahead of the sends */
+long ge_loop_feed(struct ge_loop *L, unsigned max, struct ge_err *e);
 int ge_loop_open(struct ge_loop *L, struct ge_err *e);
 int ge_loop_run(struct ge_loop *L, struct ge_err *e);
 void ge_loop_free(struct ge_loop *L);
@@ -373,7 +535,16 @@ void ge_counters_print(FILE *f, const struct ge_counters *c, size_t requests,
                        double seconds);
 
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e);
-int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e);
+/* The CSV while the run goes on: header into the buffer; formats up to
+ * max final rows in trace order (freeing chunks behind them); one write
+ * of up to max bytes. */
+int ge_out_open(struct ge_out *o, int fd);
+size_t ge_out_format(struct ge_loop *L, size_t max);
+int ge_out_write(struct ge_out *o, size_t max);
+bool ge_out_full(const struct ge_out *o); /* no room for another row */
+/* After the loop: every remaining row, everything written. */
+int ge_out_finish(struct ge_loop *L, struct ge_err *e);
+void ge_out_free(struct ge_out *o);
 
 /* ---- clock ---------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* The single busy loop: send each request when its trace time is due,
- * otherwise poll replies without blocking, then fire due timers. It
- * never sleeps while a send is still to come, unless --spin-us asks it
- * to block until shortly before the next send. */
+ * otherwise poll replies without blocking, then fire due timers, then use
+ * what is left of the gap for the streaming work (parse ahead, format and
+ * write finished rows). It never sleeps while a send is still to come,
+ * unless --spin-us asks it to block until shortly before the next send. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,14 @@
 /* Bound on consecutive sends before replies are drained once, so that a
  * GE that falls behind still timestamps replies. */
 #define GE_SEND_BURST 64
+/* Streaming work in the gaps: units of a few us each, started only when
+ * the next send is at least this far away. */
+#define GE_FEED_UNIT 8
+#define GE_FORMAT_UNIT 16
+#define GE_WRITE_UNIT (32u << 10)
+#define GE_WRITE_SMALL (4u << 10)
+#define GE_GAP_MIN_NS 5000
+#define GE_WRITE_GAP_MIN_NS 20000
 
 static uint64_t xorshift(uint64_t *s) {
   uint64_t x = *s;
@@ -26,25 +35,67 @@ static uint64_t xorshift(uint64_t *s) {
 }
 
 int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
-                 const struct ge_plan *p, uint32_t salt, uint64_t seed) {
+                 const struct ge_plan *p, const struct ge_hosts *h,
+                 uint32_t salt, uint64_t seed, int out_fd) {
   memset(L, 0, sizeof *L);
   L->cfg = cfg;
   L->plan = p;
+  L->hosts = h;
   L->salt = salt;
   L->rng = seed | 1;
   L->epfd = -1;
   L->nsock = p->nsock;
-  L->slots = calloc(p->n ? p->n : 1, sizeof *L->slots);
-  L->peer_sent = calloc(p->npeer ? p->npeer : 1, sizeof *L->peer_sent);
+  L->out.fd = -1;
+  size_t np = p->npeer ? p->npeer : 1;
+  ge_cursor_init(&L->cur, p, cfg->trace ? cfg->trace : "trace");
+  L->rq = calloc(np, sizeof *L->rq);
+  L->sq = calloc(np, sizeof *L->sq);
+  L->peer_parsed = calloc(np, sizeof *L->peer_parsed);
+  L->peer_sent = calloc(np, sizeof *L->peer_sent);
+  L->timed_out = calloc((1u << GE_DONE_BITS) / 64, sizeof *L->timed_out);
   L->pdu = coap_pdu_init(0, 0, 0, GE_DGRAM_MAX);
   ge_rt_init(&L->rt, cfg);
-  if (!L->slots || !L->peer_sent || !L->pdu)
+  if (!L->rq || !L->sq || !L->peer_parsed || !L->peer_sent || !L->timed_out ||
+      !L->pdu)
     return -1;
-  for (size_t i = 0; i < p->n; i++) {
-    L->slots[i].recv_ns = -1;
-    L->slots[i].service_us = UINT32_MAX;
+  return out_fd >= 0 ? ge_out_open(&L->out, out_fd) : 0;
+}
+
+long ge_loop_feed(struct ge_loop *L, unsigned max, struct ge_err *e) {
+  const struct ge_plan *p = L->plan;
+  long got = 0;
+  while (got < (long)max && !L->feed_done) {
+    struct ge_req r;
+    int rc = ge_cursor_read(p, &L->cur, L->hosts, &r, e);
+    if (rc < 0)
+      return -1;
+    if (rc == 0) {
+      ge_err_set(e, L->cur.name, L->cur.it.no, NULL,
+                 "ends after %zu of %zu requests (was the file changed?)",
+                 L->cur.n, p->n);
+      return -1;
+    }
+    uint32_t idx = (uint32_t)L->win.end;
+    uint32_t peer = p->devs[r.dev].peer;
+    struct ge_rec *s = ge_win_push(&L->win);
+    if (!s || ge_rankq_push(&L->rq[peer], idx)) {
+      ge_err_set(e, NULL, 0, "loop", "out of memory");
+      return -1;
+    }
+    const struct ge_peer *pr = &p->peers[peer];
+    uint32_t rank = L->peer_parsed[peer]++;
+    s->ts_us = r.ts_us;
+    s->uri_off = r.uri_off;
+    s->uri_len = r.uri_len;
+    s->dev = r.dev;
+    s->tmpl = r.tmpl;
+    s->mid = ge_plan_mid(pr, rank);
+    s->sock = (uint16_t)ge_plan_sock(pr, rank);
+    got++;
+    if (L->cur.n == p->n)
+      L->feed_done = true;
   }
-  return 0;
+  return got;
 }
 
 int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
@@ -97,7 +148,7 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
 }
 
 void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
-  struct ge_slot *s = &L->slots[idx];
+  struct ge_rec *s = ge_win_at(&L->win, idx);
   s->state = state;
   s->gen++;
   L->outstanding--;
@@ -107,23 +158,35 @@ void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
     L->c.timeouts++;
   else
     L->c.errors++;
+  uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
+  if (state == GE_TIMEOUT)
+    L->timed_out[bit / 64] |= 1ULL << (bit % 64);
+  else
+    L->timed_out[bit / 64] &= ~(1ULL << (bit % 64));
+  if (s->recv_ns >= 0) {
+    int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
+    if (ge_hist_add(&L->response, (uint64_t)(recv - sent)) ||
+        ge_hist_add(&L->latency, (uint64_t)(recv - (int64_t)s->ts_us)))
+      L->oom = true;
+  }
 }
 
 static int transmit(struct ge_loop *L, uint32_t idx) {
   const struct ge_plan *p = L->plan;
-  const struct ge_template *t = &p->tmpls[p->tmpl[idx]];
+  const struct ge_rec *s = ge_win_at(&L->win, idx);
+  const struct ge_template *t = &p->tmpls[s->tmpl];
   uint8_t hdr[GE_HDR_LEN];
-  ge_wire_header(hdr, L->cfg->coap_type, t->code, p->mid[idx], L->salt, idx);
+  ge_wire_header(hdr, L->cfg->coap_type, t->code, s->mid, L->salt, idx);
   struct iovec iov[2] = {{hdr, sizeof hdr}, {p->tbytes + t->off, t->len}};
   struct msghdr mh = {
-      .msg_name = (void *)&p->peers[p->devs[p->dev[idx]].peer].addr,
+      .msg_name = (void *)&p->peers[p->devs[s->dev].peer].addr,
       .msg_namelen = sizeof(struct sockaddr_in6),
       .msg_iov = iov,
       .msg_iovlen = t->len ? 2 : 1,
   };
   ssize_t r;
   do
-    r = sendmsg(L->socks[p->sock[idx]], &mh, 0);
+    r = sendmsg(L->socks[s->sock], &mh, 0);
   while (r < 0 && errno == EINTR);
   return r < 0 ? -1 : 0;
 }
@@ -137,22 +200,33 @@ static int64_t first_interval(struct ge_loop *L) {
 
 static int send_one(struct ge_loop *L, int64_t now) {
   uint32_t idx = (uint32_t)L->next++;
-  struct ge_slot *s = &L->slots[idx];
+  struct ge_rec *s = ge_win_at(&L->win, idx);
   const struct ge_plan *p = L->plan;
-  uint32_t peer = p->devs[p->dev[idx]].peer;
+  uint32_t peer = p->devs[s->dev].peer;
   uint32_t rank = L->peer_sent[peer]++;
   s->sent_ns = now - L->t0;
   /* The plan spaces MID reuse by trace time; a GE far behind its
    * schedule could still compress it, so check the actual send times. */
   const struct ge_peer *pr = &p->peers[peer];
   uint64_t cycle = (uint64_t)pr->k * GE_MID_SPACE;
-  if (rank >= cycle) {
-    uint32_t prev = p->peer_reqs[pr->first + rank - cycle];
-    if (s->sent_ns - L->slots[prev].sent_ns <= GE_EXCHANGE_LIFETIME_NS)
+  if (pr->count > cycle) {
+    bool early;
+    if (ge_sentq_send(&L->sq[peer], rank, cycle, s->sent_ns, &early))
+      return -1;
+    if (early)
       L->c.mid_reuse_early++;
   }
-  if (ge_us(s->sent_ns) - (int64_t)p->ts_us[idx] > L->cfg->late_us)
+  int64_t sent_us = ge_us(s->sent_ns);
+  if (sent_us - (int64_t)s->ts_us > L->cfg->late_us)
     L->c.late_sends++;
+  if (ge_hist_add(&L->send_lag, (uint64_t)(sent_us - (int64_t)s->ts_us)))
+    return -1;
+  if (idx == 0)
+    L->sent_first_us = sent_us;
+  else if (ge_hist_add(&L->rit_submitted,
+                       (uint64_t)(sent_us - L->sent_prev_us)))
+    return -1;
+  L->sent_prev_us = sent_us;
   L->outstanding++;
   s->state = GE_WAIT;
   if (transmit(L, idx)) {
@@ -174,7 +248,9 @@ static int fire_timers(struct ge_loop *L, int64_t now) {
   while (L->heap.n && L->heap.v[0].deadline <= now) {
     struct ge_timer t;
     ge_heap_pop(&L->heap, &t);
-    struct ge_slot *s = &L->slots[t.idx];
+    if (t.idx < L->win.base)
+      continue; /* its row is written: a stale entry */
+    struct ge_rec *s = ge_win_at(&L->win, t.idx);
     if (t.gen != s->gen || (s->state != GE_WAIT && s->state != GE_SEPARATE))
       continue; /* stale entry */
     if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON &&
@@ -285,13 +361,22 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
   return total;
 }
 
+/* When the next send is due (monotonic ns): INT64_MAX once all are sent,
+ * 0 when it is not parsed yet (so: parse now). */
+static int64_t next_due(const struct ge_loop *L) {
+  if (L->next >= L->plan->n)
+    return INT64_MAX;
+  if (L->next >= L->win.end)
+    return 0;
+  return L->t0 + (int64_t)ge_win_at(&L->win, L->next)->ts_us * 1000;
+}
+
 /* Reads replies at least as fast as requests went out (`owed`: sends of
  * the last burst), and keeps draining while no send is due, so that
  * replies are stamped when they arrive, not when a GE behind schedule
  * gets round to them (and no timer fires for a reply already queued). */
 static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
                          struct ge_err *e) {
-  const struct ge_plan *p = L->plan;
   /* bounded, so that a flood cannot starve the timers */
   for (unsigned round = 0; round < 64; round++) {
     int got = poll_replies(L, rx, 0, e);
@@ -300,11 +385,44 @@ static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
     if (got < GE_RECV_BATCH)
       return 0; /* the socket(s) had no more */
     owed = owed > (size_t)got ? owed - (size_t)got : 0;
-    if (!owed && L->next < p->n &&
-        L->t0 + (int64_t)p->ts_us[L->next] * 1000 <= ge_now_ns())
+    if (!owed && next_due(L) <= ge_now_ns())
       return 0; /* a send is due */
   }
   return 0;
+}
+
+/* The streaming work, in units of a few us, while the gap before `until`
+ * has room: keep GE_FEED_AHEAD requests parsed ahead, format the rows of
+ * finished requests, write the formatted bytes out. Returns 1 when work
+ * is left, 0 when there is none, -1 on error. */
+static int background(struct ge_loop *L, int64_t now, int64_t until,
+                      struct ge_err *e) {
+  for (;; now = ge_now_ns()) {
+    int64_t room = until - now;
+    if (room < GE_GAP_MIN_NS)
+      return 1;
+    if (!L->feed_done && L->win.end - L->next < GE_FEED_AHEAD) {
+      if (ge_loop_feed(L, GE_FEED_UNIT, e) < 0)
+        return -1;
+      continue;
+    }
+    if (ge_out_format(L, GE_FORMAT_UNIT))
+      continue;
+    size_t pending = L->out.len - L->out.start;
+    if (pending && (pending >= GE_WRITE_SMALL || ge_out_full(&L->out) ||
+                    L->next >= L->plan->n)) {
+      /* small pieces fit the gaps of a fast schedule, big ones the rest */
+      size_t piece =
+          room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT : GE_WRITE_SMALL;
+      if (ge_out_write(&L->out, piece)) {
+        ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s",
+                   strerror(L->out.err));
+        return -1;
+      }
+      continue;
+    }
+    return 0;
+  }
 }
 
 int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
@@ -314,24 +432,33 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
     return -1;
   }
   rx_init(rx);
-  const struct ge_plan *p = L->plan;
-  const uint64_t *ts = p->ts_us;
-  const int64_t t0 = L->t0;
+  const size_t n = L->plan->n;
   int rc = -1;
-  while (L->next < p->n || L->outstanding > 0) {
+  while (L->next < n || L->outstanding > 0) {
     if (L->stop && *L->stop) {
       ge_err_set(e, NULL, 0, "signal", "interrupted; no results written");
       goto out;
     }
+    if (L->oom) {
+      ge_err_set(e, NULL, 0, "loop", "out of memory");
+      goto out;
+    }
     int64_t now = ge_now_ns();
     ge_rt_tick(&L->rt, now);
-    if (L->next < p->n) {
+    if (L->next < n) {
+      if (L->next == L->win.end) {
+        /* nothing parsed ahead: the gaps did not suffice (a GE at its
+         * ceiling), so parse in front of the send */
+        L->feed_forced++;
+        if (ge_loop_feed(L, GE_FEED_UNIT, e) < 0)
+          goto out;
+      }
       unsigned burst = 0;
-      for (; burst < GE_SEND_BURST && L->next < p->n &&
-             t0 + (int64_t)ts[L->next] * 1000 <= now;
+      for (;
+           burst < GE_SEND_BURST && L->next < L->win.end && next_due(L) <= now;
            burst++) {
         if (send_one(L, now)) {
-          ge_err_set(e, NULL, 0, "timers", "out of memory");
+          ge_err_set(e, NULL, 0, "loop", "out of memory");
           goto out;
         }
         now = ge_now_ns();
@@ -341,10 +468,13 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
       /* --spin-us: a GE that shares its core (the CD-GE on a small host)
        * blocks while the next send and the next timer are far away, and
        * spins only the last spin_us before the send. */
-      if (L->cfg->spin_us >= 0 && L->next < p->n) {
+      if (L->cfg->spin_us >= 0 && L->next < n) {
         int64_t now2 = ge_now_ns();
-        int64_t wake =
-            t0 + (int64_t)ts[L->next] * 1000 - L->cfg->spin_us * 1000;
+        int64_t due = next_due(L);
+        if (background(L, now2, due - L->cfg->spin_us * 1000, e) < 0)
+          goto out;
+        now2 = ge_now_ns();
+        int64_t wake = due - L->cfg->spin_us * 1000;
         if (L->heap.n && L->heap.v[0].deadline < wake)
           wake = L->heap.v[0].deadline;
         int64_t d = wake - now2;
@@ -356,7 +486,13 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
       }
     } else {
       /* All sent: nothing is due until the next timer or reply, so block
-       * instead of spinning on a shared machine. */
+       * instead of spinning on a shared machine (after the streaming
+       * work, which has the gap to itself now). */
+      int64_t until = L->heap.n ? L->heap.v[0].deadline : now + 1000000000LL;
+      int left = background(L, now, until, e);
+      if (left < 0)
+        goto out;
+      now = ge_now_ns();
       int wait_ms = 1000;
       if (L->heap.n) {
         int64_t d = L->heap.v[0].deadline - now;
@@ -364,18 +500,22 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
         if (wait_ms > 1000)
           wait_ms = 1000;
       }
+      if (left)
+        wait_ms = 0;
       if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
         goto out;
     }
-    if (fire_timers(L, ge_now_ns())) {
+    int64_t now3 = ge_now_ns();
+    if (fire_timers(L, now3)) {
       ge_err_set(e, NULL, 0, "timers", "out of memory");
       goto out;
     }
+    if (L->next < n && background(L, now3, next_due(L), e) < 0)
+      goto out;
     /* Under SCHED_FIFO with the RT-budget bucket half full: idle in a
      * gap of the schedule, or yield while the bucket is full (rt.c). */
     if (ge_rt_wants_idle(&L->rt)) {
-      int64_t next = L->next < p->n ? t0 + (int64_t)ts[L->next] * 1000
-                                    : ge_now_ns() + 1000000000LL;
+      int64_t next = L->next < n ? next_due(L) : ge_now_ns() + 1000000000LL;
       if (L->heap.n && L->heap.v[0].deadline < next)
         next = L->heap.v[0].deadline;
       if (ge_rt_idle(&L->rt, L->epfd, next, e))
@@ -397,13 +537,30 @@ void ge_loop_free(struct ge_loop *L) {
   if (L->epfd >= 0)
     close(L->epfd);
   free(L->socks);
-  free(L->slots);
+  if (L->rq)
+    for (size_t i = 0; i < L->plan->npeer; i++)
+      ge_rankq_free(&L->rq[i]);
+  if (L->sq)
+    for (size_t i = 0; i < L->plan->npeer; i++)
+      ge_sentq_free(&L->sq[i]);
+  free(L->rq);
+  free(L->sq);
+  free(L->peer_parsed);
   free(L->peer_sent);
+  free(L->timed_out);
+  ge_win_free(&L->win);
+  ge_out_free(&L->out);
+  ge_hist_free(&L->rit_submitted);
+  ge_hist_free(&L->send_lag);
+  ge_hist_free(&L->response);
+  ge_hist_free(&L->latency);
   ge_heap_free(&L->heap);
   if (L->pdu)
     coap_delete_pdu(L->pdu);
   L->socks = NULL;
-  L->slots = NULL;
-  L->peer_sent = NULL;
+  L->rq = NULL;
+  L->sq = NULL;
+  L->peer_parsed = L->peer_sent = NULL;
+  L->timed_out = NULL;
   L->pdu = NULL;
 }

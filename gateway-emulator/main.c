@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
             plan.n, plan.ndev, plan.npeer, plan.nsock, plan.ntmpl,
             (double)(ge_now_ns() - t_load) / 1e9);
   if (cfg.dump_plan) {
-    status = ge_plan_dump(&plan, cfg.dump_plan, &e) ? 1 : 0;
+    status = ge_plan_dump(&plan, &hosts, cfg.dump_plan, &e) ? 1 : 0;
     goto done;
   }
   if (tmp_open(&out, cfg.out, "--out", &e) ||
@@ -198,13 +198,14 @@ int main(int argc, char **argv) {
   }
   status = 1;
   loop_ready = true; /* ge_loop_init leaves L freeable even on failure */
-  if (ge_loop_init(&L, &cfg, &plan, seeds.salt, seeds.rng)) {
+  if (ge_loop_init(&L, &cfg, &plan, &hosts, seeds.salt, seeds.rng, out.fd)) {
     ge_err_set(&e, NULL, 0, "loop", "out of memory");
     goto done;
   }
   L.stop = &stop_requested;
   L.cpus = cpus;
-  if (install_signals(&e) || ge_loop_open(&L, &e))
+  if (install_signals(&e) || ge_loop_open(&L, &e) ||
+      ge_loop_feed(&L, GE_FEED_AHEAD, &e) < 0)
     goto done;
   /* Loaded and pinned: real-time from here (or the reason why not). */
   ge_rt_enter(&L.rt, ge_now_ns());
@@ -230,7 +231,7 @@ int main(int argc, char **argv) {
   ge_rt_leave(&L.rt, ge_now_ns());
   if (run)
     goto done;
-  if (ge_output_write(&L, out.fd, &e) || ge_stats_write(&L, sum.fd, &e) ||
+  if (ge_out_finish(&L, &e) || ge_stats_write(&L, sum.fd, &e) ||
       tmp_commit(&out, &e) || tmp_commit(&sum, &e))
     goto done;
   if (!cfg.quiet)

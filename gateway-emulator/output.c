@@ -1,6 +1,8 @@
-/* Per-request CSV (docs/formats.md), written after the loop in large
- * blocks with hand-rolled number formatting: ten million rows must not
- * take longer than the run. Times are whole us (ge_us), as the summary's. */
+/* Per-request CSV (docs/formats.md), written while the run goes on: rows
+ * are formatted in trace order as soon as the oldest request in memory is
+ * final (its chunk is freed behind it) into a 1 MB buffer that the loop
+ * writes out in pieces in the gaps of its schedule. Hand-rolled number
+ * formatting; times are whole us (ge_us), as the summary's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,29 +10,7 @@
 
 #include "ge.h"
 
-#define OUT_BUF (4u << 20)
 #define ROW_MAX (GE_MAX_PATH_BYTES * 2 + 600)
-
-struct out {
-  int fd;
-  char *buf;
-  size_t len;
-  int err;
-};
-
-static void flush(struct out *o) {
-  size_t w = 0;
-  while (w < o->len && !o->err) {
-    ssize_t r = write(o->fd, o->buf + w, o->len - w);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      o->err = errno;
-    else
-      w += (size_t)r;
-  }
-  o->len = 0;
-}
 
 static char *u64(char *p, uint64_t v) {
   char tmp[20];
@@ -43,69 +23,137 @@ static char *u64(char *p, uint64_t v) {
   return p;
 }
 
-int ge_output_write(const struct ge_loop *L, int fd, struct ge_err *e) {
+int ge_out_open(struct ge_out *o, int fd) {
+  o->fd = fd;
+  o->buf = malloc(GE_OUT_BUF);
+  if (!o->buf)
+    return -1;
+  o->len = (size_t)(stpcpy(o->buf, GE_OUTPUT_COLUMNS "\n") - o->buf);
+  o->peak = o->len;
+  return 0;
+}
+
+static char *row(char *q, const struct ge_plan *p, const struct ge_rec *s) {
   static const char *const status[] = {
       [GE_PENDING] = "error", [GE_WAIT] = "timeout", [GE_SEPARATE] = "timeout",
       [GE_OK] = "ok",         [GE_ERROR] = "error",  [GE_TIMEOUT] = "timeout"};
+  const struct ge_template *t = &p->tmpls[s->tmpl];
+  int64_t intended = (int64_t)s->ts_us;
+  int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
+  q = u64(q, p->devs[s->dev].id);
+  *q++ = ',';
+  q = stpcpy(q, ge_wire_method_name(t->code));
+  *q++ = ',';
+  memcpy(q, p->text + s->uri_off, s->uri_len);
+  q += s->uri_len;
+  *q++ = ',';
+  q = u64(q, s->ts_us);
+  *q++ = ',';
+  q = u64(q, (uint64_t)sent);
+  *q++ = ',';
+  if (s->recv_ns >= 0)
+    q = u64(q, (uint64_t)recv);
+  *q++ = ',';
+  if (s->recv_ns >= 0)
+    q = u64(q, (uint64_t)(recv - sent));
+  *q++ = ',';
+  if (s->recv_ns >= 0)
+    q = u64(q, (uint64_t)(recv - intended));
+  *q++ = ',';
+  q = u64(q, (uint64_t)(sent - intended));
+  *q++ = ',';
+  q = stpcpy(q, status[s->state]);
+  *q++ = ',';
+  if (s->recv_ns >= 0) {
+    q = u64(q, s->code >> 5);
+    *q++ = '.';
+    *q++ = (char)('0' + (s->code & 31) / 10);
+    *q++ = (char)('0' + (s->code & 31) % 10);
+  }
+  *q++ = ',';
+  q = u64(q, s->retrans);
+  *q++ = ',';
+  if (s->recv_ns >= 0 && s->service_us != UINT32_MAX)
+    q = u64(q, s->service_us);
+  *q++ = '\n';
+  return q;
+}
+
+size_t ge_out_format(struct ge_loop *L, size_t max) {
+  struct ge_out *o = &L->out;
   const struct ge_plan *p = L->plan;
-  char *buf = malloc(OUT_BUF);
-  if (!buf) {
-    ge_err_set(e, L->cfg->out, 0, NULL, "out of memory");
+  size_t done = 0;
+  if (o->start && o->len + 16 * ROW_MAX > GE_OUT_BUF &&
+      o->len - o->start <= GE_OUT_BUF / 16) {
+    /* near the end with little left to write: move it to the front */
+    memmove(o->buf, o->buf + o->start, o->len - o->start);
+    o->len -= o->start;
+    o->start = 0;
+  }
+  while (done < max && o->row < L->next && o->len + ROW_MAX <= GE_OUT_BUF) {
+    const struct ge_rec *s = ge_win_at(&L->win, o->row);
+    if (s->state < GE_OK)
+      break; /* the oldest request in memory is not final yet */
+    if (o->buf)
+      o->len = (size_t)(row(o->buf + o->len, p, s) - o->buf);
+    ge_rankq_pop(&L->rq[p->devs[s->dev].peer]);
+    size_t uri_off = (size_t)s->uri_off;
+    if (++o->row == L->win.base + GE_CHUNK)
+      ge_win_drop_chunk(&L->win);
+    done++;
+    if ((o->row & 1023) == 0)
+      ge_text_release(p, &o->released, uri_off);
+  }
+  if (o->len - o->start > o->peak)
+    o->peak = o->len - o->start;
+  return done;
+}
+
+int ge_out_write(struct ge_out *o, size_t max) {
+  size_t n = o->len - o->start < max ? o->len - o->start : max;
+  if (!n || o->err)
+    return o->err ? -1 : 0;
+  ssize_t r;
+  do
+    r = write(o->fd, o->buf + o->start, n);
+  while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    o->err = errno;
     return -1;
   }
-  struct out o = {.fd = fd, .buf = buf};
-  o.len = (size_t)(stpcpy(buf, GE_OUTPUT_COLUMNS "\n") - buf);
-  for (size_t i = 0; i < p->n && !o.err; i++) {
-    if (o.len + ROW_MAX > OUT_BUF)
-      flush(&o);
-    const struct ge_slot *s = &L->slots[i];
-    const struct ge_template *t = &p->tmpls[p->tmpl[i]];
-    int64_t intended = (int64_t)p->ts_us[i];
-    int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
-    char *q = buf + o.len;
-    q = u64(q, p->devs[p->dev[i]].id);
-    *q++ = ',';
-    q = stpcpy(q, ge_wire_method_name(t->code));
-    *q++ = ',';
-    memcpy(q, p->text + p->uri_off[i], p->uri_len[i]);
-    q += p->uri_len[i];
-    *q++ = ',';
-    q = u64(q, p->ts_us[i]);
-    *q++ = ',';
-    q = u64(q, (uint64_t)sent);
-    *q++ = ',';
-    if (s->recv_ns >= 0)
-      q = u64(q, (uint64_t)recv);
-    *q++ = ',';
-    if (s->recv_ns >= 0)
-      q = u64(q, (uint64_t)(recv - sent));
-    *q++ = ',';
-    if (s->recv_ns >= 0)
-      q = u64(q, (uint64_t)(recv - intended));
-    *q++ = ',';
-    q = u64(q, (uint64_t)(sent - intended));
-    *q++ = ',';
-    q = stpcpy(q, status[s->state]);
-    *q++ = ',';
-    if (s->recv_ns >= 0) {
-      q = u64(q, s->code >> 5);
-      *q++ = '.';
-      *q++ = (char)('0' + (s->code & 31) / 10);
-      *q++ = (char)('0' + (s->code & 31) % 10);
+  o->start += (size_t)r;
+  if (o->start == o->len) /* all out: format from the top again */
+    o->start = o->len = 0;
+  o->written += (uint64_t)r;
+  o->writes++;
+  return 0;
+}
+
+int ge_out_finish(struct ge_loop *L, struct ge_err *e) {
+  struct ge_out *o = &L->out;
+  while (!o->err && (o->row < L->next || o->len > o->start)) {
+    size_t got = ge_out_format(L, SIZE_MAX);
+    bool pending = o->len > o->start;
+    if (ge_out_write(o, GE_OUT_BUF))
+      break;
+    if (!got && !pending && o->row < L->next) {
+      ge_err_set(e, L->cfg->out, 0, NULL, "row %llu is not final",
+                 (unsigned long long)o->row);
+      return -1;
     }
-    *q++ = ',';
-    q = u64(q, s->retrans);
-    *q++ = ',';
-    if (s->recv_ns >= 0 && s->service_us != UINT32_MAX)
-      q = u64(q, s->service_us);
-    *q++ = '\n';
-    o.len = (size_t)(q - buf);
   }
-  flush(&o);
-  free(buf);
-  if (o.err) {
-    ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s", strerror(o.err));
+  if (o->err) {
+    ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s", strerror(o->err));
     return -1;
   }
   return 0;
+}
+
+void ge_out_free(struct ge_out *o) {
+  free(o->buf);
+  o->buf = NULL;
+}
+
+bool ge_out_full(const struct ge_out *o) {
+  return o->len + ROW_MAX > GE_OUT_BUF;
 }

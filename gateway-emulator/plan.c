@@ -54,23 +54,6 @@ static void *grow_array(void *v, size_t *cap, size_t need, size_t elem) {
   return nv;
 }
 
-int ge_plan_reserve(struct ge_plan *p, size_t n) {
-  if (!n)
-    n = 1;
-  p->ts_us = calloc(n, sizeof *p->ts_us);
-  p->uri_off = calloc(n, sizeof *p->uri_off);
-  p->uri_len = calloc(n, sizeof *p->uri_len);
-  p->mid = calloc(n, sizeof *p->mid);
-  p->sock = calloc(n, sizeof *p->sock);
-  p->dev = calloc(n, sizeof *p->dev);
-  p->tmpl = calloc(n, sizeof *p->tmpl);
-  p->peer_reqs = calloc(n, sizeof *p->peer_reqs);
-  if (!p->ts_us || !p->uri_off || !p->uri_len || !p->mid || !p->sock ||
-      !p->dev || !p->tmpl || !p->peer_reqs)
-    return -1;
-  return 0;
-}
-
 int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id) {
   if (!p->dev_hash_cap)
     return -1;
@@ -127,8 +110,10 @@ static int64_t add_peer(struct ge_plan *p, const struct sockaddr_in6 *a) {
   return (int64_t)p->npeer++;
 }
 
-int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, uint64_t auth_off,
+int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, const char *auth,
                            uint32_t auth_len, const struct sockaddr_in6 *addr) {
+  if (p->frozen)
+    return -1;
   int64_t peer = add_peer(p, addr);
   if (peer < 0)
     return -1;
@@ -143,10 +128,16 @@ int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, uint64_t auth_off,
   if (!nv)
     return -1;
   p->devs = nv;
+  char *na = grow_array(p->abytes, &p->abytes_cap, p->abytes_len + auth_len, 1);
+  if (!na)
+    return -1;
+  p->abytes = na;
+  memcpy(p->abytes + p->abytes_len, auth, auth_len);
   p->devs[p->ndev] = (struct ge_device){.id = id,
                                         .peer = (uint32_t)peer,
-                                        .auth_off = auth_off,
+                                        .auth_off = (uint32_t)p->abytes_len,
                                         .auth_len = auth_len};
+  p->abytes_len += auth_len;
   put(p->dev_hash, p->dev_hash_cap, hash_u32(id), (uint32_t)p->ndev);
   return (int64_t)p->ndev++;
 }
@@ -182,6 +173,10 @@ int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
           !memcmp(k + 3 + plen + qlen, payload, paylen))
         return p->tmpl_hash[i] - 1;
     }
+  }
+  if (p->frozen) {
+    *why = "not in the scanned trace (was the file changed?)";
+    return -1;
   }
   uint8_t enc[GE_DGRAM_MAX];
   size_t elen = ge_wire_template(enc, sizeof enc, path, plen, query, qlen,
@@ -226,46 +221,22 @@ static uint64_t splitmix(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+/* The scan (trace.c) counted every peer's requests and found the most of
+ * them in any closed EXCHANGE_LIFETIME window; K sockets per peer then
+ * keep a (socket, peer) pair from reusing a MID before K*65536 requests,
+ * which by construction span more than 247 s of trace time. */
 int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed) {
-  /* Group request indices by peer, keeping trace order (counting sort). */
-  for (size_t i = 0; i < p->n; i++)
-    p->peers[p->devs[p->dev[i]].peer].count++;
-  uint32_t acc = 0;
-  for (size_t q = 0; q < p->npeer; q++) {
-    p->peers[q].first = acc;
-    acc += p->peers[q].count;
-    p->peers[q].count = 0;
-  }
-  for (size_t i = 0; i < p->n; i++) {
-    struct ge_peer *pr = &p->peers[p->devs[p->dev[i]].peer];
-    p->peer_reqs[pr->first + pr->count++] = (uint32_t)i;
-  }
-  /* Most requests of one peer in any closed EXCHANGE_LIFETIME window
-   * (two pointers over its sorted send times), then K sockets so that a
-   * (socket, peer) pair reuses a MID only after K*65536 requests. */
-  const uint64_t life_us = GE_EXCHANGE_LIFETIME_NS / 1000;
   uint64_t seed = mid_seed;
   p->nsock = 1;
   for (size_t q = 0; q < p->npeer; q++) {
     struct ge_peer *pr = &p->peers[q];
-    const uint32_t *r = p->peer_reqs + pr->first;
-    uint32_t lo = 0, best = 0;
-    for (uint32_t hi = 0; hi < pr->count; hi++) {
-      while (p->ts_us[r[hi]] - p->ts_us[r[lo]] > life_us)
-        lo++;
-      if (hi - lo + 1 > best)
-        best = hi - lo + 1;
-    }
-    pr->window_max = best;
+    uint32_t best = pr->window_max;
     pr->k = best ? (best + GE_MID_SPACE - 1) / GE_MID_SPACE : 1;
     if (pr->k > p->nsock)
       p->nsock = pr->k;
     pr->mid0 = (uint16_t)splitmix(&seed);
-    for (uint32_t n = 0; n < pr->count; n++) {
-      p->sock[r[n]] = (uint16_t)((n / GE_MID_SPACE) % pr->k);
-      p->mid[r[n]] = (uint16_t)(pr->mid0 + n);
-    }
   }
+  p->frozen = true;
   if (p->nsock > 60000)
     return -1;
   return 0;
@@ -286,24 +257,42 @@ int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
   for (;;) {
     uint64_t n = q * GE_MID_SPACE + delta;
     if (n < sent)
-      return p->peer_reqs[pr->first + n];
+      return (int64_t)n;
     if (q < pr->k)
       return -1;
     q -= pr->k;
   }
 }
 
-int ge_plan_dump(const struct ge_plan *p, const char *path, struct ge_err *e) {
-  FILE *f = fopen(path, "w");
+/* Streams the plan: one pass of a cursor, ranks counted per peer. */
+int ge_plan_dump(const struct ge_plan *p, const struct ge_hosts *h,
+                 const char *path, struct ge_err *e) {
+  uint32_t *rank = calloc(p->npeer ? p->npeer : 1, sizeof *rank);
+  FILE *f = rank ? fopen(path, "w") : NULL;
   if (!f) {
-    ge_err_set(e, path, 0, NULL, "cannot create: %s", strerror(errno));
+    ge_err_set(e, path, 0, NULL, "cannot create: %s",
+               rank ? strerror(errno) : "out of memory");
+    free(rank);
     return -1;
   }
   fprintf(f, "index,device_id,peer,socket,mid,window_max,k\n");
-  for (size_t i = 0; i < p->n; i++) {
-    const struct ge_device *d = &p->devs[p->dev[i]];
-    fprintf(f, "%zu,%u,%u,%u,%u,%u,%u\n", i, d->id, d->peer, p->sock[i],
-            p->mid[i], p->peers[d->peer].window_max, p->peers[d->peer].k);
+  struct ge_cursor c;
+  struct ge_req r;
+  ge_cursor_init(&c, p, path);
+  int got;
+  while ((got = ge_cursor_read(p, &c, h, &r, e)) == 1) {
+    const struct ge_device *d = &p->devs[r.dev];
+    const struct ge_peer *pr = &p->peers[d->peer];
+    uint32_t n = rank[d->peer]++;
+    fprintf(f, "%zu,%u,%u,%u,%u,%u,%u\n", c.n - 1, d->id, d->peer,
+            ge_plan_sock(pr, n), ge_plan_mid(pr, n), pr->window_max, pr->k);
+    if ((c.n & 4095) == 0)
+      ge_text_release(p, &c.released, (size_t)(c.it.p - p->text));
+  }
+  free(rank);
+  if (got < 0) {
+    fclose(f);
+    return -1;
   }
   if (ferror(f) | fclose(f)) {
     ge_err_set(e, path, 0, NULL, "write failed: %s", strerror(errno));
@@ -313,16 +302,10 @@ int ge_plan_dump(const struct ge_plan *p, const char *path, struct ge_err *e) {
 }
 
 void ge_plan_free(struct ge_plan *p) {
-  free(p->ts_us);
-  free(p->uri_off);
-  free(p->uri_len);
-  free(p->mid);
-  free(p->sock);
-  free(p->dev);
-  free(p->tmpl);
-  free(p->peer_reqs);
+  ge_hist_free(&p->rit_expected);
   free(p->devs);
   free(p->dev_hash);
+  free(p->abytes);
   free(p->peers);
   free(p->peer_hash);
   free(p->tmpls);

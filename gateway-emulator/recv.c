@@ -32,9 +32,11 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
     L->c.unexpected_message++; /* CoAP ping from the device */
     return;
   }
-  int64_t idx =
+  int64_t rank =
       ge_plan_mid_lookup(L->plan, peer, sock, mid, L->peer_sent[peer]);
-  struct ge_slot *s = idx >= 0 ? &L->slots[idx] : NULL;
+  /* a request no longer in memory is finished: unmatched, as before */
+  int64_t idx = rank >= 0 ? ge_rankq_find(&L->rq[peer], (uint32_t)rank) : -1;
+  struct ge_rec *s = idx >= 0 ? ge_win_at(&L->win, (uint64_t)idx) : NULL;
   if (type == GE_ACK) {
     if (!s || s->state != GE_WAIT || L->cfg->coap_type != GE_CON) {
       L->c.unmatched_empty_ack++;
@@ -95,14 +97,28 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
                     (uint32_t)t[2] << 8 | t[3];
     idx = (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 |
           t[7];
-    ours = salt == L->salt && idx < L->plan->n &&
-           L->slots[idx].state != GE_PENDING;
+    ours = salt == L->salt && idx < L->next; /* requests go out in order */
   }
   if (!ours) {
     L->c.unknown_token++;
     return;
   }
-  if (L->plan->devs[L->plan->dev[idx]].peer != (uint32_t)peer) {
+  if (idx < L->win.base) {
+    /* Its row is written and its record freed: what is left is whether
+     * it timed out, for the last 2^GE_DONE_BITS requests (older ones are
+     * counted late); its source cannot be checked any more. */
+    if (type == GE_CON)
+      queue_ack(L, src, sock, mid);
+    uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
+    if (L->next - idx > (1u << GE_DONE_BITS) ||
+        (L->timed_out[bit / 64] >> (bit % 64) & 1))
+      L->c.late_response++;
+    else
+      L->c.duplicate_response++;
+    return;
+  }
+  struct ge_rec *s = ge_win_at(&L->win, idx);
+  if (L->plan->devs[s->dev].peer != (uint32_t)peer) {
     L->c.wrong_source++;
     return;
   }
@@ -110,7 +126,6 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
    * earlier ACK may have been lost (RFC 7252 section 4.2). */
   if (type == GE_CON)
     queue_ack(L, src, sock, mid);
-  struct ge_slot *s = &L->slots[idx];
   if (s->state == GE_TIMEOUT) {
     L->c.late_response++;
     return;

@@ -1,76 +1,58 @@
 /* Summary JSON (fields documented in README.md): counters (written by
- * counters.c), rates, and the expected-versus-submitted inter-arrival
- * comparison of the paper's Table 1. Percentiles interpolate linearly
- * between order statistics, as NumPy's default does, so Python can
- * recompute them exactly. */
+ * counters.c), rates, the expected-versus-submitted inter-arrival
+ * comparison of the paper's Table 1 and the memory the run took. The
+ * distributions were counted while the run went on (hist.c: exact, so
+ * Python recomputes the same percentiles from the CSV). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ge.h"
 
-/* LSD radix sort, skipping byte positions where all keys agree. */
-static int sort_u64(uint64_t *v, size_t n) {
-  uint64_t *tmp = malloc(n * sizeof *tmp), *src = v, *dst = tmp;
-  if (!tmp)
-    return -1;
-  for (unsigned shift = 0; shift < 64; shift += 8) {
-    size_t count[256] = {0};
-    for (size_t i = 0; i < n; i++)
-      count[(src[i] >> shift) & 0xff]++;
-    if (count[(src[0] >> shift) & 0xff] == n)
-      continue;
-    size_t sum = 0;
-    for (unsigned b = 0; b < 256; b++) {
-      size_t c = count[b];
-      count[b] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; i++)
-      dst[count[(src[i] >> shift) & 0xff]++] = src[i];
-    uint64_t *t = src;
-    src = dst;
-    dst = t;
+/* Peak resident set of this program in kB: VmHWM of its own address
+ * space. getrusage's ru_maxrss is kept across fork + exec, so it would
+ * report the parent's size when that was larger (a Python harness). */
+static long long peak_rss_kb(void) {
+  long long kb = -1;
+  char line[256];
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f) {
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+        break;
+    fclose(f);
   }
-  if (src != v)
-    memcpy(v, src, n * sizeof *v);
-  free(tmp);
-  return 0;
+  struct rusage ru;
+  if (kb < 0 && !getrusage(RUSAGE_SELF, &ru))
+    kb = ru.ru_maxrss;
+  return kb;
 }
 
-/* q in [0,1] of sorted v, in the unit of v. */
-static double pct(const uint64_t *v, size_t n, double q) {
-  double pos = q * (double)(n - 1);
-  size_t lo = (size_t)pos;
-  size_t hi = lo + 1 < n ? lo + 1 : n - 1;
-  double f = pos - (double)lo;
-  return (double)v[lo] + ((double)v[hi] - (double)v[lo]) * f;
-}
-
-/* Distribution of n values in us as a JSON object; sorts v. */
-static void dist(FILE *f, const char *name, uint64_t *v, size_t n,
-                 bool with_mean, bool more) {
-  fprintf(f, "  \"%s\": ", name);
-  if (n == 0 || sort_u64(v, n)) {
-    fprintf(f, "null%s\n", more ? "," : "");
-    return;
-  }
-  long double sum = 0;
-  for (size_t i = 0; i < n; i++)
-    sum += v[i];
-  fprintf(f, "{\"count\": %zu", n);
-  if (with_mean)
-    fprintf(f, ", \"mean\": %.3f", (double)(sum / n));
-  static const struct {
-    const char *k;
-    double q;
-  } qs[] = {{"p5", .05}, {"p50", .5}, {"p95", .95}, {"p99", .99}};
-  for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
-    fprintf(f, ", \"%s\": %.3f", qs[i].k, pct(v, n, qs[i].q));
-  fprintf(f, ", \"max\": %llu}%s\n", (unsigned long long)v[n - 1],
-          more ? "," : "");
+/* What bounds the GE's memory, and the peak it reached. */
+static void memory_json(FILE *f, const struct ge_loop *L) {
+  const struct ge_plan *p = L->plan;
+  long long rss = peak_rss_kb();
+  size_t hist = ge_hist_bytes(&p->rit_expected) +
+                ge_hist_bytes(&L->rit_submitted) + ge_hist_bytes(&L->send_lag) +
+                ge_hist_bytes(&L->response) + ge_hist_bytes(&L->latency);
+  size_t sentq = 0;
+  for (size_t i = 0; i < p->npeer; i++)
+    sentq += ge_sentq_bytes(&L->sq[i]);
+  fprintf(f, "  \"peak_rss_bytes\": %lld,\n", rss < 0 ? -1 : rss * 1024);
+  fprintf(f,
+          "  \"memory\": {\"window_peak_requests\": %llu, "
+          "\"window_peak_bytes\": %llu, \"output_buffer_peak_bytes\": %zu, "
+          "\"output_writes\": %llu, \"feed_forced\": %llu, "
+          "\"timer_heap_capacity\": %zu, \"hist_bytes\": %zu, "
+          "\"reuse_fifo_bytes\": %zu},\n",
+          (unsigned long long)L->win.peak,
+          (unsigned long long)(((L->win.peak + GE_CHUNK - 1) / GE_CHUNK + 1) *
+                               GE_CHUNK * sizeof(struct ge_rec)),
+          L->out.peak, (unsigned long long)L->out.writes,
+          (unsigned long long)L->feed_forced, L->heap.cap, hist, sentq);
 }
 
 void ge_json_str(FILE *f, const char *s) {
@@ -92,22 +74,16 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   const struct ge_config *cfg = L->cfg;
   size_t n = p->n;
   char cpus[CPULIST_TEXT_MAX];
-  uint64_t *v = malloc((n ? n : 1) * sizeof *v);
   int dfd = dup(fd);
   FILE *f = dfd >= 0 ? fdopen(dfd, "w") : NULL;
-  if (!v || !f) {
+  if (!f) {
     ge_err_set(e, cfg->summary, 0, NULL, "cannot write: %s", strerror(errno));
-    free(v);
-    if (dfd >= 0 && !f)
+    if (dfd >= 0)
       close(dfd);
-    if (f)
-      fclose(f);
     return -1;
   }
-  double intended_span = n > 1 ? (double)(p->ts_us[n - 1] - p->ts_us[0]) : 0;
-  double sent_span = n > 1 ? (double)(ge_us(L->slots[n - 1].sent_ns) -
-                                      ge_us(L->slots[0].sent_ns))
-                           : 0;
+  double intended_span = n > 1 ? (double)(p->ts_last - p->ts_first) : 0;
+  double sent_span = n > 1 ? (double)(L->sent_prev_us - L->sent_first_us) : 0;
   fprintf(f,
           "{\n  \"format\": %d,\n  \"tool\": \"wotbench-ge\",\n  \"trace\": ",
           GE_SUMMARY_FORMAT);
@@ -131,6 +107,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   fprintf(f, "  \"requests\": %zu,\n", n);
   ge_counters_json(f, &L->c);
   ge_rt_json(f, &L->rt);
+  memory_json(f, L);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
           (double)(L->t_end - L->t0) / 1e9, sent_span / 1e6);
   if (intended_span > 0)
@@ -143,32 +120,12 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
             (double)(n - 1) * 1e6 / sent_span);
   else
     fprintf(f, "  \"achieved_rate_rps\": null,\n");
-
-  size_t m = 0;
-  for (size_t i = 1; i < n; i++)
-    v[m++] = p->ts_us[i] - p->ts_us[i - 1];
-  dist(f, "rit_expected_us", v, m, true, true);
-  m = 0;
-  for (size_t i = 1; i < n; i++)
-    v[m++] =
-        (uint64_t)(ge_us(L->slots[i].sent_ns) - ge_us(L->slots[i - 1].sent_ns));
-  dist(f, "rit_submitted_us", v, m, true, true);
-  for (size_t i = 0; i < n; i++)
-    v[i] = (uint64_t)(ge_us(L->slots[i].sent_ns) - (int64_t)p->ts_us[i]);
-  dist(f, "send_lag_us", v, n, true, true);
-  m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (L->slots[i].recv_ns >= 0)
-      v[m++] =
-          (uint64_t)(ge_us(L->slots[i].recv_ns) - ge_us(L->slots[i].sent_ns));
-  dist(f, "response_us", v, m, true, true);
-  m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (L->slots[i].recv_ns >= 0)
-      v[m++] = (uint64_t)(ge_us(L->slots[i].recv_ns) - (int64_t)p->ts_us[i]);
-  dist(f, "latency_intended_us", v, m, true, false);
+  ge_hist_json(f, "rit_expected_us", &p->rit_expected, true);
+  ge_hist_json(f, "rit_submitted_us", &L->rit_submitted, true);
+  ge_hist_json(f, "send_lag_us", &L->send_lag, true);
+  ge_hist_json(f, "response_us", &L->response, true);
+  ge_hist_json(f, "latency_intended_us", &L->latency, false);
   fprintf(f, "}\n");
-  free(v);
   int bad = ferror(f);
   if (fclose(f) || bad) {
     ge_err_set(e, cfg->summary, 0, NULL, "write failed: %s", strerror(errno));

@@ -1,6 +1,8 @@
-/* Trace CSV (docs/formats.md) -> plan. A hot path: a 10-million-line trace
- * is mapped once and parsed by hand in a single pass, every line checked
- * before anything is sent. */
+/* Trace CSV (docs/formats.md) -> requests. A cursor parses the mapped
+ * text line by line by hand; the scan runs one over the whole trace
+ * before anything is sent (every line checked, the tables and counts
+ * built), the loop runs another while sending.
+ */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -100,167 +102,285 @@ static struct field trim(const char *s, const char *e) {
   return (struct field){s, (size_t)(e - s)};
 }
 
-int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
-                       size_t len, const struct ge_hosts *h, struct ge_err *e) {
-  const char *end = buf + len;
-  size_t lines = 1;
-  for (const char *q = buf; (q = memchr(q, '\n', (size_t)(end - q))); q++)
-    lines++;
-  if (ge_plan_reserve(p, lines)) {
-    ge_err_set(e, name, 0, NULL, "out of memory for %zu lines", lines);
+/* Splits a line at commas into at most 5 trimmed fields; -1 when more. */
+static int split(const char *s, const char *le, struct field f[5], size_t *nf) {
+  *nf = 0;
+  for (const char *fs = s;;) {
+    const char *c = memchr(fs, ',', (size_t)(le - fs));
+    if (*nf == 5)
+      return -1;
+    f[(*nf)++] = trim(fs, c ? c : le);
+    if (!c)
+      return 0;
+    fs = c + 1;
+  }
+}
+
+static bool is_header(struct ge_cursor *c, const struct field *f0) {
+  if (c->seen_content)
+    return false;
+  c->seen_content = true;
+  return f0->len == 9 && !memcmp(f0->s, "device_id", 9);
+}
+
+/* One content line -> *r: 1, or 0 for the header line, or -1 (e). */
+static int parse_line(struct ge_plan *p, struct ge_cursor *c,
+                      const struct ge_hosts *h, const char *s, const char *le,
+                      struct ge_req *r, struct ge_err *e) {
+  const char *name = c->name, *buf = p->text;
+  const size_t line = c->it.no;
+  const char *why;
+  struct field f[5];
+  size_t nf;
+  if (split(s, le, f, &nf)) {
+    ge_err_set(e, name, line, "payload", "contains a comma");
     return -1;
   }
-  p->text = buf;
-  struct ge_lines it = {buf, end, 0};
-  const char *s, *le;
-  uint64_t prev_ts = 0;
-  bool seen_content = false;
-  const char *why;
-  while (ge_next_line(&it, &s, &le)) {
-    const size_t line = it.no;
-    struct field f[5];
-    size_t nf = 0;
-    for (const char *fs = s;;) {
-      const char *c = memchr(fs, ',', (size_t)(le - fs));
-      if (nf == 5) {
-        ge_err_set(e, name, line, "payload", "contains a comma");
-        return -1;
-      }
-      f[nf++] = trim(fs, c ? c : le);
-      if (!c)
-        break;
-      fs = c + 1;
-    }
-    if (!seen_content && f[0].len == 9 && !memcmp(f[0].s, "device_id", 9)) {
-      seen_content = true;
-      continue;
-    }
-    seen_content = true;
-    if (nf < 4) {
-      static const char *const names[] = {"device_id", "send_ts_us", "method",
-                                          "uri"};
-      ge_err_set(e, name, line, names[nf], "missing (expected %s[,payload])",
-                 GE_TRACE_COLUMNS);
-      return -1;
-    }
-    uint64_t id, ts;
-    if (!digits(f[0], GE_MAX_DEVICE_ID, &id)) {
-      ge_err_set(e, name, line, "device_id",
-                 "'%.*s' is not an integer in 0..2147483647",
-                 (int)(f[0].len > 40 ? 40 : f[0].len), f[0].s);
-      return -1;
-    }
-    if (!digits(f[1], GE_MAX_SEND_TS_US, &ts)) {
-      ge_err_set(e, name, line, "send_ts_us",
-                 "'%.*s' is not an integer in 0..2^53",
-                 (int)(f[1].len > 40 ? 40 : f[1].len), f[1].s);
-      return -1;
-    }
-    if (ts < prev_ts) {
-      ge_err_set(e, name, line, "send_ts_us",
-                 "%llu is before the previous line's %llu (must be "
-                 "non-decreasing)",
-                 (unsigned long long)ts, (unsigned long long)prev_ts);
-      return -1;
-    }
-    prev_ts = ts;
-    int code = ge_wire_method(f[2].s, f[2].len);
-    if (code < 0) {
-      ge_err_set(e, name, line, "method",
-                 "'%.*s' is not GET, PUT, POST or DELETE",
-                 (int)(f[2].len > 40 ? 40 : f[2].len), f[2].s);
-      return -1;
-    }
-    const char *u = f[3].s, *ue = f[3].s + f[3].len;
-    if (f[3].len < 7 || memcmp(u, "coap://", 7)) {
-      ge_err_set(e, name, line, "uri", "must start with coap://");
-      return -1;
-    }
-    const char *auth = u + 7;
-    const char *slash = memchr(auth, '/', (size_t)(ue - auth));
-    if (!slash) {
-      ge_err_set(e, name, line, "uri",
-                 "missing path (expected coap://HOST[:PORT]/path)");
-      return -1;
-    }
-    const char *qm = memchr(slash, '?', (size_t)(ue - slash));
-    const char *pe = qm ? qm : ue;
-    size_t plen = (size_t)(pe - slash), qlen = qm ? (size_t)(ue - qm - 1) : 0;
-    if (plen > GE_MAX_PATH_BYTES || qlen > GE_MAX_PATH_BYTES) {
-      ge_err_set(e, name, line, "uri", "path or query longer than %d bytes",
-                 GE_MAX_PATH_BYTES);
-      return -1;
-    }
-    if ((why = check_uri_part(auth, (size_t)(ue - auth)))) {
-      ge_err_set(e, name, line, "uri", "%s", why);
-      return -1;
-    }
-    struct field pay = {"", 0};
-    if (nf == 5) {
-      pay = f[4];
-      if (pay.len > GE_MAX_PAYLOAD_BYTES) {
-        ge_err_set(e, name, line, "payload", "longer than %d bytes",
-                   GE_MAX_PAYLOAD_BYTES);
-        return -1;
-      }
-      for (size_t i = 0; i < pay.len; i++)
-        if (pay.s[i] < 0x20 || pay.s[i] > 0x7e) {
-          ge_err_set(e, name, line, "payload", "non-printable byte");
-          return -1;
-        }
-    }
-    size_t alen = (size_t)(slash - auth);
-    int64_t d = ge_plan_find_device(p, (uint32_t)id);
-    if (d < 0 || p->devs[d].auth_len != alen ||
-        memcmp(buf + p->devs[d].auth_off, auth, alen)) {
-      struct sockaddr_in6 addr;
-      if ((why = resolve(auth, alen, h, &addr))) {
-        ge_err_set(e, name, line, "uri", "'%.*s': %s", (int)alen, auth, why);
-        return -1;
-      }
-      if (d < 0) {
-        d = ge_plan_add_device(p, (uint32_t)id, (uint64_t)(auth - buf),
-                               (uint32_t)alen, &addr);
-        if (d < 0) {
-          ge_err_set(e, name, line, NULL, "out of memory");
-          return -1;
-        }
-      } else {
-        const struct sockaddr_in6 *had = &p->peers[p->devs[d].peer].addr;
-        if (had->sin6_port != addr.sin6_port ||
-            memcmp(&had->sin6_addr, &addr.sin6_addr, 16)) {
-          const struct ge_device *dv = &p->devs[d];
-          ge_err_set(e, name, line, "uri",
-                     "device %llu was at '%.*s' on an earlier line; every "
-                     "line of a device must name the same host and port",
-                     (unsigned long long)id, (int)dv->auth_len,
-                     buf + dv->auth_off);
-          return -1;
-        }
-      }
-    }
-    int64_t t = ge_plan_template(p, (uint8_t)code, slash, plen,
-                                 qm ? qm + 1 : "", qlen, pay.s, pay.len, &why);
-    if (t < 0) {
-      ge_err_set(e, name, line, "uri", "%s", why);
-      return -1;
-    }
-    size_t i = p->n++;
-    p->ts_us[i] = ts;
-    p->uri_off[i] = (uint64_t)(u - buf);
-    p->uri_len[i] = (uint16_t)f[3].len;
-    p->dev[i] = (uint32_t)d;
-    p->tmpl[i] = (uint32_t)t;
+  if (is_header(c, &f[0]))
+    return 0;
+  if (nf < 4) {
+    static const char *const names[] = {"device_id", "send_ts_us", "method",
+                                        "uri"};
+    ge_err_set(e, name, line, names[nf], "missing (expected %s[,payload])",
+               GE_TRACE_COLUMNS);
+    return -1;
   }
+  uint64_t id, ts;
+  if (!digits(f[0], GE_MAX_DEVICE_ID, &id)) {
+    ge_err_set(e, name, line, "device_id",
+               "'%.*s' is not an integer in 0..2147483647",
+               (int)(f[0].len > 40 ? 40 : f[0].len), f[0].s);
+    return -1;
+  }
+  if (!digits(f[1], GE_MAX_SEND_TS_US, &ts)) {
+    ge_err_set(e, name, line, "send_ts_us",
+               "'%.*s' is not an integer in 0..2^53",
+               (int)(f[1].len > 40 ? 40 : f[1].len), f[1].s);
+    return -1;
+  }
+  if (ts < c->prev_ts) {
+    ge_err_set(e, name, line, "send_ts_us",
+               "%llu is before the previous line's %llu (must be "
+               "non-decreasing)",
+               (unsigned long long)ts, (unsigned long long)c->prev_ts);
+    return -1;
+  }
+  c->prev_ts = ts;
+  int code = ge_wire_method(f[2].s, f[2].len);
+  if (code < 0) {
+    ge_err_set(e, name, line, "method",
+               "'%.*s' is not GET, PUT, POST or DELETE",
+               (int)(f[2].len > 40 ? 40 : f[2].len), f[2].s);
+    return -1;
+  }
+  const char *u = f[3].s, *ue = f[3].s + f[3].len;
+  if (f[3].len < 7 || memcmp(u, "coap://", 7)) {
+    ge_err_set(e, name, line, "uri", "must start with coap://");
+    return -1;
+  }
+  const char *auth = u + 7;
+  const char *slash = memchr(auth, '/', (size_t)(ue - auth));
+  if (!slash) {
+    ge_err_set(e, name, line, "uri",
+               "missing path (expected coap://HOST[:PORT]/path)");
+    return -1;
+  }
+  const char *qm = memchr(slash, '?', (size_t)(ue - slash));
+  const char *pe = qm ? qm : ue;
+  size_t plen = (size_t)(pe - slash), qlen = qm ? (size_t)(ue - qm - 1) : 0;
+  if (plen > GE_MAX_PATH_BYTES || qlen > GE_MAX_PATH_BYTES) {
+    ge_err_set(e, name, line, "uri", "path or query longer than %d bytes",
+               GE_MAX_PATH_BYTES);
+    return -1;
+  }
+  if ((why = check_uri_part(auth, (size_t)(ue - auth)))) {
+    ge_err_set(e, name, line, "uri", "%s", why);
+    return -1;
+  }
+  struct field pay = {"", 0};
+  if (nf == 5) {
+    pay = f[4];
+    if (pay.len > GE_MAX_PAYLOAD_BYTES) {
+      ge_err_set(e, name, line, "payload", "longer than %d bytes",
+                 GE_MAX_PAYLOAD_BYTES);
+      return -1;
+    }
+    for (size_t i = 0; i < pay.len; i++)
+      if (pay.s[i] < 0x20 || pay.s[i] > 0x7e) {
+        ge_err_set(e, name, line, "payload", "non-printable byte");
+        return -1;
+      }
+  }
+  size_t alen = (size_t)(slash - auth);
+  int64_t d = ge_plan_find_device(p, (uint32_t)id);
+  if (d < 0 || p->devs[d].auth_len != alen ||
+      memcmp(p->abytes + p->devs[d].auth_off, auth, alen)) {
+    struct sockaddr_in6 addr;
+    if ((why = resolve(auth, alen, h, &addr))) {
+      ge_err_set(e, name, line, "uri", "'%.*s': %s", (int)alen, auth, why);
+      return -1;
+    }
+    if (d < 0) {
+      d = ge_plan_add_device(p, (uint32_t)id, auth, (uint32_t)alen, &addr);
+      if (d < 0) {
+        ge_err_set(e, name, line, NULL, "%s",
+                   p->frozen ? "device not in the scanned trace (was the "
+                               "file changed?)"
+                             : "out of memory");
+        return -1;
+      }
+    } else {
+      const struct sockaddr_in6 *had = &p->peers[p->devs[d].peer].addr;
+      if (had->sin6_port != addr.sin6_port ||
+          memcmp(&had->sin6_addr, &addr.sin6_addr, 16)) {
+        const struct ge_device *dv = &p->devs[d];
+        ge_err_set(e, name, line, "uri",
+                   "device %llu was at '%.*s' on an earlier line; every "
+                   "line of a device must name the same host and port",
+                   (unsigned long long)id, (int)dv->auth_len,
+                   p->abytes + dv->auth_off);
+        return -1;
+      }
+    }
+  }
+  int64_t t = ge_plan_template(p, (uint8_t)code, slash, plen, qm ? qm + 1 : "",
+                               qlen, pay.s, pay.len, &why);
+  if (t < 0) {
+    ge_err_set(e, name, line, "uri", "%s", why);
+    return -1;
+  }
+  r->ts_us = ts;
+  r->uri_off = (uint64_t)(u - buf);
+  r->uri_len = (uint16_t)f[3].len;
+  r->dev = (uint32_t)d;
+  r->tmpl = (uint32_t)t;
+  return 1;
+}
+
+void ge_cursor_init(struct ge_cursor *c, const struct ge_plan *p,
+                    const char *name) {
+  *c = (struct ge_cursor){.name = name,
+                          .it = {p->text, p->text + p->text_len, 0}};
+}
+
+int ge_cursor_next(struct ge_plan *p, struct ge_cursor *c,
+                   const struct ge_hosts *h, struct ge_req *r,
+                   struct ge_err *e) {
+  const char *s, *le;
+  while (ge_next_line(&c->it, &s, &le)) {
+    int got = parse_line(p, c, h, s, le, r, e);
+    if (got < 0)
+      return -1;
+    if (got) {
+      c->n++;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int ge_cursor_read(const struct ge_plan *p, struct ge_cursor *c,
+                   const struct ge_hosts *h, struct ge_req *r,
+                   struct ge_err *e) {
+  /* A frozen plan is only read: every adding path checks `frozen` first. */
+  if (!p->frozen) {
+    ge_err_set(e, c->name, c->it.no, NULL, "plan not finished");
+    return -1;
+  }
+  return ge_cursor_next((struct ge_plan *)p, c, h, r, e);
+}
+
+/* The scan's second cursor, EXCHANGE_LIFETIME behind the first over lines
+ * the first has checked: only the device's peer and the time. */
+static void trail_next(const struct ge_plan *p, struct ge_cursor *c,
+                       uint64_t *ts, uint32_t *peer) {
+  const char *s, *le;
+  while (ge_next_line(&c->it, &s, &le)) {
+    struct field f[5];
+    size_t nf;
+    split(s, le, f, &nf);
+    if (is_header(c, &f[0]))
+      continue;
+    uint64_t id = 0;
+    digits(f[0], GE_MAX_DEVICE_ID, &id);
+    digits(f[1], GE_MAX_SEND_TS_US, ts);
+    *peer = p->devs[ge_plan_find_device(p, (uint32_t)id)].peer;
+    c->n++;
+    return;
+  }
+}
+
+void ge_text_release(const struct ge_plan *p, size_t *released, size_t upto) {
+  const size_t page = 4096, step = 256u << 10;
+  if (!p->text_mapped)
+    return;
+  size_t to = upto >= p->text_len ? p->text_len : upto & ~(page - 1);
+  if (to <= *released || (to - *released < step && to < p->text_len))
+    return;
+  /* MADV_DONTNEED on a read-only private file mapping drops our copy of
+   * the pages; a later read faults them in again from the page cache. A
+   * failure only leaves them resident, so it is not an error. */
+  (void)madvise((char *)p->text + *released, to - *released, MADV_DONTNEED);
+  *released = to;
+}
+
+int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
+                       size_t len, const struct ge_hosts *h, struct ge_err *e) {
+  p->text = buf;
+  p->text_len = len;
+  struct ge_cursor hi, lo;
+  ge_cursor_init(&hi, p, name);
+  ge_cursor_init(&lo, p, name);
+  const uint64_t life_us = GE_EXCHANGE_LIFETIME_NS / 1000;
+  struct ge_req r;
+  uint64_t lo_ts = 0, prev = 0;
+  uint32_t lo_peer = 0;
+  bool lo_read = false;
+  int got;
+  while ((got = ge_cursor_next(p, &hi, h, &r, e)) == 1) {
+    if (hi.n > UINT32_MAX - 1) {
+      ge_err_set(e, name, hi.it.no, NULL, "more than 2^32-2 requests");
+      return -1;
+    }
+    /* Requests per peer in the closed window [ts - 247 s, ts]: the same
+     * count as two pointers per peer, since the trace is time-ordered. */
+    struct ge_peer *pr = &p->peers[p->devs[r.dev].peer];
+    pr->count++;
+    pr->in_window++;
+    for (;;) {
+      if (!lo_read) {
+        trail_next(p, &lo, &lo_ts, &lo_peer);
+        lo_read = true;
+      }
+      if (r.ts_us - lo_ts <= life_us)
+        break;
+      p->peers[lo_peer].in_window--;
+      lo_read = false;
+    }
+    if (pr->in_window > pr->window_max)
+      pr->window_max = pr->in_window;
+    if (hi.n == 1)
+      p->ts_first = r.ts_us;
+    else if (ge_hist_add(&p->rit_expected, r.ts_us - prev)) {
+      ge_err_set(e, name, hi.it.no, NULL, "out of memory");
+      return -1;
+    }
+    prev = p->ts_last = r.ts_us;
+    if ((hi.n & 4095) == 0) {
+      ge_text_release(p, &hi.released, (size_t)(hi.it.p - buf));
+      ge_text_release(p, &lo.released, (size_t)(lo.it.p - buf));
+    }
+  }
+  if (got < 0)
+    return -1;
+  p->n = hi.n;
   if (p->n == 0) {
-    ge_err_set(e, name, it.no ? it.no : 1, "device_id",
+    ge_err_set(e, name, hi.it.no ? hi.it.no : 1, "device_id",
                "the trace has no requests");
     return -1;
   }
-  if (p->n > UINT32_MAX - 1) {
-    ge_err_set(e, name, it.no, NULL, "more than 2^32-2 requests");
-    return -1;
-  }
+  size_t all = 0;
+  ge_text_release(p, &all, len);
   return 0;
 }
 
@@ -284,8 +404,7 @@ int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
     ge_err_set(e, path, 1, "device_id", "the trace has no requests");
     return -1;
   }
-  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ,
-                 MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED) {
     ge_err_set(e, path, 0, NULL, "cannot map: %s", strerror(errno));
@@ -298,6 +417,7 @@ int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
   }
   src->map = m;
   src->len = (size_t)st.st_size;
+  p->text_mapped = true;
   return ge_trace_parse_buf(p, path, m, src->len, h, e);
 }
 

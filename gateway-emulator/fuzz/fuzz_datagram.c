@@ -28,12 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ge_plan_finish(&p, 1))
     abort();
   struct ge_loop L;
-  if (ge_loop_init(&L, &cfg, &p, 0xdeadbeef, 5))
+  if (ge_loop_init(&L, &cfg, &p, NULL, 0xdeadbeef, 5, -1) ||
+      ge_loop_feed(&L, 4, &e) != 4)
     abort();
   /* the first three requests are in flight */
   for (uint32_t i = 0; i < 3; i++) {
-    L.slots[i].state = GE_WAIT;
-    L.peer_sent[p.devs[p.dev[i]].peer]++;
+    struct ge_rec *s = ge_win_at(&L.win, i);
+    s->state = GE_WAIT;
+    L.peer_sent[p.devs[s->dev].peer]++;
     L.next++;
     L.outstanding++;
   }

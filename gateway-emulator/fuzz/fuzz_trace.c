@@ -1,5 +1,6 @@
 /* libFuzzer: the trace loader (every line check, host resolution,
- * template encoding via libcoap, and the MID / socket plan). */
+ * template encoding via libcoap, the scan's counts and windows, the MID /
+ * socket plan) and the run-time cursor over the same text. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,12 +27,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   memcpy(buf, data, size);
   if (ge_trace_parse_buf(&p, "trace", buf, size, &h, &e) == 0) {
-    if (ge_plan_finish(&p, 7) == 0)
-      for (size_t i = 0; i < p.n; i++) {
-        const struct ge_peer *pr = &p.peers[p.devs[p.dev[i]].peer];
-        if (p.sock[i] >= pr->k || p.tmpls[p.tmpl[i]].len > GE_DGRAM_MAX)
+    if (ge_plan_finish(&p, 7) == 0) {
+      /* the run-time cursor reads back exactly what the scan counted */
+      uint32_t *rank = calloc(p.npeer, sizeof *rank);
+      if (!rank)
+        abort();
+      struct ge_cursor c;
+      struct ge_req r;
+      ge_cursor_init(&c, &p, "trace");
+      while (ge_cursor_read(&p, &c, &h, &r, &e) == 1) {
+        const struct ge_peer *pr = &p.peers[p.devs[r.dev].peer];
+        if (ge_plan_sock(pr, rank[p.devs[r.dev].peer]++) >= pr->k ||
+            p.tmpls[r.tmpl].len > GE_DGRAM_MAX || r.ts_us < p.ts_first ||
+            r.ts_us > p.ts_last)
           abort();
       }
+      if (c.n != p.n)
+        abort();
+      for (size_t q = 0; q < p.npeer; q++)
+        if (rank[q] != p.peers[q].count ||
+            p.peers[q].window_max > p.peers[q].count ||
+            (p.peers[q].count && !p.peers[q].window_max))
+          abort();
+      free(rank);
+    }
   } else if (!strchr(e.msg, ':')) {
     abort(); /* every rejection names FILE:LINE */
   }
