@@ -1,15 +1,10 @@
 """The report out of core: the log-linear histogram's error bound, the
 bottom-k sample, chunk boundaries of the streaming pass, the streaming pass
-against the in-memory reference, the chunked CSV -> Parquet conversion, and
-memory that does not grow with the run (ru_maxrss of fresh processes)."""
+against the in-memory reference, and the chunked CSV -> Parquet conversion."""
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -233,48 +228,3 @@ def test_load_run_is_lazy_and_refuses_a_frame_too_big(make_run, monkeypatch) -> 
     monkeypatch.setattr(_load, "MAX_FRAME_ROWS", 10)
     with pytest.raises(UserError, match="batches"):
         wotbench.load_run(run).requests
-
-
-_MEASURE = """
-import json, resource, sys, time
-from pathlib import Path
-what, run = sys.argv[1], Path(sys.argv[2])
-if what == "convert":
-    from wotbench.reporting._load import find_files, ge_data
-    ge_data(find_files(run))
-else:
-    from wotbench.reporting import analyze_run
-    analyze_run(run)
-print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
-"""
-_SYNTH = """
-import sys
-from pathlib import Path
-from wotbench.reporting._synth import SynthSpec, synth_run
-n = int(sys.argv[2])
-synth_run(Path(sys.argv[1]), SynthSpec(devices=20, rit_us=20 * 20e6 / n, measure_s=16.0, warmup_s=2.0,
-                                       cooldown_s=2.0, cd=False, monitor=False, seed=4))
-"""
-
-
-def _rss(what: str, run: Path) -> int:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, what, str(run)], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["rss"]
-
-
-@pytest.mark.slow
-def test_peak_memory_does_not_grow_with_the_run(tmp_path: Path) -> None:
-    """Peak RSS of a fresh process converting and analysing a 1M- and a
-    4M-request run: four times the rows, far less than twice the memory (an
-    in-memory analysis grows about 300 MB per million rows here). Not
-    timing-based: ru_maxrss only."""
-    runs = {}
-    for n in (1_000_000, 4_000_000):
-        runs[n] = tmp_path / f"run-{n}"
-        subprocess.run([sys.executable, "-c", _SYNTH, str(runs[n]), str(n)], check=True)
-    conv = {n: _rss("convert", r) for n, r in runs.items()}
-    ana = {n: _rss("analyse", r) for n, r in runs.items()}
-    rows = {n: pq.read_metadata(r / "ge" / "ge-0.parquet").num_rows for n, r in runs.items()}
-    assert rows[4_000_000] > 3.5 * rows[1_000_000]
-    assert conv[4_000_000] < 1.5 * conv[1_000_000], conv
-    assert ana[4_000_000] < 1.5 * ana[1_000_000], ana
