@@ -13,9 +13,9 @@ max, from :class:`wotbench.backend.DockerBackend`'s ``times``).
 
 ``--compare N``: bring-up and teardown of N devices (no readiness, no
 memory), each way of starting at the first ``--workers`` value:
-``staged`` (create all, then start all; the harness's way), ``pipelined``
-(create and start each in one job; the old way) and ``no-network``
-(staged, with no network: the A/B that isolates the network attach); then
+``staged`` (create all, then start all; the harness's way) and
+``no-network`` (staged, with no network: the A/B that isolates the network
+attach); then
 staged at every other ``--workers`` value; interleaved over ``--reps``
 rounds, medians.
 
@@ -44,7 +44,7 @@ from wotbench.backend import ContainerSpec, DockerBackend
 from wotbench.phases._provision import device_spec
 from wotbench.spec import DeviceGroup
 
-MODES = ("staged", "pipelined", "no-network")
+MODES = ("staged", "no-network")
 
 
 class _NoNetwork(DockerBackend):
@@ -98,7 +98,7 @@ def host_threads() -> int:
 
 def _backend(client: Any, n: int, mode: str, workers: int | None) -> DockerBackend:
     cls = _NoNetwork if mode == "no-network" else DockerBackend
-    return cls(client, res.new_run_id(f"bench{n}"), workers=workers, staged=mode != "pipelined")
+    return cls(client, res.new_run_id(f"bench{n}"), workers=workers)
 
 
 def _specs(n: int, resources: Path) -> list[ContainerSpec]:

@@ -49,11 +49,8 @@ class DockerBackend:
     #: The harness reaches the nodes' addresses (the readiness probe runs here).
     probes_from_host = True
 
-    def __init__(self, client: docker.DockerClient, run_id: str, *, workers: int | None = None,
-                 staged: bool = True) -> None:
-        """``workers``: parallel engine calls (default ``WORKERS``); ``staged``:
-        create every node, then start them all (False: create and start each
-        in one job, as before; kept for the benchmark's comparison)."""
+    def __init__(self, client: docker.DockerClient, run_id: str, *, workers: int | None = None) -> None:
+        """``workers``: parallel engine calls (default ``WORKERS``)."""
         self.client, self.run_id = client, run_id
         self.short = run_id.rsplit("-", 1)[-1]
         self.owner = dockerenv.owner_label()
@@ -64,7 +61,6 @@ class DockerBackend:
         self._ge_slots = 0
         self._helpers: list[subprocess.Popen[bytes]] = []   # Pumba
         self._pool = workers or dockerenv.WORKERS           # parallel engine calls
-        self.staged = staged
         self.times = PhaseTimes()                           # where start-up and teardown time goes
         self.lost: dict[str, str] = {}                      # nodes lost mid-run: none on one host
         self.clocks: dict[str, ClockOffset] = {}            # node -> clock offset: none on one host
@@ -180,10 +176,6 @@ class DockerBackend:
         self.times.call("start", now - t)
         return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node), create_s + now - t
 
-    def _start_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Started, float]:
-        made = self._create_node(spec, network, address)
-        return self._start_created(spec, made, address)
-
     def _parallel(self, phase: str, what: str, jobs: Sequence[Callable[[], T]], progress: bool) -> list[T]:
         """Runs ``jobs`` on the pool with a progress bar, timing the phase's
         wall; on any error or interrupt waits for the jobs in flight (so
@@ -203,17 +195,14 @@ class DockerBackend:
 
     def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
         """Creates every node in parallel, then starts them in parallel
-        (staged; else create and start each in one job), with progress bars.
-        On any error or interrupt, waits for the calls in flight and re-raises."""
+        (staged: harness/README.md measured it against create+start per
+        job), with progress bars. On any error or interrupt, waits for the
+        calls in flight and re-raises."""
         where = self.addresses(len(specs))
-        if self.staged:
-            made = self._parallel("create", "creating devices", [
-                partial(self._create_node, s, *w) for s, w in zip(specs, where)], progress)
-            done = self._parallel("start", "starting devices", [
-                partial(self._start_created, s, m, w[1]) for s, m, w in zip(specs, made, where)], progress)
-        else:
-            done = self._parallel("create+start", "starting devices", [
-                partial(self._start_node, s, *w) for s, w in zip(specs, where)], progress)
+        made = self._parallel("create", "creating devices", [
+            partial(self._create_node, s, *w) for s, w in zip(specs, where)], progress)
+        done = self._parallel("start", "starting devices", [
+            partial(self._start_created, s, m, w[1]) for s, m, w in zip(specs, made, where)], progress)
         self.slowest_start_s = max([self.slowest_start_s, *(took for _, took in done)])
         return [st for st, _ in done]
 
