@@ -93,6 +93,7 @@ def test_budget_reaches_argv_and_container():
     assert "cpu_rt_runtime" not in plain and "cap_add" not in plain
 
 
+@pytest.mark.docker
 def test_run_ge_and_cd_ge_fifo(docker_client, spec_file, make_spec, tmp_path, wotbench_cli, run_objects):
     avail = rt.rt_available()
     if not avail.ok:
