@@ -108,6 +108,8 @@ class Backend(Protocol):
     clocks: dict[str, Any]
     #: Per phase (create, start, ready, remove, ...): each engine call's seconds and the wall time.
     times: PhaseTimes
+    #: Host settings the run changed (what -> before/after), for the manifest; empty if none.
+    host_changes: dict[str, Any]
 
     def name_of(self, key: str) -> str:
         """The engine's container name for a run key (known before it starts)."""

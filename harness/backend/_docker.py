@@ -27,6 +27,7 @@ from tqdm import tqdm
 from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as probe
 from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
 from wotbench._results import write_atomic
+from wotbench.backend import _neigh
 from wotbench.backend._api import ContainerSpec, ContainerState, Removed, Started
 from wotbench.backend._remote import ClockOffset
 from wotbench.backend._timing import PhaseTimes
@@ -64,6 +65,7 @@ class DockerBackend:
         self.times = PhaseTimes()                           # where start-up and teardown time goes
         self.lost: dict[str, str] = {}                      # nodes lost mid-run: none on one host
         self.clocks: dict[str, ClockOffset] = {}            # node -> clock offset: none on one host
+        self.host_changes: dict[str, Any] = {}              # the ARP table's thresholds, if raised
 
     def name_of(self, key: str) -> str:
         return f"wb-{self.short}-{key}"
@@ -90,7 +92,11 @@ class DockerBackend:
 
     def create_networks(self, nodes: int) -> int:
         """One internal bridge per NET_CAPACITY containers (a Linux bridge
-        takes at most 1023 ports), on subnets free on this host."""
+        takes at most 1023 ports), on subnets free on this host; first the
+        host's ARP table made large enough for them (backend/_neigh.py)."""
+        change = _neigh.ensure(nodes + _GE_SLOTS)
+        if change is not None:
+            self.host_changes["neigh"] = change.as_dict()
         count = max(1, -(-nodes // (NET_CAPACITY - _GE_SLOTS)))
         self.subnets = dockerenv.free_subnets(dockerenv.used_subnets(self.client), count)
         for i, sub in enumerate(self.subnets):

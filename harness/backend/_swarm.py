@@ -59,6 +59,7 @@ class SwarmBackend(DockerBackend):
         self.node_of: dict[str, str] = {}              # container name -> hostname
         self.outputs: dict[str, tuple[Mount, ...]] = {}  # remote container -> its writable mounts
         self.lost: dict[str, str] = {}                 # hostname -> why
+        self.host_changes: dict[str, Any] = {}         # none: the nodes' kernels are not this host's to set
 
     # --- nodes ------------------------------------------------------------------
 

@@ -101,6 +101,9 @@ def _todo(ctx: RunContext, lay: Layout, wl: Workload) -> list[tuple[ContainerSpe
 def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
     todo = _todo(ctx, lay, wl)
     n_net = ctx.backend.create_networks(len(todo))
+    if (arp := ctx.backend.host_changes.get("neigh")) is not None:
+        ctx.say(f"raised net.ipv4.neigh.default.gc_thresh2/3 from {arp['before'][0]}/{arp['before'][1]} to "
+                f"{arp['after'][0]}/{arp['after'][1]}: the host-wide ARP table must hold ~4 entries per container")
     where = f" on {len(lay.parts)} nodes" if lay.swarm else ""
     ctx.say(f"starting {len(todo)} containers{where} on {n_net} network(s)")
     t = time.monotonic()
@@ -115,7 +118,8 @@ def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
     ready_s = time.monotonic() - t
     # Where the start-up time went: each phase's wall and engine calls (create, start, ready).
     ctx.manifest["startup"] = {"containers": len(todo), "networks": n_net, "seconds": round(up_s, 3),
-                               "ready_seconds": round(ready_s, 3), "phases": ctx.backend.times.summary()}
+                               "ready_seconds": round(ready_s, 3), "phases": ctx.backend.times.summary(),
+                               "host_changes": ctx.backend.host_changes}
     if missing:
         raise RuntimeError(f"{len(missing)} device(s) never answered GET /.well-known/core: "
                            + ", ".join(missing[:10]))
