@@ -179,8 +179,8 @@ def rit_judge(e: dict[str, Any], s: dict[str, Any], ks: tuple[float, float, int]
         dev = f"{out['p5_dev']:+.0%}" if out["p5_dev"] is not None else "n/a"
         problems.append(f"p5 RIT {s['p5']:.0f}us vs expected {e['p5']:.0f}us "
                         f"({dev}, tolerance {th.rit_p5_tolerance:.0%})")
-    if out["ks_d"] > th.rit_ks_max:
-        problems.append(f"KS distance {out['ks_d']:.3f} > {th.rit_ks_max:g}")
+    if out["ks_d"] > th.rit_ks_max and out["ks_p"] < th.rit_ks_alpha:
+        problems.append(f"KS distance {out['ks_d']:.3f} > {th.rit_ks_max:g} (p = {out['ks_p']:.2g})")
     out["ok"] = not problems
     out["problems"] = problems
     return out

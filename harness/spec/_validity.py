@@ -11,7 +11,8 @@ overrides any of them under ``validity:`` (docs/spec.md), e.g.
 | ``rit_mean_tolerance`` | ``5%`` | submitted mean RIT deviates more from the expected (per GE and per device) |
 | ``rit_p5_tolerance`` | ``10%`` | submitted 5th-percentile RIT deviates more (beyond ``rit_slack``) |
 | ``rit_slack`` | ``2us`` | absolute deviation always tolerated (clock granularity) |
-| ``rit_ks_max`` | ``0.05`` | the two-sample KS distance between expected and submitted RITs is larger |
+| ``rit_ks_max`` | ``0.05`` | the two-sample KS distance between expected and submitted RITs is larger (and significant, below) |
+| ``rit_ks_alpha`` | ``0.01`` | (the KS distance counts only when the test rejects "same distribution" at this level: a device with a handful of requests cannot show a deviation, yet one jittered RIT of two gives D = 0.5) |
 | ``send_lag_p99_max`` | ``1ms`` | a GE's 99th-percentile send lag is larger |
 | ``late_send`` | ``1ms`` | (a send later than this after its intended instant counts as late; the GE's ``--late-us``) |
 | ``max_late_sends`` | ``1%`` | a GE's late sends are a larger share of its requests |
@@ -47,7 +48,7 @@ from wotbench.spec._yaml import KeyPath, YamlSource
 _FRACTIONS = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max", "max_late_sends",
               "max_error_rate", "instability_cv")
 #: Thresholds that are plain numbers (no percent sign).
-_NUMBERS = ("cd_alpha", "cd_min_effect")
+_NUMBERS = ("cd_alpha", "cd_min_effect", "rit_ks_alpha")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Thresholds:
     rit_p5_tolerance: float = 0.10
     rit_slack_us: float = 2.0
     rit_ks_max: float = 0.05
+    rit_ks_alpha: float = 0.01
     send_lag_p99_max_us: float = 1000.0
     late_send_us: float = 1000.0
     max_late_sends: float = 0.01
@@ -93,9 +95,10 @@ class Thresholds:
             if getattr(self, name) > 1:
                 raise UserError(f"must be at most 100%, got {getattr(self, name)!r}",
                                 field=f"validity.{spec_key(name)}")
-        if not 0 < self.cd_alpha < 1:
-            raise UserError(f"must be between 0 and 1 (exclusive), got {self.cd_alpha!r}",
-                            field="validity.cd_alpha")
+        for name in ("cd_alpha", "rit_ks_alpha"):
+            if not 0 < getattr(self, name) < 1:
+                raise UserError(f"must be between 0 and 1 (exclusive), got {getattr(self, name)!r}",
+                                field=f"validity.{name}")
         for name in ("cd_window_us", "late_send_us"):
             if getattr(self, name) <= 0:
                 raise UserError("must be positive", field=f"validity.{spec_key(name)}")

@@ -237,3 +237,22 @@ def test_deterministic_rit_with_clock_jitter_passes_but_a_real_deviation_fails()
     bad = rit_compare(expected, stalled, th)
     assert not bad["ok"]
     assert bad["ks_d"] >= 0.09
+
+
+def test_ks_distance_of_a_few_jittered_rits_is_not_a_deviation():
+    """A device with two requests whose second RIT is 43 us late (of 10 s)
+    has D = 0.5, but two values cannot show that the distribution differs
+    (p ~ 1): no KS problem. The same distance over 2,000 RITs is one."""
+    from wotbench.reporting._integrity import rit_compare
+    from wotbench.spec import Thresholds
+
+    th = Thresholds()
+    few = rit_compare(np.array([10_428_153.0, 9_199_841.0]), np.array([10_428_110.0, 9_199_841.0]), th)
+    assert few["ks_d"] == 0.5 and few["ks_p"] > th.rit_ks_alpha and few["ok"], few["problems"]
+
+    rng = np.random.default_rng(4)
+    expected = rng.exponential(5_000.0, 2000)
+    shifted = np.where(np.arange(expected.size) % 2 == 0, expected * 1.3, expected)   # half sent 30 % late
+    many = rit_compare(expected, shifted, th)
+    assert many["ks_d"] > th.rit_ks_max and many["ks_p"] < th.rit_ks_alpha
+    assert not many["ok"] and any("KS distance" in p for p in many["problems"])
