@@ -127,6 +127,10 @@ class Backend(Protocol):
     def create_networks(self, nodes: int) -> int:
         """Networks for ``nodes`` nodes plus the GEs; returns how many."""
 
+    def pid_of(self, started: Started) -> int | None:
+        """The host pid of a running container's process (its network
+        namespace is /proc/<pid>/ns/net); None if not on this host."""
+
     def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
         """Starts the nodes in parallel, in ``specs`` order; waits for the calls
         in flight before re-raising an error (so teardown sees them all)."""

@@ -238,6 +238,11 @@ class DockerBackend:
         ct.start()
         return Started(spec.key, spec.role, ct.name, ct.id, None, spec.node)
 
+    def pid_of(self, started: Started) -> int | None:
+        ct = self.containers[started.name]
+        ct.reload()
+        return int(ct.attrs["State"].get("Pid") or 0) or None
+
     def wait(self, started: Started, timeout_s: float) -> int | None:
         ct = self.containers[started.name]
         try:

@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from wotbench import _results as res
+from wotbench import _prime, _results as res
 from wotbench._monitor import Collectl
 from wotbench._plan import cpuset
 from wotbench.backend import ContainerSpec, Mount, Started
+from wotbench.formats import DEFAULT_COAP_PORT as COAP_PORT
 from wotbench.phases._context import RunContext
 from wotbench.phases._ge import cd_ge_spec, drain_us, ge_spec, trace_lines, write_inputs
 from wotbench.phases._interfere import Episode, schedule, start_hogs
@@ -22,6 +23,8 @@ from wotbench.phases._plan import Workload
 
 #: Seconds between starting the GE containers and the CD-GE's start instant.
 START_LEAD_S = 2.0
+#: Priming stops this long before the first GE starts.
+PRIME_SLACK_S = 0.2
 #: Extra seconds the GEs get past trace end + timeout before being killed.
 FINISH_SLACK_S = 20.0
 
@@ -68,11 +71,13 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
     return remote
 
 
-def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int, hogs: int = 0) -> int:
+def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int, hogs: int = 0, prime_nodes: int = 0) -> int:
     """t0: every GE container must be up before its start instant, so allow
-    for the slowest container start seen so far, per GE, on this host now."""
+    for the slowest container start seen so far, per GE, on this host now,
+    and for priming the GEs' ARP entries (harness/_prime.py) after that."""
     n_ge = ctx.hs.gateway.instances + sum(1 for p in lay.parts if p.cd) + hogs   # hogs start after the GEs
-    lead_us = int((START_LEAD_S + 1.5 * n_ge * ctx.backend.slowest_start_s) * 1e6)
+    prime_s = ctx.hs.gateway.instances * _prime.budget_s(prime_nodes)
+    lead_us = int((START_LEAD_S + 1.5 * n_ge * ctx.backend.slowest_start_s + prime_s) * 1e6)
     return time.time_ns() // 1000 + lead_us + calibration_us
 
 
@@ -91,6 +96,18 @@ def _start_ges(ctx: RunContext, jobs: Sequence[tuple[ContainerSpec, int]], first
     ctx.observed.start = {"start_at_epoch_us": first_start_us, "ges_up_epoch_us": up_us,
                           "late_us": max(0, up_us - first_start_us)}
     return ges
+
+
+def _prime_ges(ctx: RunContext, ges: Sequence[Started], targets: Sequence[tuple[str, int]],
+               first_start_us: int) -> None:
+    """Resolves every node's address in each workload GE's namespace before
+    the first GE (the CD-GE's calibration) starts; recorded in observed.json."""
+    for st in ges:
+        deadline = time.monotonic() + (first_start_us / 1e6 - time.time()) - PRIME_SLACK_S
+        done = _prime.prime_from(ctx.backend.pid_of(st), targets, deadline)
+        ctx.observed.ge(st.key, primed=done.as_dict())
+        ctx.say(f"{st.key}: ARP entries of {done.answered}/{done.nodes} nodes primed in {done.seconds:.1f} s"
+                + (f" (skipped: {done.skipped})" if done.skipped else ""))
 
 
 def _wait(ctx: RunContext, ges: Sequence[Started], deadline_s: float) -> None:
@@ -125,9 +142,12 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
     monitors = start_monitor(ctx, lay)
     cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
     episodes = schedule(hs, lay)
-    t0 = _start_instant(ctx, lay, cal_us, len(episodes))
+    targets = [(n.started.address, COAP_PORT) for n in nodes if n.started.address] if not lay.swarm else []
+    t0 = _start_instant(ctx, lay, cal_us, len(episodes), len(targets))
     jobs, outputs = _jobs(ctx, lay, wl, traces, t0, cal_us)
     ges = _start_ges(ctx, jobs, t0 - cal_us, parallel=lay.swarm)
+    if targets:
+        _prime_ges(ctx, [st for st in ges if st.role == "ge"], targets, t0 - cal_us)
     hogs = start_hogs(ctx, episodes, t0)          # asleep until their instants
     end_us = wl.duration_us
     windows = hs.phases.windows() if hs.phases else {

@@ -161,5 +161,7 @@ def test_scale_1000_ci_scale_runs_and_records_where_startup_time_went(docker_cli
     arp = startup["host_changes"].get("neigh")
     assert arp is None or arp["after"][0] >= _neigh.needed(21)
     assert int((_neigh.NEIGH_DIR / "gc_thresh2").read_text()) >= _neigh.needed(21)
+    primed = json.loads((run_dir / "observed.json").read_text())["ges"]["ge-0"]["primed"]
+    assert primed["nodes"] == 21 and "skipped" not in primed and primed["answered"] == 21
     m = re.search(r"teardown: removed (\d+) container\(s\), 1 network\(s\) in ", r.stderr)
     assert m and int(m.group(1)) >= 23                # + the GE, the CD-GE (and the monitor)
