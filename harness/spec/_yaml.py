@@ -162,10 +162,45 @@ def _set(doc: Any, path: KeyPath, value: Any, src: YamlSource, at: KeyPath) -> N
         node[last] = value
 
 
+#: Bounds on what a spec may cost to load: its size on disk, and its nodes
+#: once YAML aliases are expanded (an alias bomb of ten lines expands to
+#: hundreds of millions of nodes; the largest experiment here has ~200).
+MAX_BYTES = 1 << 20
+MAX_NODES = 100_000
+
+
+def _expanded_nodes(root: yaml.Node, name: str) -> int:
+    """Nodes of the document with every alias expanded, counted without
+    expanding (each composed node once, memoised); over MAX_NODES is a UserError."""
+    memo: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        got = memo.get(id(node))
+        if got is not None:
+            return got
+        memo[id(node)] = 1                      # a recursive alias counts once
+        if isinstance(node, yaml.MappingNode):
+            n = 1 + sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            n = 1 + sum(size(v) for v in node.value)
+        else:
+            n = 1
+        memo[id(node)] = n
+        if n > MAX_NODES:
+            raise UserError(f"the document expands to more than {MAX_NODES} YAML nodes "
+                            "(aliases included): refused", name, node.start_mark.line + 1)
+        return n
+
+    return size(root)
+
+
 def load(path: str | Path) -> YamlSource:
-    """Read and load the YAML file at ``path``; unreadable or invalid files raise UserError."""
+    """Read and load the YAML file at ``path``; unreadable, too large or
+    invalid files raise UserError."""
     p = Path(path)
     try:
+        if p.is_file() and (size := p.stat().st_size) > MAX_BYTES:
+            raise UserError(f"{size} bytes: larger than the {MAX_BYTES} bytes a spec may have", str(p))
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}", str(p)) from None
@@ -174,9 +209,13 @@ def load(path: str | Path) -> YamlSource:
 
 def loads(text: str, name: str = "<string>", *, base_dir: Path | None = None) -> YamlSource:
     """Load YAML from a string; ``name`` is the file name shown in errors."""
+    if len(text) > MAX_BYTES:
+        raise UserError(f"{len(text)} characters: larger than the {MAX_BYTES} a spec may have", name)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _expanded_nodes(node, name)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -185,6 +224,8 @@ def loads(text: str, name: str = "<string>", *, base_dir: Path | None = None) ->
         raise UserError(f"invalid YAML: {what}", name, line) from None
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {exc}", name) from None
+    except RecursionError:
+        raise UserError("invalid YAML: nested too deeply", name) from None
     finally:
         loader.dispose()
     lines: dict[KeyPath, int] = {}
