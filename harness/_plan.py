@@ -12,7 +12,8 @@ fewer the plan degrades by a fixed rule and says so in ``notes``:
    the last, which is left to the devices;
 3. with a single non-reserved core the GEs take it, and the devices, CD node
    and CD-GE share the reserved cores with the OS, harness and monitor;
-4. with no non-reserved core everything shares every core.
+4. with no non-reserved core (a one-core host) everything shares it;
+   reserving every core of a larger host is an error.
 
 On a swarm (:func:`make_cluster_plan`) each node's cores get such a plan:
 the GE node's for its GE(s), every device node's for one CD pair and its
@@ -129,6 +130,9 @@ def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances:
                         f"(offered: {cpuset(avail)})", field="placement.reserve")
     reserved = tuple(sorted(reserve))
     others = [c for c in avail if c not in reserved]
+    if not others and len(avail) > 1:
+        raise UserError(f"reserves every offered core ({cpuset(avail)}): leave at least one for the GE(s)",
+                        field="placement.reserve")
     m, n_ge, cd = len(others), ge_instances, 1 if cd_enabled else 0
     # A core for the devices and the CD node; none on a node of a swarm
     # that runs only the GEs (devices=0, no CD pair).

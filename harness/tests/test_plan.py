@@ -93,6 +93,12 @@ def test_reserved_core_must_be_offered():
     assert ei.value.field == "placement.reserve"
 
 
+def test_reserving_every_core_of_a_larger_host_is_refused():
+    with pytest.raises(UserError, match=r"reserves every offered core \(0-1\)") as ei:
+        plan([0, 1], reserve=[0, 1])
+    assert ei.value.field == "placement.reserve"
+
+
 def test_single_core_shares_everything():
     p = plan([0], reserve=[0])
     assert p.degraded and p.ge_cores == (0,) and set(p.device_cpusets) == {"0"}
