@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from wotbench import layout
+from wotbench._errors import UserError
 from wotbench._version import __version__
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,6 +29,19 @@ FORMAT = 1
 def new_run_id(name: str, now: float | None = None) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
     return f"{stamp}-{name}-{secrets.token_hex(3)}"
+
+
+def check_results_root(root: Path) -> None:
+    """The results folder exists or can be made and takes a new file; else a
+    UserError naming it (before anything of a run starts)."""
+    if root.exists() and not root.is_dir():
+        raise UserError("is not a folder", str(root), field="--results")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".wotbench-probe-"):
+            pass
+    except OSError as err:
+        raise UserError(f"cannot hold results: {err.strerror or err}", str(root), field="--results") from None
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

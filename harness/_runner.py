@@ -154,6 +154,7 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
 
 
 def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
+    res.check_results_root(opts.results_root)
     client = dockerenv.client()
     inventory = read_inventory(client)
     for rs in runs:

@@ -169,3 +169,35 @@ def test_the_run_folder_names_its_files_once(tmp_path: Path):
                  layout.SUMMARY, layout.HOSTS, layout.CD_OUTPUT, layout.CD_SUMMARY, layout.HOST_MONITOR,
                  layout.CONTAINERS_MONITOR, layout.DEVICE_STATS, layout.PUMBA_LOG):
         assert name in doc, name
+
+
+# --- the results folder is checked before anything starts (issue W2 5/5) ---------------
+
+def test_results_root_that_is_a_file_is_a_user_error(tmp_path):
+    from wotbench import _results as res
+    from wotbench._errors import UserError
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(UserError, match="is not a folder") as ei:
+        res.check_results_root(f)
+    assert ei.value.field == "--results" and ei.value.file == str(f)
+
+
+def test_results_root_that_cannot_be_made_is_a_user_error(tmp_path):
+    from wotbench import _results as res
+    from wotbench._errors import UserError
+
+    with pytest.raises(UserError, match="cannot hold results"):
+        res.check_results_root(Path("/proc/wotbench-results-here"))      # procfs takes no folder
+    res.check_results_root(tmp_path / "new" / "deep")                     # made, and left empty
+    assert list((tmp_path / "new" / "deep").iterdir()) == []
+
+
+def test_run_with_results_on_a_file_exits_2_with_one_line(tmp_path, wotbench_cli):
+    f = tmp_path / "file"
+    f.write_text("x")
+    spec = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.yaml"
+    r = wotbench_cli("run", str(spec), "--results", str(f), timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {f}: --results: is not a folder"]
+    assert r.stdout == ""
