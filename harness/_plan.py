@@ -55,13 +55,20 @@ def cpuset(cores: Iterable[int]) -> str:
     return ",".join(out)
 
 
+#: Linux numbers at most 8,192 CPUs (CONFIG_NR_CPUS): a larger id is not a core.
+MAX_CPU_ID = 8191
+
+
 def cpu_ids(text: str | None) -> list[int]:
     """The cores of a cpuset string: ``'1-3,5'`` -> ``[1, 2, 3, 5]``
-    (ValueError when it is not one)."""
+    (ValueError when it is not one, or names a core past MAX_CPU_ID)."""
     out: list[int] = []
     for part in text.split(",") if text else ():
         a, _, b = part.partition("-")
-        out += range(int(a), int(b or a) + 1)
+        lo, hi = int(a), int(b or a)
+        if not 0 <= lo <= hi <= MAX_CPU_ID:
+            raise ValueError(f"core range {part!r} outside 0-{MAX_CPU_ID}")
+        out += range(lo, hi + 1)
     return out
 
 

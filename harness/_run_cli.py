@@ -35,12 +35,12 @@ def register(sub: Any) -> None:
 
 def _cores(text: str) -> list[int]:
     from wotbench._errors import UserError
-    from wotbench._plan import cpu_ids
+    from wotbench._plan import MAX_CPU_ID, cpu_ids
 
     try:
         return cpu_ids(text or "-")
     except ValueError:
-        raise UserError(f"expected a core list such as 0-7 or 0,2,4, got {text!r}",
+        raise UserError(f"expected a core list such as 0-7 or 0,2,4 (cores 0-{MAX_CPU_ID}), got {text!r}",
                         field="--cores") from None
 
 
@@ -49,6 +49,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     every node's (docs/spec.md, ``cluster``)."""
     from dataclasses import replace
 
+    from wotbench import _budget as budget
     from wotbench._errors import UserError
     from wotbench._inventory import Inventory, read_inventory
     from wotbench._plan import Plan
@@ -68,6 +69,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if len(runs) > 1:
             print(f"== {rs.label}")
         try:
+            budget.check(rs.spec, None, swarm=inventory.swarm)
             hs, auto = decide_instances(rs.spec, inventory)
             layout = layout_for(hs, inventory)
             hogs = render_schedule(schedule(hs, layout_of(layout, hs.device_count, hs.gateway.instances,

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wotbench import _dockerenv as dockerenv, _results as res, phases
+from wotbench import _budget as budget, _dockerenv as dockerenv, _results as res, phases
 from wotbench._errors import UserError
 from wotbench._inventory import Inventory, read_inventory
 from wotbench.spec import load
@@ -159,6 +159,7 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     inventory = read_inventory(client)
     for rs in runs:
         try:
+            budget.check(rs.spec, opts.results_root, swarm=inventory.swarm)
             preflight(rs.spec, client, inventory)
         except UserError as err:
             raise phases.locate(err, rs)
