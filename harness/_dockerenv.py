@@ -4,12 +4,15 @@ teardown (the only way the harness ever removes anything)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import ipaddress
 import os
+import tempfile
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -159,6 +162,32 @@ def free_subnets(used: list[ipaddress.IPv4Network], count: int) -> list[ipaddres
             if len(found) == count:
                 return found
     raise UserError(f"no free private /{_PREFIX} subnet for {count} network(s)")
+
+
+#: Held while a run picks its subnets and creates its networks, so that
+#: runs started at the same moment on this host do not pick the same one.
+SUBNET_LOCK = Path(tempfile.gettempdir()) / "wotbench-subnets.lock"
+
+
+@contextlib.contextmanager
+def subnet_lock(path: Path = SUBNET_LOCK) -> Iterator[None]:
+    """A host-wide lock (flock) around choosing and creating networks; none
+    when the lock file cannot be opened (the caller retries on overlap)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)             # releases the lock
+
+
+def is_pool_overlap(err: Exception) -> bool:
+    """The engine refused a subnet another network took meanwhile."""
+    return isinstance(err, docker.errors.APIError) and "overlaps" in str(err.explanation or err)
 
 
 def _labels(obj: Any) -> dict[str, str]:

@@ -41,6 +41,8 @@ __all__ = ["DockerBackend", "COAP_PORT"]
 COAP_PORT = DEFAULT_COAP_PORT
 #: Addresses 2..9 of every network are the GEs' (slot 0 first); nodes start at 10.
 _GE_SLOTS = 8
+#: Subnets a run tries past ones another tool took between listing and creating.
+SUBNET_RETRIES = 8
 T = TypeVar("T")
 
 
@@ -98,14 +100,24 @@ class DockerBackend:
         if change is not None:
             self.host_changes["neigh"] = change.as_dict()
         count = max(1, -(-nodes // (NET_CAPACITY - _GE_SLOTS)))
-        self.subnets = dockerenv.free_subnets(dockerenv.used_subnets(self.client), count)
-        for i, sub in enumerate(self.subnets):
-            gateway = str(next(sub.hosts()))
-            ipam = docker.types.IPAMConfig(pool_configs=[
-                docker.types.IPAMPool(subnet=str(sub), gateway=gateway)])
-            self.networks.append(self.client.networks.create(
-                f"wb-{self.short}-net{i}", driver="bridge", internal=True, ipam=ipam,
-                labels=self.labels("network"), check_duplicate=True))
+        with dockerenv.subnet_lock():          # concurrent runs on this host take turns
+            taken: list[ipaddress.IPv4Network] = []
+            while len(self.networks) < count:
+                sub = dockerenv.free_subnets(dockerenv.used_subnets(self.client) + taken, 1)[0]
+                ipam = docker.types.IPAMConfig(pool_configs=[
+                    docker.types.IPAMPool(subnet=str(sub), gateway=str(next(sub.hosts())))])
+                try:
+                    net = self.client.networks.create(
+                        f"wb-{self.short}-net{len(self.networks)}", driver="bridge", internal=True, ipam=ipam,
+                        labels=self.labels("network"), check_duplicate=True)
+                except docker.errors.APIError as err:
+                    # Another tool took it between the listing and the create: the next one.
+                    if not dockerenv.is_pool_overlap(err) or len(taken) >= SUBNET_RETRIES:
+                        raise
+                    taken.append(sub)
+                    continue
+                self.networks.append(net)
+                self.subnets.append(sub)
         return len(self.networks)
 
     def addresses(self, count: int) -> list[tuple[str, str]]:
