@@ -96,8 +96,22 @@ def check_errors(a: A, th: Thresholds) -> Check:
     rate = (c["requests"] - c["ok"]) / c["requests"] if c["requests"] else 0.0
     what = f"{c['timeouts']} timeouts and {c['errors']} errors of {c['requests']} requests ({rate:.2%})"
     if rate > th.max_error_rate:
-        return False, f"{what} > {th.max_error_rate:.1%}"
+        return False, f"{what} > {th.max_error_rate:.1%}" + _failing_devices(a.get("devices") or [])
     return True, what
+
+
+def _failing_devices(devices: list[dict[str, Any]], show: int = 5) -> str:
+    """Which devices the failures came from: the worst first, and how many
+    devices had no request answered at all (a device cut off the network)."""
+    bad = sorted(((d["requests"] - d["ok"], d["requests"], d["device_id"]) for d in devices
+                  if d["requests"] > d["ok"]), key=lambda x: (-x[0] / x[1], -x[0], x[2]))
+    if not bad:
+        return ""
+    dead = sum(1 for f, n, _ in bad if f == n)
+    named = ", ".join(f"device {i} {f}/{n}" for f, n, i in bad[:show])
+    more = f" (and {len(bad) - show} more)" if len(bad) > show else ""
+    none = f"; {dead} device(s) answered none of their requests" if dead else ""
+    return f"; failed requests by device: {named}{more}{none}"
 
 
 def check_contention(a: A, th: Thresholds) -> Check:
