@@ -171,6 +171,12 @@ def _node_problems(h: A) -> list[str]:
             + (", OOM-killed" if c.get("oom_killed") else "") + ")" for c in h["nodes_not_running"]]
 
 
+def _restart_problems(h: A) -> list[str]:
+    return [f"{c.get('role')} {c.get('key')} (container {c['container']}) was restarted during the test "
+            f"(started at {c.get('started_at')}, after the GEs were up; restarts {c.get('restarts') or 0}): "
+            "its state and counters began again" for c in h.get("nodes_restarted") or ()]
+
+
 def _ge_problems(h: A) -> list[str]:
     out = []
     for key, g in sorted(h["ges"].items()):
@@ -198,10 +204,10 @@ def check_harness(a: A, th: Thresholds) -> Check:
     if not h["recorded"]:
         return True, (f"no {layout.OBSERVED} (GE files alone, or an older run): "
                       "harness observations not checked")
-    problems = swarm_problems(a) + _node_problems(h) + _ge_problems(h) + _start_problems(h)
+    problems = swarm_problems(a) + _node_problems(h) + _restart_problems(h) + _ge_problems(h) + _start_problems(h)
     if problems:
         return False, "; ".join(problems)
-    return True, (f"{h['nodes']} device/CD containers ran to the end; {len(h['ges'])} GE(s) exited 0 with "
+    return True, (f"{h['nodes']} device/CD containers ran to the end without a restart; {len(h['ges'])} GE(s) exited 0 with "
                   "one output row per trace line, up before their start instant" + swarm_seen(a))
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from wotbench.formats import DEVICE_STATS_COUNTERS
 from wotbench.reporting._load import RunFiles, read_json
 
@@ -22,6 +24,20 @@ DEVICE_TOTALS = ("requests", "served", "ok", "overflow", "duplicates", "dropped"
 def _object(path: Path) -> dict[str, Any]:
     doc = read_json(path)
     return doc if isinstance(doc, dict) else {}
+
+
+def _restarted(nodes: dict[str, dict[str, Any]], ges_up_us: int | None) -> list[dict[str, Any]]:
+    """Nodes the engine (re)started after the GEs were up, or restarted by a
+    policy: their counters and state began again mid-test (``docker restart``)."""
+    out = []
+    for name, c in sorted(nodes.items()):
+        began = c.get("started_at")
+        began_us = (pd.Timestamp(began).value // 1000) if began and not began.startswith("0001-") else None
+        late = ges_up_us is not None and began_us is not None and began_us > ges_up_us
+        if late or (c.get("restarts") or 0) > 0:
+            out.append({"container": name, "key": c.get("key"), "role": c.get("role"),
+                        "started_at": began, "restarts": c.get("restarts")})
+    return out
 
 
 def harness_section(files: RunFiles) -> dict[str, Any]:
@@ -39,6 +55,7 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
         "nodes": len(nodes),
         "nodes_not_running": [{"container": n, **c} for n, c in sorted(nodes.items())
                               if c.get("status") != "running"],
+        "nodes_restarted": _restarted(nodes, (doc.get("start") or {}).get("ges_up_epoch_us")),
         "ges": doc.get("ges") or {},
         "start": doc.get("start"),
         "impairment": doc.get("impairment"),

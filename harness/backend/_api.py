@@ -81,6 +81,8 @@ class ContainerState:
     status: str | None              # running, exited, removed, ...
     exit_code: int | None
     oom_killed: bool | None
+    started_at: str | None = None   # the engine's State.StartedAt (RFC 3339): later than the run started it = restarted
+    restarts: int | None = None     # the engine's RestartCount (restarts by a restart policy)
 
     @property
     def running(self) -> bool:

@@ -291,10 +291,12 @@ class DockerBackend:
     def states(self) -> dict[str, ContainerState]:
         def inspect(name: str) -> tuple[str, ContainerState]:
             try:
-                st = self.client.api.inspect_container(name).get("State", {})
+                info = self.client.api.inspect_container(name)
             except docker.errors.NotFound:
                 return name, ContainerState("removed", None, None)
-            return name, ContainerState(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"))
+            st = info.get("State", {})
+            return name, ContainerState(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"),
+                                        st.get("StartedAt"), info.get("RestartCount"))
         return dict(self._each(inspect, self.containers))
 
     def stop_all(self, timeout_s: int = 2) -> None:

@@ -53,7 +53,9 @@ class Observations:
     def states(self, states: Mapping[str, ContainerState]) -> None:
         for name, s in states.items():
             self.containers.setdefault(name, {}).update(
-                status=s.status, exit_code=s.exit_code, oom_killed=s.oom_killed)
+                status=s.status, exit_code=s.exit_code, oom_killed=s.oom_killed,
+                **({"started_at": s.started_at} if s.started_at else {}),
+                **({"restarts": s.restarts} if s.restarts is not None else {}))
 
     def ge(self, key: str, **facts: Any) -> None:
         self.ges.setdefault(key, {}).update(facts)

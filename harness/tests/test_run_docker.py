@@ -171,6 +171,31 @@ def test_killed_device_makes_the_run_invalid(live_run, docker_client, spec_file,
     _gone(run_objects, run_id, 1)
 
 
+def test_restarted_device_makes_the_run_invalid_naming_it(live_run, docker_client, spec_file, make_spec,
+                                                         tmp_path, run_objects):
+    """`docker restart` of a device mid-measurement (issue W2 5/5): it answers
+    again within a second or two, but its state and counters began anew, so
+    the run is invalid and the harness check names it (before: VALID)."""
+    live = live_run(spec_file(make_spec(count=3, measure="10s", name="restart", rit="exp:50ms")),
+                   tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    t0 = json.loads((tmp_path / "res" / run_id / "phases.json").read_text())["t0_epoch_us"]
+    while time.time() * 1e6 < t0 + 3e6:
+        time.sleep(0.1)
+    name = f"wb-{run_id[-6:]}-dev-2"
+    docker_client.containers.get(name).restart(timeout=1)
+    assert live.finish(timeout=120) == 0, "\n".join(live.lines)
+    run_dir = tmp_path / "res" / run_id
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["verdict"] == "invalid"
+    assert summary["reasons"][0].startswith(f"harness: device dev-2 (container {name}) was restarted during the test")
+    observed = json.loads((run_dir / "observed.json").read_text())["containers"]
+    assert observed[name]["status"] == "running" and observed[name]["started_at"]
+    assert all("restarted" not in r or "dev-2" in r for r in summary["reasons"])
+    _gone(run_objects, run_id, 1)
+
+
 def test_bad_spec_exits_2_with_one_line_and_creates_nothing(docker_client, spec_file, make_spec,
                                                             tmp_path, wotbench_cli):
     before = {c.id for c in docker_client.containers.list(all=True, filters={"label": LABEL_RUN})}

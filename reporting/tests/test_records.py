@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from wotbench.reporting import analyze_run, summarize_run
@@ -121,3 +122,19 @@ def test_data_that_cannot_be_analysed_get_a_verdict_from_the_records(make_run):
     edit_json(run / "observed.json", start={"late_us": 5000})
     assert summarize_run(run)["reasons"][0].startswith("harness: the GE containers were not all up")
     assert summarize_run(make_run("fine")) == analyze_run(make_run("fine"))
+
+
+def test_a_node_started_after_the_ges_were_up_counts_as_restarted():
+    from wotbench.reporting._records import _restarted
+
+    up = 1_795_560_000_000_000                       # GEs up at this epoch (us)
+    nodes = {
+        "wb-x-dev-0": {"key": "dev-0", "role": "device", "started_at": "2026-11-24T21:00:00.000000001Z"},
+        "wb-x-dev-1": {"key": "dev-1", "role": "device",
+                       "started_at": pd.Timestamp(up * 1000 + 2_500_000_000, tz="UTC").isoformat()},
+        "wb-x-dev-2": {"key": "dev-2", "role": "device", "started_at": "0001-01-01T00:00:00Z"},
+        "wb-x-dev-3": {"key": "dev-3", "role": "device", "restarts": 1},
+    }
+    got = _restarted(nodes, up)
+    assert [c["key"] for c in got] == ["dev-1", "dev-3"]
+    assert [c["key"] for c in _restarted(nodes, None)] == ["dev-3"]      # no start record: only the count
