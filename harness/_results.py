@@ -32,13 +32,18 @@ def new_run_id(name: str, now: float | None = None) -> str:
 
 
 def check_results_root(root: Path) -> None:
-    """The results folder exists or can be made and takes a new file; else a
-    UserError naming it (before anything of a run starts)."""
+    """The results folder, or the nearest folder above it that exists (the
+    run makes the rest), takes a new file; else a UserError naming it,
+    before anything of a run starts. Leaves nothing behind."""
     if root.exists() and not root.is_dir():
         raise UserError("is not a folder", str(root), field="--results")
+    where = root.absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, prefix=".wotbench-probe-"):
+        if not where.is_dir():
+            raise NotADirectoryError(20, f"{where} is not a folder")
+        with tempfile.NamedTemporaryFile(dir=where, prefix=".wotbench-probe-"):
             pass
     except OSError as err:
         raise UserError(f"cannot hold results: {err.strerror or err}", str(root), field="--results") from None

@@ -189,9 +189,9 @@ def test_results_root_that_cannot_be_made_is_a_user_error(tmp_path):
     from wotbench._errors import UserError
 
     with pytest.raises(UserError, match="cannot hold results"):
-        res.check_results_root(Path("/proc/wotbench-results-here"))      # procfs takes no folder
-    res.check_results_root(tmp_path / "new" / "deep")                     # made, and left empty
-    assert list((tmp_path / "new" / "deep").iterdir()) == []
+        res.check_results_root(Path("/proc/wotbench-results-here"))      # procfs takes no file
+    res.check_results_root(tmp_path / "new" / "deep")                     # its parent would hold it
+    assert list(tmp_path.iterdir()) == []                                 # nothing made, nothing left
 
 
 def test_run_with_results_on_a_file_exits_2_with_one_line(tmp_path, wotbench_cli):
