@@ -41,6 +41,9 @@ __all__ = ["DockerBackend", "COAP_PORT"]
 COAP_PORT = DEFAULT_COAP_PORT
 #: Addresses 2..9 of every network are the GEs' (slot 0 first); nodes start at 10.
 _GE_SLOTS = 8
+#: GEs (workload, CD, probe) run as this uid when the harness runs as root.
+UNPRIVILEGED_UID = 65534
+UNPRIVILEGED_ROLES = ("ge", "cd-ge", "probe")
 #: Subnets a run tries past ones another tool took between listing and creating.
 SUBNET_RETRIES = 8
 T = TypeVar("T")
@@ -165,6 +168,22 @@ class DockerBackend:
         return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
                 "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra), **kwargs}
 
+    @staticmethod
+    def _user_for(spec: ContainerSpec) -> str:
+        """The user of a container that runs as the caller: a GE not as root
+        (it writes its results through the folders it owns, chowned here)
+        unless it runs SCHED_FIFO: that needs CAP_SYS_NICE, which Docker
+        20.10 gives only to uid 0 (no ambient capabilities), and runc cannot
+        raise RLIMIT_RTPRIO instead with every capability dropped ("error
+        setting rlimit type 14: operation not permitted"). The monitor runs
+        as the harness's user."""
+        if os.getuid() == 0 and spec.role in UNPRIVILEGED_ROLES and spec.rt_budget is None:
+            for m in spec.mounts:
+                if m.writable:
+                    os.chown(m.source, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+            return f"{UNPRIVILEGED_UID}:{UNPRIVILEGED_UID}"
+        return f"{os.getuid()}:{os.getgid()}"
+
     def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Any, float]:
         """One API call: the engine's create, without docker-py's inspect of
         the new container (the handle needs only its id and name). Returns
@@ -172,7 +191,7 @@ class DockerBackend:
         mounts = {str(m.source.resolve()): {"bind": m.target, "mode": "rw" if m.writable else "ro"}
                   for m in spec.mounts}
         name = self.name_of(spec.key)
-        kwargs = {**self.create_args(spec, f"{os.getuid()}:{os.getgid()}"), "volumes": mounts,
+        kwargs = {**self.create_args(spec, self._user_for(spec)), "volumes": mounts,
                   **self._endpoint(network, address), "version": self.client.api._version}
         t = time.monotonic()
         made = self.client.api.create_container(**_create_container_args(kwargs))
