@@ -10,6 +10,7 @@ the sidecar exits once they are in place.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -24,14 +25,35 @@ from wotbench._dockerenv import IMAGES, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, owne
 from wotbench.spec import Impairment
 
 
+#: The sidecar's limits: tc or iptables for a moment.
+SIDECAR_MEMORY, SIDECAR_PIDS = 64 << 20, 32
+
+
+def local_cores() -> str:
+    """The harness's own cores (during a run: the reserved ones)."""
+    return ",".join(map(str, sorted(os.sched_getaffinity(0))))
+
+
+def sidecar_args(run_id: str, role: str, cpuset: str | None = None) -> dict[str, object]:
+    """How a sidecar runs: NET_ADMIN its only capability (it stays root in
+    the container: Docker 20.10 has no ambient capabilities for another
+    user), no privilege gain, a read-only root with a small tmpfs for
+    iptables' lock, memory and pids limits, on ``cpuset`` (this host: the
+    harness's reserved cores; a swarm node's engine: its choice)."""
+    return {"cap_drop": ["ALL"], "cap_add": ["NET_ADMIN"], "security_opt": ["no-new-privileges"],
+            "read_only": True, "tmpfs": {"/run": "size=1m,mode=0755"},
+            "mem_limit": SIDECAR_MEMORY, "memswap_limit": SIDECAR_MEMORY, "pids_limit": SIDECAR_PIDS,
+            **({"cpuset_cpus": cpuset} if cpuset else {}),
+            "labels": {LABEL_RUN: run_id, LABEL_ROLE: role, LABEL_OWNER: owner_label()}}
+
+
 def netem_available(c: docker.DockerClient, run_id: str) -> bool:
     """Whether the kernel has the netem qdisc, tried on the loopback of a
     throwaway network namespace (nothing of the host is touched)."""
     try:
         c.containers.run(IMAGES["nettools"], ["tc", "qdisc", "add", "dev", "lo", "root",
                                               "netem", "delay", "1ms"],
-                         network_mode="none", cap_drop=["ALL"], cap_add=["NET_ADMIN"],
-                         labels={LABEL_RUN: run_id, LABEL_ROLE: "probe", LABEL_OWNER: owner_label()}, remove=True)
+                         network_mode="none", remove=True, **sidecar_args(run_id, "probe", local_cores()))
     except docker.errors.ContainerError:
         return False
     return True
@@ -81,17 +103,14 @@ class Applied:
 
 
 def apply_sidecars(c: docker.DockerClient, run_id: str, targets: Sequence[tuple[str, Impairment]],
-                   netem: bool) -> Applied:
+                   netem: bool, cpuset: str | None = None) -> Applied:
     """Runs one sidecar per device container (``targets``: container id and
     its group's impairment); an error in any is fatal to the run."""
     for cid, imp in targets:
         script = sidecar_script(imp, netem)
         try:
             c.containers.run(IMAGES["nettools"], ["sh", "-ec", script],
-                             network_mode=f"container:{cid}", cap_drop=["ALL"],
-                             cap_add=["NET_ADMIN"], security_opt=["no-new-privileges"],
-                             labels={LABEL_RUN: run_id, LABEL_ROLE: "nettools",
-                                     LABEL_OWNER: owner_label()}, remove=True)
+                             network_mode=f"container:{cid}", remove=True, **sidecar_args(run_id, "nettools", cpuset))
         except docker.errors.ContainerError as exc:
             raise RuntimeError(f"impairment sidecar for {cid[:12]} failed: {exc.stderr!r}") from None
     return Applied("sidecar-netem" if netem else "sidecar-iptables", len(targets), [])

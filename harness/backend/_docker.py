@@ -298,7 +298,8 @@ class DockerBackend:
             self._helpers += applied.processes
         else:
             applied = impair_tools.apply_sidecars(self.client, self.run_id,
-                                                  [(st.id, imp) for st, imp in targets], netem)
+                                                  [(st.id, imp) for st, imp in targets], netem,
+                                                  impair_tools.local_cores())
         return {"how": applied.how, "containers": applied.containers}
 
     # --- the end ---------------------------------------------------------------

@@ -80,3 +80,19 @@ def test_achieved_loss_rate(docker_client, tmp_path: Path):
         assert abs((1 - lossy) - 0.2) < 4 * sd + 0.01
     finally:
         backend.teardown()
+
+
+def test_sidecar_keeps_net_admin_only_read_only_limited_on_the_harness_cores():
+    """The impairment sidecar (issue W2 5/5): it ran as root with a writable
+    root, no limits and no cpuset; now only NET_ADMIN, a read-only root,
+    memory and pids limits, and the harness's (reserved) cores."""
+    from wotbench import _impair as impair
+
+    a = impair.sidecar_args("20261124-000000-t-abcdef", "nettools", impair.local_cores())
+    assert (a["cap_drop"], a["cap_add"], a["security_opt"]) == (["ALL"], ["NET_ADMIN"], ["no-new-privileges"])
+    assert a["read_only"] is True and set(a["tmpfs"]) == {"/run"}
+    assert a["mem_limit"] == a["memswap_limit"] == impair.SIDECAR_MEMORY and a["pids_limit"] == impair.SIDECAR_PIDS
+    import os
+    assert a["cpuset_cpus"] == ",".join(map(str, sorted(os.sched_getaffinity(0))))
+    assert a["labels"]["org.wotbench.run"] == "20261124-000000-t-abcdef"
+    assert "cpuset_cpus" not in impair.sidecar_args("r", "nettools")      # a swarm node's engine chooses
