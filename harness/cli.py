@@ -2,12 +2,14 @@
 
 Each subpackage contributes its subcommands through a ``register(subparsers)``
 function that adds a parser and sets ``func`` to its ``cmd_*`` function.
-A :class:`wotbench.UserError` becomes ``error: <where>: <what>`` and exit 2.
+A :class:`wotbench.UserError` becomes ``error: <where>: <what>`` and exit 2;
+a full, read-only or denied disk becomes ``error: <path>: <why>`` and exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Sequence
 
@@ -47,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+#: I/O errors reported in one line (exit 1) instead of a traceback.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -64,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `wotbench plan ... | head`: the reader left
         sys.stderr.close()
         return 0
+    except OSError as err:   # the machine, not the input: a full or read-only disk, a denied path
+        if err.errno not in ENVIRONMENT_ERRNOS:
+            raise
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
