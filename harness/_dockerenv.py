@@ -206,6 +206,32 @@ def live_runs(c: docker.DockerClient) -> set[str]:
     return {run for run, owner in runs.items() if owner_alive(owner)}
 
 
+def dead_local_runs(c: docker.DockerClient) -> set[str]:
+    """Run ids labelled by a harness of this host that is no longer running
+    (killed, crashed): their leftovers are nobody's. Runs of other hosts'
+    harnesses are never among them."""
+    runs: dict[str, str] = {}
+    for obj in [*c.api.containers(all=True, filters={"label": LABEL_RUN}),
+                *c.networks.list(filters={"label": LABEL_RUN})]:
+        labels = _labels(obj)
+        runs.setdefault(labels.get(LABEL_RUN, ""), labels.get(LABEL_OWNER, ""))
+    here = socket.gethostname()
+    return {run for run, owner in runs.items()
+            if run and owner.rpartition(":")[0] == here and not owner_alive(owner)}
+
+
+def clean_dead_runs(c: docker.DockerClient) -> tuple[list[str], int, int, list[str]]:
+    """Removes the leftovers of :func:`dead_local_runs`: (runs, containers,
+    networks removed, networks the engine would not remove)."""
+    dead = sorted(dead_local_runs(c))
+    n_ct = n_net = 0
+    stuck: list[str] = []
+    for run in dead:
+        a, b, s = remove_labelled(c, run, network_attempts=2)     # a stale endpoint stays stale
+        n_ct, n_net, stuck = n_ct + a, n_net + b, stuck + s
+    return dead, n_ct, n_net, stuck
+
+
 def _remove_containers(c: docker.DockerClient, ids: list[str], workers: int, progress: bool,
                        on_call: Callable[[str, float], None] | None) -> int:
     """Force-removes (kills if running) the containers in parallel, with a
@@ -237,7 +263,8 @@ def _remove_containers(c: docker.DockerClient, ids: list[str], workers: int, pro
 def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
                     keep: set[str] | frozenset[str] = frozenset(),
                     swarm_networks: bool = True, *, workers: int = WORKERS, progress: bool = False,
-                    on_call: Callable[[str, float], None] | None = None) -> tuple[int, int, list[str]]:
+                    on_call: Callable[[str, float], None] | None = None,
+                    network_attempts: int = 40) -> tuple[int, int, list[str]]:
     """Removes every container, volume, then network carrying the run label
     (of one run, or of any run but those in ``keep`` when ``run_id`` is
     None). Returns the counts removed and the names of networks the engine
@@ -265,7 +292,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
         # The engine releases the endpoints of just-removed containers a
         # moment after the removal returns; a network whose endpoint it
         # never releases (moby#42119) is reported, not fatal.
-        for attempt in range(40):
+        for attempt in range(network_attempts):
             try:
                 net.remove()
                 n_net += 1
@@ -278,7 +305,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
                 # keeps it until it is back or removed from the swarm).
                 if exc.status_code not in (400, 403):
                     raise
-                if attempt == 39:
+                if attempt == network_attempts - 1:
                     stuck.append(net.name)
                     break
                 time.sleep(0.25)

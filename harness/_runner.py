@@ -163,6 +163,11 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
             preflight(rs.spec, client, inventory)
         except UserError as err:
             raise phases.locate(err, rs)
+    dead, n_ct, n_net, stuck = dockerenv.clean_dead_runs(client)
+    if dead:
+        opts.say(f"removed what {len(dead)} run(s) whose harness died left behind ({n_ct} container(s), "
+                 f"{n_net} network(s)): {', '.join(dead[:5])}{' ...' if len(dead) > 5 else ''}"
+                 + (f"; not removable (moby#42119, restart dockerd): {', '.join(stuck)}" if stuck else ""))
     dirs = []
     for i, rs in enumerate(runs, 1):
         if len(runs) > 1:
