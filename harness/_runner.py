@@ -14,12 +14,13 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wotbench import _budget as budget, _dockerenv as dockerenv, _results as res, phases
+from wotbench import _budget as budget, _dockerenv as dockerenv, _reaper as reaper, _results as res, phases
 from wotbench._errors import UserError
 from wotbench._inventory import Inventory, read_inventory
 from wotbench.spec import load
@@ -97,6 +98,7 @@ class Run:
                               RunDir(opts.results_root / run_id))
         self.dir = self.ctx.run.root
         self.torn_down = False
+        self.reaper: subprocess.Popen[bytes] | None = None
 
     def execute(self) -> Path:
         ctx = self.ctx
@@ -108,6 +110,7 @@ class Run:
         res.mark_incomplete(self.dir, "running")
         res.write_atomic(ctx.run.spec, ctx.rs.yaml())
         atexit.register(self.teardown)
+        self.reaper = reaper.start(ctx.run_id, self.dir)     # tears down if this process is killed
         phases.start_manifest(ctx, pre)
         try:
             with _signals(_raise_interrupted):
@@ -144,6 +147,7 @@ class Run:
         if not self.torn_down:
             self.torn_down = True
             phases.teardown(self.ctx)
+            reaper.stop(self.reaper)
 
 
 def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:

@@ -138,6 +138,24 @@ def test_sigterm_also_tears_down(live_run, docker_client, spec_file, make_spec, 
     assert (tmp_path / "res" / run_id / "INCOMPLETE").exists()
 
 
+def test_sigkilled_harness_leaves_nothing_running(live_run, docker_client, spec_file, make_spec, tmp_path,
+                                                 run_objects):
+    """SIGKILL of the harness in the measurement phase (issue W2 5/5): before,
+    the GE went on writing into the dead run's folder and the devices ran
+    until `wotbench clean`. Its reaper removes them within seconds and marks
+    the run incomplete."""
+    live = live_run(spec_file(make_spec(count=3, measure="60s", name="sigkill")), tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    time.sleep(2)
+    assert run_objects(run_id)[0], "the run's containers should be up"
+    live.proc.kill()
+    live.proc.wait(timeout=10)
+    _gone(run_objects, run_id, 30)
+    incomplete = (tmp_path / "res" / run_id / "INCOMPLETE").read_text()
+    assert "died during the run" in incomplete and "reaper" in incomplete
+
+
 def test_killed_device_makes_the_run_invalid(live_run, docker_client, spec_file, make_spec, tmp_path,
                                              run_objects, one_headline):
     live = live_run(spec_file(make_spec(count=3, measure="12s", name="kill", rit="exp:50ms")),
