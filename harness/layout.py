@@ -17,7 +17,7 @@ from typing import Any
 __all__ = [
     "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "WORKLOAD", "GE", "CD", "MONITOR",
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
-    "CONTAINERS_MONITOR", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
+    "CONTAINERS_MONITOR", "HARNESS_MONITOR", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
     "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
     "NODES", "PROBE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
@@ -51,6 +51,7 @@ CD_SUMMARY = "cd-ge.summary.json"
 CD_HOSTS = "hosts.csv"            # cd/: the CD-GE's --hosts (its host's CD node)
 HOST_MONITOR = "host.csv"         # monitor/
 CONTAINERS_MONITOR = "containers.csv"
+HARNESS_MONITOR = "harness.csv"    # monitor/: the harness process's own RSS
 COLLECTL = "collectl"             # monitor/collectl/: collectl's raw plot files
 DEVICE_STATS = "stats.json"       # devices/<container>/: wotbench-device --stats
 PROBE_OUTPUT = "probe.csv"        # nodes/<hostname>/: the GE node's probe of that host's CD node
@@ -150,6 +151,7 @@ class RunDir:
     cd_summary = _at(CD, CD_SUMMARY)
     host_monitor = _at(MONITOR, HOST_MONITOR)
     containers_monitor = _at(MONITOR, CONTAINERS_MONITOR)
+    harness_monitor = _at(MONITOR, HARNESS_MONITOR)
     collectl_dir = _at(MONITOR, COLLECTL)
 
     def ge_csv(self, k: int) -> Path:

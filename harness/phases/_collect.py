@@ -53,6 +53,7 @@ def _outputs(ctx: RunContext, m: Measured) -> None:
     run.monitor_dir.mkdir(exist_ok=True)
     _host_files(ctx, m)
     res.write_csv(run.containers_monitor, ctx.sampler.frame(m.t0_epoch_us))
+    res.write_csv(run.harness_monitor, ctx.self_sampler.frame(m.t0_epoch_us))
     for st, csv in m.outputs:
         counts = status_counts(csv)
         ctx.observed.ge(st.key, rows=counts.pop("rows"), statuses=counts)

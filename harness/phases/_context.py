@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wotbench import _results as res
 from wotbench._monitor import Collectl, ContainerSampler
+from wotbench._selfmon import HarnessSampler
 from wotbench.backend import Backend, ContainerState, Started
 from wotbench.layout import RunDir
 
@@ -79,6 +80,7 @@ class RunContext:
     run: RunDir
     observed: Observations = field(default_factory=Observations)
     sampler: ContainerSampler = field(default_factory=ContainerSampler)
+    self_sampler: HarnessSampler = field(default_factory=HarnessSampler)
     collectl: Collectl | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
 

@@ -55,6 +55,7 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
         ctx.collectl = Collectl(ctx.run.host(here).collectl_dir, lay.reserve or lay.parts[0].plan.reserved)
         ctx.collectl.start()
     ctx.sampler.start()
+    ctx.self_sampler.start()
     remote = []
     for part in lay.parts:
         if not ctx.backend.remote(part.node):

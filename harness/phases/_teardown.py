@@ -44,6 +44,7 @@ def with_engine(step: Callable[[], Removed], say: Callable[[str], None],
 
 def teardown(ctx: RunContext) -> None:
     ctx.sampler.stop()
+    ctx.self_sampler.stop()
     if ctx.collectl:
         try:
             ctx.collectl.stop(grace_s=2.0)    # only an interrupted run still has it running
