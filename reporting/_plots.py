@@ -21,6 +21,7 @@ from wotbench.reporting._analyze import QGRID, Analysis  # noqa: E402
 from wotbench.reporting._host import CdPlot  # noqa: E402
 from wotbench.reporting._hostchecks import clock_note  # noqa: E402
 from wotbench.reporting._interference import mark_interference  # noqa: E402
+from wotbench.reporting._timeline import MEM_SERIES, run_timeline  # noqa: E402
 
 __all__ = ["run_figures", "host_figures", "sweep_figures", "mark_interference"]
 
@@ -261,6 +262,43 @@ def fig_devices(an: Analysis) -> bytes | None:
     return _png(fig)
 
 
+def fig_soak(an: Analysis) -> bytes | None:
+    """Per window: rate, send lag / response p50-p99, host CPU, memory of each component."""
+    tl = run_timeline(an)
+    if tl is None:
+        return None
+    w = tl.windows
+    fig, axs = plt.subplots(4, 1, figsize=(7.5, 9.5), dpi=110, layout="constrained", sharex=True)
+    x = w["t_s"] + tl.window_s / 2
+    axs[0].plot(x, w["rate_per_s"], label="sent/s")
+    axs[0].plot(x, w["ok_per_s"], ls="--", label="ok/s")
+    axs[0].set_ylabel("requests/s")
+    for col, ls in (("lag_p50_ms", ":"), ("lag_p99_ms", "-"), ("rt_p50_ms", ":"), ("rt_p99_ms", "-")):
+        axs[1].plot(x, w[col], ls=ls, label=col.replace("_ms", "").replace("_", " "))
+    axs[1].set_yscale("log")
+    axs[1].set_ylabel("ms")
+    if "host_cpu_pct" in w:
+        axs[2].plot(x, w["host_cpu_pct"], label="host CPU % (all cores)")
+    axs[2].set_ylabel("%")
+    if "host_mem_mb" in w:
+        ax2 = axs[2].twinx()
+        ax2.plot(x, w["host_mem_mb"], color="C3", label="host memory used (MiB)")
+        ax2.set_ylabel("MiB")
+        _legend(ax2, loc="lower right")
+    for col, label in MEM_SERIES.items():
+        if col in w:
+            axs[3].plot(x, w[col], label=label)
+    axs[3].set_ylabel("MiB")
+    axs[3].set_yscale("log")
+    axs[3].set_xlabel(f"s since t0 ({tl.window_s:g} s windows)")
+    for ax in axs:
+        ax.grid(True, alpha=0.3)
+        _shade_phases(ax, an.result["phases"], label=False)
+        if ax.get_legend_handles_labels()[0]:
+            _legend(ax, loc="upper left")
+    return _png(fig)
+
+
 def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
     """(file stem, caption, PNG) for one run, in reading order."""
     out: list[tuple[str, str | None, bytes | None]] = [
@@ -281,6 +319,9 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
                   "and per-window medians (red: significantly above the baseline).", fig_cd(an)),
         ("devices", "Per device: mean and p95 response time against throughput, and R_d.", fig_devices(an)),
         ("cpu", "Host CPU utilisation from the resource monitor (collectl).", fig_cpu(an)),
+        ("soak", "Timeline per window: rate, send lag and response time (p50 dotted, p99 solid), host CPU "
+                 "and memory (collectl), memory of the GE, devices, CD pair and harness (see Timeline and "
+                 "drift).", fig_soak(an)),
     ]
     out += host_figures(an)
     return [(n, c, p) for n, c, p in out if p is not None]

@@ -19,6 +19,7 @@ from wotbench.reporting._analyze import Analysis, analyze
 from wotbench.reporting._interference import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
+from wotbench.reporting._timeline import REL, drift_table, run_timeline, timeline_table
 from wotbench.reporting._tables import (HOSTS_NOTE, cd_blocks, cd_stats_line, cd_table, checks_table, device_table,
                                         group_table, hosts_table, latency_table, rate_table, rit_table, run_id,
                                         run_notes, sweep_row, sweep_table)
@@ -215,6 +216,14 @@ def html_page(an: Analysis, figures: Figures) -> str:
     gt = group_table(r)
     if gt:
         parts += ["<h2>Device groups</h2>", _html_table(gt)]
+    tl = run_timeline(an)
+    dt = drift_table(tl)
+    if tl is not None and dt:
+        parts += ['<h2 id="drift">Timeline and drift</h2>',
+                  f"<p>Over the measurement phase a least-squares line is fitted to each memory series and to "
+                  f"the per-window p99 send lag. Flat means its rise over the phase is at most "
+                  f"{REL:.0%} of the series' median or at most the absolute floor (memory 1 MiB, lag 1 ms); "
+                  f"above both, the series drifts (flagged).</p>", _html_table(dt), _html_table(timeline_table(tl))]
     head, rows, n = device_table(r)
     parts += [f"<h2>Devices{f' (worst {len(rows)} of {n} by R_d)' if n > len(rows) else ''}</h2>",
               _html_table((head, rows)), "<h2>Figures</h2>", _html_figures(figures),

@@ -1,0 +1,249 @@
+"""Timeline and drift (the soak's report section): per time window the
+achieved rate, send lag and response time (p50/p99, from the GE outputs),
+host CPU and memory (collectl), and the memory of the GE, devices, CD pair
+(monitor/containers.csv) and the harness (monitor/harness.csv); then a
+linear fit of each memory series and of the per-window p99 send lag over
+the measurement phase.
+
+"Flat" means: the fitted line's rise over the measurement phase
+(slope x duration) is at most ``rel`` (5 %) of the series' median, or at
+most the absolute floor (memory 1 MiB, p99 lag 1 ms). Above both, the
+series is flagged as drifting.
+
+Bounded memory: the GE CSVs (or their Parquet cache) are streamed in
+record batches; percentiles come from a per-window histogram on
+log-spaced bins (1 us .. 100 s, 2 % wide), so an hour-long run holds
+windows x bins counters, never the rows. containers.csv is read in chunks
+and reduced per sample instant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from wotbench import layout
+from wotbench.layout import RunDir
+
+__all__ = ["WINDOW_S", "REL", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table", "timeline_table"]
+
+WINDOW_S = 10.0
+REL = 0.05
+MEM_FLOOR = 2**20            # bytes
+LAG_FLOOR_US = 1000.0
+#: log-spaced histogram edges for lag / response time, microseconds.
+_EDGES = np.concatenate([[0.0], np.geomspace(1.0, 1e8, int(np.log(1e8) / np.log(1.02)) + 1)])
+_COLS = ["intended_us", "send_lag_us", "response_us", "status"]
+_CHUNK = 1 << 20             # containers.csv rows per chunk
+
+
+@dataclass(frozen=True)
+class Drift:
+    series: str
+    unit: str
+    start: float             # fitted value at the measurement start
+    end: float               # fitted value at the measurement end
+    rise: float              # end - start
+    median: float
+    limit: float             # max(rel * median, floor)
+    points: int
+    flagged: bool
+
+
+@dataclass
+class Timeline:
+    windows: pd.DataFrame    # t_s (window start, s since t0) and one column per series
+    drifts: list[Drift]
+    window_s: float
+
+
+def drift(t_s: np.ndarray, y: np.ndarray, series: str, unit: str, floor: float,
+          rel: float = REL, min_points: int = 3) -> Drift | None:
+    """Least-squares line through (t_s, y); flagged when its rise over
+    [t_s.min(), t_s.max()] exceeds both ``rel`` x median and ``floor``."""
+    ok = np.isfinite(t_s) & np.isfinite(y)
+    t, v = np.asarray(t_s, float)[ok], np.asarray(y, float)[ok]
+    if len(t) < min_points or np.ptp(t) <= 0:
+        return None
+    slope, icpt = np.polyfit(t, v, 1)
+    start, end = icpt + slope * t.min(), icpt + slope * t.max()
+    med = float(np.median(v))
+    limit = max(rel * abs(med), floor)
+    return Drift(series, unit, float(start), float(end), float(end - start), med, float(limit),
+                 int(len(t)), bool(end - start > limit))
+
+
+# --- GE outputs, streamed ----------------------------------------------------------------
+
+def _batches(csv: Path):
+    pq_path = csv.with_suffix(".parquet")
+    if pq_path.exists():
+        try:
+            f = pq.ParquetFile(pq_path)
+            if set(_COLS) <= set(f.schema_arrow.names):
+                yield from f.iter_batches(columns=_COLS, batch_size=1 << 18)
+                return
+        except OSError:
+            pass
+    reader = pacsv.open_csv(csv, convert_options=pacsv.ConvertOptions(include_columns=_COLS))
+    yield from reader
+
+
+def _ge_windows(run: RunDir, t_lo: float, n: int, w_us: float) -> dict[str, np.ndarray]:
+    nb = len(_EDGES)
+    sent = np.zeros(n, np.int64)
+    ok = np.zeros(n, np.int64)
+    lag_h = np.zeros(n * nb, np.int64)
+    rt_h = np.zeros(n * nb, np.int64)
+    for csv in sorted(run.ge_dir.glob(layout.GE_OUTPUT_GLOB)):
+        if layout.ge_index(csv) is None:
+            continue
+        for b in _batches(csv):
+            t = b.column("intended_us").to_numpy(zero_copy_only=False).astype(float)
+            w = np.floor((t - t_lo) / w_us)
+            inw = (w >= 0) & (w < n)
+            wi = w[inw].astype(np.int64)
+            sent += np.bincount(wi, minlength=n)
+            st = np.asarray(b.column("status").to_pylist(), dtype=object)[inw] == "ok"
+            ok += np.bincount(wi[st], minlength=n)
+            for col, h in (("send_lag_us", lag_h), ("response_us", rt_h)):
+                v = b.column(col).to_numpy(zero_copy_only=False).astype(float)[inw]
+                fin = np.isfinite(v)
+                bi = np.clip(np.searchsorted(_EDGES, np.maximum(v[fin], 0), side="right") - 1, 0, nb - 1)
+                h += np.bincount(wi[fin] * nb + bi, minlength=n * nb)
+    out = {"rate_per_s": sent / (w_us / 1e6), "ok_per_s": ok / (w_us / 1e6)}
+    for name, h in (("lag", lag_h), ("rt", rt_h)):
+        h = h.reshape(n, nb)
+        for q in (50, 99):
+            out[f"{name}_p{q}_ms"] = _hist_q(h, q / 100) / 1e3
+    return out
+
+
+def _hist_q(h: np.ndarray, q: float) -> np.ndarray:
+    """Per row, the upper edge of the bin holding quantile q (NaN: empty row)."""
+    tot = h.sum(axis=1)
+    cum = np.cumsum(h, axis=1)
+    idx = np.argmax(cum >= np.maximum(np.ceil(q * tot), 1)[:, None], axis=1)
+    upper = np.append(_EDGES[1:], _EDGES[-1])[idx]
+    return np.where(tot > 0, upper, np.nan)
+
+
+# --- monitors ------------------------------------------------------------------------------
+
+def _memory(run: RunDir) -> pd.DataFrame:
+    """t_s and bytes per sample instant: ge, cd (node + GE), devices_total, devices_max, harness."""
+    parts = []
+    if run.containers_monitor.exists():
+        for ch in pd.read_csv(run.containers_monitor, usecols=["t_us", "role", "mem_bytes"], chunksize=_CHUNK):
+            g = ch.groupby(["t_us", "role"])["mem_bytes"]
+            parts.append(pd.concat([g.sum().rename("sum"), g.max().rename("max")], axis=1).reset_index())
+    cols: dict[str, pd.Series] = {}
+    if parts:
+        df = pd.concat(parts).groupby(["t_us", "role"]).agg({"sum": "sum", "max": "max"}).reset_index()
+        piv_sum = df.pivot(index="t_us", columns="role", values="sum")
+        piv_max = df.pivot(index="t_us", columns="role", values="max")
+        if "ge" in piv_sum:
+            cols["mem_ge"] = piv_sum["ge"]
+        cd = [c for c in ("cd-node", "cd-ge") if c in piv_sum]
+        if cd:
+            cols["mem_cd"] = piv_sum[cd].sum(axis=1, min_count=len(cd))
+        if "device" in piv_sum:
+            cols["mem_devices_total"] = piv_sum["device"]
+            cols["mem_devices_max"] = piv_max["device"]
+    out = pd.DataFrame(cols)
+    out.index.name = "t_us"
+    out = out.reset_index()
+    if run.harness_monitor.exists():
+        h = pd.read_csv(run.harness_monitor, usecols=["t_us", "rss_bytes"]).rename(columns={"rss_bytes": "mem_harness"})
+        out = pd.concat([out, h], ignore_index=True)
+    out["t_s"] = out.pop("t_us") / 1e6
+    return out.sort_values("t_s", ignore_index=True)
+
+
+def _host(run: RunDir) -> pd.DataFrame | None:
+    if not run.host_monitor.exists():
+        return None
+    h = pd.read_csv(run.host_monitor)
+    idle = [c for c in h.columns if c.startswith("cpu") and c.endswith("_idle") and c[3:-5].isdigit()]
+    out = pd.DataFrame({"t_s": h["t_us"] / 1e6})
+    if idle:
+        out["host_cpu_pct"] = 100.0 - h[idle].mean(axis=1)
+    if "mem_used_kb" in h:
+        out["host_mem_mb"] = h["mem_used_kb"] / 1024
+    return out
+
+
+def _bin_mean(df: pd.DataFrame, t_lo: float, n: int, w_s: float) -> pd.DataFrame:
+    w = np.floor((df["t_s"].to_numpy() - t_lo) / w_s)
+    inw = (w >= 0) & (w < n)
+    d = df.loc[inw].drop(columns="t_s").assign(_w=w[inw].astype(int))
+    return d.groupby("_w").mean().reindex(range(n))
+
+
+MEM_SERIES = {"mem_ge": "GE", "mem_cd": "CD pair (node + CD-GE)", "mem_devices_total": "devices, total",
+              "mem_devices_max": "devices, largest", "mem_harness": "harness (RSS)"}
+
+
+def timeline(run_dir: Path, phases: dict, window_s: float = WINDOW_S) -> Timeline:
+    """Per-window series over the whole test (calibration start or 0 .. cool-down end)
+    and the drift verdicts over the measurement phase."""
+    run = RunDir(Path(run_dir))
+    spans = [v for v in phases.values() if isinstance(v, (list, tuple)) and len(v) == 2]
+    lo = min(v[0] for v in spans) / 1e6
+    hi = max(v[1] for v in spans) / 1e6
+    n = max(1, int(np.ceil((hi - lo) / window_s)))
+    win = pd.DataFrame({"t_s": lo + window_s * np.arange(n)})
+    for k, v in _ge_windows(run, lo * 1e6, n, window_s * 1e6).items():
+        win[k] = v
+    host = _host(run)
+    if host is not None and len(host):
+        win = win.join(_bin_mean(host, lo, n, window_s))
+    mem = _memory(run)
+    if len(mem):
+        win = win.join(_bin_mean(mem, lo, n, window_s) / 2**20)     # MiB
+    m0, m1 = phases["measure"][0] / 1e6, phases["measure"][1] / 1e6
+    drifts: list[Drift] = []
+    inm = mem[(mem["t_s"] >= m0) & (mem["t_s"] <= m1)]
+    for col, label in MEM_SERIES.items():
+        if col in inm:
+            s = inm[["t_s", col]].dropna()
+            d = drift(s["t_s"].to_numpy(), s[col].to_numpy() / 2**20, label, "MiB", MEM_FLOOR / 2**20)
+            if d:
+                drifts.append(d)
+    full = (win["t_s"] >= m0) & (win["t_s"] + window_s <= m1 + 1e-9)
+    d = drift(win.loc[full, "t_s"].to_numpy(), win.loc[full, "lag_p99_ms"].to_numpy(), "send lag p99 per window",
+              "ms", LAG_FLOOR_US / 1e3)
+    if d:
+        drifts.append(d)
+    return Timeline(win, drifts, window_s)
+
+
+def run_timeline(an) -> Timeline | None:
+    """The timeline of an analysed run, None when its files do not allow one."""
+    try:
+        return timeline(an.path, an.result["phases"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def drift_table(tl: Timeline | None) -> tuple[list[str], list[list[str]]] | None:
+    """The drift verdicts of a run (None without data)."""
+    if tl is None or not tl.drifts:
+        return None
+    rows = [[d.series, f"{d.start:.3f}", f"{d.end:.3f}", f"{d.rise:+.3f}", f"{d.limit:.3f}", d.unit,
+             str(d.points), "DRIFT" if d.flagged else "flat"] for d in tl.drifts]
+    return ["series", "fit at start", "fit at end", "rise", "limit", "unit", "points", "verdict"], rows
+
+
+def timeline_table(tl: Timeline, max_rows: int = 40) -> tuple[list[str], list[list[str]]]:
+    """Per window (every k-th when there are more than ``max_rows``)."""
+    w = tl.windows
+    step = max(1, int(np.ceil(len(w) / max_rows)))
+    w = w.iloc[::step]
+    cols = [c for c in w.columns]
+    return cols, [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row] for row in w.itertuples(index=False)]
