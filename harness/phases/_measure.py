@@ -28,6 +28,10 @@ PRIME_SLACK_S = 0.2
 #: Extra seconds the GEs get past trace end + timeout before being killed.
 FINISH_SLACK_S = 20.0
 
+#: Samples per container the cgroup sampler takes at most: past 900 s of test its 1 s interval grows (1 h: 4 s).
+SAMPLES_PER_RUN = 900
+
+
 
 #: A remote node's collectl container (nettools image).
 MONITOR_MEMORY, MONITOR_PIDS = 128 << 20, 16
@@ -54,6 +58,8 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
     if Collectl.available():
         ctx.collectl = Collectl(ctx.run.host(here).collectl_dir, lay.reserve or lay.parts[0].plan.reserved)
         ctx.collectl.start()
+    if ctx.hs.phases is not None:     # at most ~SAMPLES_PER_RUN samples per container: bounded for a soak
+        ctx.sampler.interval_s = max(ctx.sampler.interval_s, ctx.hs.phases.total_us / 1e6 / SAMPLES_PER_RUN)
     ctx.sampler.start()
     ctx.self_sampler.start()
     remote = []
