@@ -19,7 +19,7 @@ from wotbench.reporting._analyze import Analysis, analyze
 from wotbench.reporting._interference import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
-from wotbench.reporting._timeline import REL, drift_table, run_timeline, timeline_table
+from wotbench.reporting._timeline import DRIFT_RULE, drift_table, run_timeline, timeline_table
 from wotbench.reporting._tables import (HOSTS_NOTE, cd_blocks, cd_stats_line, cd_table, checks_table, device_table,
                                         group_table, hosts_table, latency_table, rate_table, rit_table, run_id,
                                         run_notes, sweep_row, sweep_table)
@@ -98,6 +98,9 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     gt = group_table(r)
     if gt:
         out += ["## Device groups", "", _md_table(gt), ""]
+    dt = drift_table(run_timeline(an))
+    if dt:
+        out += ["## Timeline and drift", "", DRIFT_RULE, "", _md_table(dt), ""]
     head, rows, n = device_table(r)
     out += ["## Devices" + (f" (worst {len(rows)} of {n} by R_d)" if n > len(rows) else ""), "",
             _md_table((head, rows)), ""]
@@ -220,10 +223,7 @@ def html_page(an: Analysis, figures: Figures) -> str:
     dt = drift_table(tl)
     if tl is not None and dt:
         parts += ['<h2 id="drift">Timeline and drift</h2>',
-                  f"<p>Over the measurement phase a least-squares line is fitted to each memory series and to "
-                  f"the per-window p99 send lag. Flat means its rise over the phase is at most "
-                  f"{REL:.0%} of the series' median or at most the absolute floor (memory 1 MiB, lag 1 ms); "
-                  f"above both, the series drifts (flagged).</p>", _html_table(dt), _html_table(timeline_table(tl))]
+                  f"<p>{html.escape(DRIFT_RULE)}</p>", _html_table(dt), _html_table(timeline_table(tl))]
     head, rows, n = device_table(r)
     parts += [f"<h2>Devices{f' (worst {len(rows)} of {n} by R_d)' if n > len(rows) else ''}</h2>",
               _html_table((head, rows)), "<h2>Figures</h2>", _html_figures(figures),

@@ -30,12 +30,17 @@ import pyarrow.parquet as pq
 from wotbench import layout
 from wotbench.layout import RunDir
 
-__all__ = ["WINDOW_S", "REL", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table", "timeline_table"]
+__all__ = ["WINDOW_S", "REL", "DRIFT_RULE", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table", "timeline_table"]
 
 WINDOW_S = 10.0
 REL = 0.05
 MEM_FLOOR = 2**20            # bytes
 LAG_FLOOR_US = 1000.0
+DRIFT_RULE = (f"Over the measurement phase a least-squares line is fitted to each memory series and to the "
+              f"per-window p99 send lag. Flat means its rise over the phase is at most {REL:.0%} of the series' "
+              f"median or at most the absolute floor (memory {MEM_FLOOR / 2**20:g} MiB, lag "
+              f"{LAG_FLOOR_US / 1e3:g} ms); above both, the series drifts (DRIFT). cgroup memory includes "
+              f"page cache charged to the container (e.g. the GE's output file).")
 #: log-spaced histogram edges for lag / response time, microseconds.
 _EDGES = np.concatenate([[0.0], np.geomspace(1.0, 1e8, int(np.log(1e8) / np.log(1.02)) + 1)])
 _COLS = ["intended_us", "send_lag_us", "response_us", "status"]
