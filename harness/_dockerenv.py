@@ -206,6 +206,24 @@ def live_runs(c: docker.DockerClient) -> set[str]:
     return {run for run, owner in runs.items() if owner_alive(owner)}
 
 
+def busy_ge_cores(c: docker.DockerClient) -> dict[int, str]:
+    """Cores pinned by the GEs (workload and CD) of running containers of
+    any run on this engine: core -> run id."""
+    out: dict[int, str] = {}
+    for role in ("ge", "cd-ge"):
+        for ct in c.api.containers(filters={"label": [LABEL_RUN, f"{LABEL_ROLE}={role}"], "status": "running"}):
+            try:
+                cpus = c.api.inspect_container(ct["Id"])["HostConfig"].get("CpusetCpus") or ""
+            except docker.errors.NotFound:
+                continue
+            for part in cpus.split(","):
+                if part:
+                    a, _, b = part.partition("-")
+                    for core in range(int(a), int(b or a) + 1):
+                        out.setdefault(core, _labels(ct).get(LABEL_RUN, "?"))
+    return out
+
+
 def dead_local_runs(c: docker.DockerClient) -> set[str]:
     """Run ids labelled by a harness of this host that is no longer running
     (killed, crashed): their leftovers are nobody's. Runs of other hosts'

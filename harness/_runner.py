@@ -157,6 +157,17 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         return _run_all(runs, opts)
 
 
+def _refuse_busy_ge_cores(cores: Sequence[int], busy: dict[int, str]) -> None:
+    """Two runs' GEs on one core each measure the other: refused before
+    anything starts (run after run, or give them other cores with --cpus
+    / placement)."""
+    clash = sorted(c for c in set(cores) if c in busy)
+    if clash:
+        raise UserError(f"core(s) {', '.join(map(str, clash))} already run the GE of run "
+                        f"{busy[clash[0]]}, still running: wait for it, or plan this run's GEs elsewhere",
+                        field="placement")
+
+
 def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     res.check_results_root(opts.results_root)
     client = dockerenv.client()
@@ -164,7 +175,6 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     for rs in runs:
         try:
             budget.check(rs.spec, opts.results_root, swarm=inventory.swarm)
-            preflight(rs.spec, client, inventory)
         except UserError as err:
             raise phases.locate(err, rs)
     dead, n_ct, n_net, stuck = dockerenv.clean_dead_runs(client)
@@ -172,6 +182,14 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         opts.say(f"removed what {len(dead)} run(s) whose harness died left behind ({n_ct} container(s), "
                  f"{n_net} network(s)): {', '.join(dead[:5])}{' ...' if len(dead) > 5 else ''}"
                  + (f"; not removable (moby#42119, restart dockerd): {', '.join(stuck)}" if stuck else ""))
+    busy = dockerenv.busy_ge_cores(client)
+    for rs in runs:
+        try:
+            pre = preflight(rs.spec, client, inventory)
+            if not pre.layout.swarm:
+                _refuse_busy_ge_cores(pre.layout.parts[0].plan.ge_cores, busy)
+        except UserError as err:
+            raise phases.locate(err, rs)
     dirs = []
     for i, rs in enumerate(runs, 1):
         if len(runs) > 1:
