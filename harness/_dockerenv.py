@@ -196,14 +196,20 @@ def _labels(obj: Any) -> dict[str, str]:
     return attrs.get("Labels") or attrs.get("Config", {}).get("Labels") or {}
 
 
-def live_runs(c: docker.DockerClient) -> set[str]:
-    """Run ids whose owning harness is still running on this host."""
+def _run_owners(c: docker.DockerClient) -> dict[str, str]:
+    """Run id -> owner label (host:pid of its harness) of every labelled
+    container and network on the engine."""
     runs: dict[str, str] = {}
     for obj in [*c.api.containers(all=True, filters={"label": LABEL_RUN}),
                 *c.networks.list(filters={"label": LABEL_RUN})]:
         labels = _labels(obj)
         runs.setdefault(labels.get(LABEL_RUN, ""), labels.get(LABEL_OWNER, ""))
-    return {run for run, owner in runs.items() if owner_alive(owner)}
+    return runs
+
+
+def live_runs(c: docker.DockerClient) -> set[str]:
+    """Run ids whose owning harness is still running on this host."""
+    return {run for run, owner in _run_owners(c).items() if owner_alive(owner)}
 
 
 def busy_ge_cores(c: docker.DockerClient) -> dict[int, str]:
@@ -228,13 +234,8 @@ def dead_local_runs(c: docker.DockerClient) -> set[str]:
     """Run ids labelled by a harness of this host that is no longer running
     (killed, crashed): their leftovers are nobody's. Runs of other hosts'
     harnesses are never among them."""
-    runs: dict[str, str] = {}
-    for obj in [*c.api.containers(all=True, filters={"label": LABEL_RUN}),
-                *c.networks.list(filters={"label": LABEL_RUN})]:
-        labels = _labels(obj)
-        runs.setdefault(labels.get(LABEL_RUN, ""), labels.get(LABEL_OWNER, ""))
     here = socket.gethostname()
-    return {run for run, owner in runs.items()
+    return {run for run, owner in _run_owners(c).items()
             if run and owner.rpartition(":")[0] == here and not owner_alive(owner)}
 
 
