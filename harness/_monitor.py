@@ -39,14 +39,23 @@ def cgroup_files(container_id: str, root: Path = CGROOT) -> tuple[Path, Path, st
 
 
 def read_cgroup(files: tuple[Path, Path, str]) -> tuple[int, int]:
-    """(cpu_usage_us, mem_bytes) now."""
+    """(cpu_usage_us, mem_bytes) now. Memory is the working set, as `docker
+    stats` shows it: usage less the inactive file cache, so that the page
+    cache of a GE writing its output (reclaimable, not the process's)
+    does not read as growth in a long run."""
     cpu_file, mem_file, kind = files
     if kind == "v1":
         cpu_us = int(cpu_file.read_text()) // 1000
     else:
         stat = dict(line.split() for line in cpu_file.read_text().splitlines())
         cpu_us = int(stat["usage_usec"])
-    return cpu_us, int(mem_file.read_text())
+    usage = int(mem_file.read_text())
+    try:
+        mstat = dict(line.split() for line in (mem_file.parent / "memory.stat").read_text().splitlines())
+        inactive = int(mstat.get("total_inactive_file" if kind == "v1" else "inactive_file", 0))
+    except (OSError, ValueError):
+        inactive = 0
+    return cpu_us, max(0, usage - inactive)
 
 
 @dataclass

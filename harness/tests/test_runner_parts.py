@@ -91,6 +91,11 @@ def test_cgroup_v1_and_v2_are_read(tmp_path: Path):
     f = monitor.cgroup_files(cid, tmp_path / "v2")
     assert f is not None and f[2] == "v2" and monitor.read_cgroup(f) == (777, 8192)
     assert monitor.cgroup_files("nothere", tmp_path / "v2") is None
+    # The working set: the inactive file cache (a GE's written output) is not the container's growth.
+    (v1 / "memory" / "docker" / cid / "memory.stat").write_text("cache 3000\ntotal_inactive_file 1024\n")
+    assert monitor.read_cgroup(monitor.cgroup_files(cid, v1)) == (123456, 3072)
+    (v2 / "memory.stat").write_text("anon 4000\ninactive_file 8000\n")
+    assert monitor.read_cgroup(monitor.cgroup_files(cid, tmp_path / "v2")) == (777, 192)
 
 
 def test_collectl_plot_files_become_host_csv(tmp_path: Path):
