@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -114,7 +116,10 @@ def _ge_windows(run: RunDir, t_lo: float, n: int, w_us: float) -> dict[str, np.n
             inw = (w >= 0) & (w < n)
             wi = w[inw].astype(np.int64)
             sent += np.bincount(wi, minlength=n)
-            st = np.asarray(b.column("status").to_pylist(), dtype=object)[inw] == "ok"
+            status = b.column("status")
+            if pa.types.is_dictionary(status.type):
+                status = status.cast(pa.string())
+            st = pc.fill_null(pc.equal(status, "ok"), False).to_numpy(zero_copy_only=False)[inw]
             ok += np.bincount(wi[st], minlength=n)
             for col, h in (("send_lag_us", lag_h), ("response_us", rt_h)):
                 v = b.column(col).to_numpy(zero_copy_only=False).astype(float)[inw]
