@@ -31,8 +31,6 @@ FINISH_SLACK_S = 20.0
 #: Samples per container the cgroup sampler takes at most: past 900 s of test its 1 s interval grows (1 h: 4 s).
 SAMPLES_PER_RUN = 900
 
-
-
 #: A remote node's collectl container (nettools image).
 MONITOR_MEMORY, MONITOR_PIDS = 128 << 20, 16
 
