@@ -4,6 +4,7 @@ metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -12,11 +13,12 @@ import secrets
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from wotbench import layout
 from wotbench._errors import UserError
@@ -49,13 +51,16 @@ def check_results_root(root: Path) -> None:
         raise UserError(f"cannot hold results: {err.strerror or err}", str(root), field="--results") from None
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Writes a file so that readers see the old state or the whole new one."""
+@contextlib.contextmanager
+def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """A file to write ``path`` through: readers see the old state or, once
+    the block ends without an exception, the whole new one (temp file,
+    fsync, rename); on an exception nothing is left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
+        with os.fdopen(fd, mode) as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
@@ -63,6 +68,12 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Writes a file so that readers see the old state or the whole new one."""
+    with atomic_file(path) as fh:
+        fh.write(data.encode() if isinstance(data, str) else data)
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -16,8 +16,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:      # pandas is imported where the frame is made: `wotbench plan` does without
+    import pandas as pd
+
 
 COLUMNS = ["t_us", "rss_bytes", "threads", "cpu_user_s", "cpu_sys_s"]
 
@@ -71,6 +74,8 @@ class HarnessSampler:
             self._thread.join(timeout=5)
 
     def frame(self, t0_epoch_us: int) -> pd.DataFrame:
+        import pandas as pd
+
         with self._lock:
             df = pd.DataFrame(self.rows, columns=COLUMNS)
         df["t_us"] = df["t_us"] - t0_epoch_us

@@ -11,13 +11,23 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
+import typing
 from collections.abc import Sequence
 
 from wotbench._errors import UserError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors in the one-line form of every other
+    bad input (``error: wotbench plan: ...``, exit 2); subcommand parsers
+    are of this class too."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="wotbench", description="Containerized CoAP device-emulation testbed."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -19,8 +19,7 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from wotbench._lazy import exports
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
            "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect",
@@ -38,12 +37,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    mod = _WHERE.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'wotbench.reporting' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"wotbench.reporting.{mod}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = exports(__name__, _WHERE, __all__)

@@ -14,8 +14,7 @@ and how resources are chosen.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from wotbench._lazy import exports
 
 __all__ = ["generate", "GeneratedWorkload", "build_requests", "device_host", "Distribution",
            "parse_distribution"]
@@ -27,7 +26,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(f"wotbench.tracegen.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'wotbench.tracegen' has no attribute {name!r}")
+__getattr__, __dir__ = exports(__name__, _WHERE, __all__)

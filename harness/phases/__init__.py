@@ -6,20 +6,33 @@ impair -> measure (monitor, CD calibration, GEs, interference hogs) -> collect (
 outputs, observed.json) -> interference.json -> summarize (manifest, summary.json) -> teardown.
 """
 
-from wotbench.phases._collect import collect
-from wotbench.phases._context import Observations, RunContext, RunOptions
-from wotbench.phases._impair import impair
-from wotbench.phases._interfere import record_interference, render_schedule, schedule
-from wotbench.phases._measure import Measured, measure
-from wotbench.phases._layout import HostPart, Layout, Node, layout_of
-from wotbench.phases._probe import cross_host
-from wotbench.phases._plan import (Preflight, Workload, adopt, decide_instances, layout_for, locate, plan_for,
-                                   preflight, prepare)
-from wotbench.phases._provision import provision
-from wotbench.phases._summary import finish_manifest, start_manifest, summarize, write_summary
-from wotbench.phases._teardown import teardown
+from __future__ import annotations
 
-__all__ = ["Layout", "HostPart", "layout_of", "cross_host", "RunContext", "RunOptions", "Observations", "Preflight", "Workload", "Node", "Measured",
-           "plan_for", "layout_for", "preflight", "adopt", "decide_instances", "locate", "prepare", "provision", "impair", "measure", "collect",
-           "schedule", "render_schedule", "record_interference",
-           "start_manifest", "finish_manifest", "summarize", "write_summary", "teardown"]
+from wotbench._lazy import exports
+
+__all__ = ["Layout", "HostPart", "layout_of", "cross_host", "RunContext", "RunOptions", "Observations", "Preflight",
+           "Workload", "Node", "Measured", "plan_for", "layout_for", "preflight", "adopt", "decide_instances",
+           "locate", "prepare", "provision", "impair", "measure", "collect", "schedule", "render_schedule",
+           "record_interference", "start_manifest", "finish_manifest", "summarize", "write_summary", "teardown"]
+
+# Imported lazily: `wotbench plan` needs the planning phases only, not the
+# analysis (pandas, SciPy) that collect and summarize bring (peak RSS of
+# `plan` under 200 MB, issue W2 5/5).
+_WHERE = {
+    "collect": "_collect",
+    "Observations": "_context", "RunContext": "_context", "RunOptions": "_context",
+    "impair": "_impair",
+    "record_interference": "_interfere", "render_schedule": "_interfere", "schedule": "_interfere",
+    "Measured": "_measure", "measure": "_measure",
+    "HostPart": "_layout", "Layout": "_layout", "Node": "_layout", "layout_of": "_layout",
+    "cross_host": "_probe",
+    "Preflight": "_plan", "Workload": "_plan", "adopt": "_plan", "decide_instances": "_plan",
+    "layout_for": "_plan", "locate": "_plan", "plan_for": "_plan", "preflight": "_plan", "prepare": "_plan",
+    "provision": "_provision",
+    "finish_manifest": "_summary", "start_manifest": "_summary", "summarize": "_summary",
+    "write_summary": "_summary",
+    "teardown": "_teardown",
+}
+
+
+__getattr__, __dir__ = exports(__name__, _WHERE, __all__)

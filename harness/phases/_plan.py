@@ -24,7 +24,6 @@ from wotbench.backend import Backend
 from wotbench.phases._context import RunContext
 from wotbench.phases._interfere import schedule
 from wotbench.phases._layout import Layout, layout_of
-from wotbench.reporting import late_send_us
 from wotbench.tracegen._generate import build_requests, generate
 
 from wotbench.spec import Cluster
@@ -177,4 +176,6 @@ def prepare(ctx: RunContext) -> Workload:
     group_of = ctx.hs.group_of()
     if tuple(gen.device_group) != tuple(ctx.hs.groups[gi].name for gi in group_of):
         raise RuntimeError("tracegen numbered the devices differently from the spec's groups")
+    from wotbench.reporting import late_send_us     # the analysis (pandas, SciPy): not for `plan`
+
     return Workload(gen, group_of, late_send_us(ctx.run.root))

@@ -63,15 +63,15 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
     (default the body as written, ``full``), each validated, in run order.
     Nothing is started before all are valid."""
     offered = tuple(scales.names(src))
-    scaled, scale_name = scales.apply(src, scale)
-    scaled = _normalized(scaled)
-    sweep = scaled.data.get("sweep") if isinstance(scaled.data, Mapping) else None
-    axes = Sweep.build_axes(sweep, scaled, ("sweep",))
-    if axes and "capacity" in scaled.data:
-        raise scaled.error("capacity cannot be combined with a sweep (remove one)", "capacity", "vary")
-    # The whole file is checked with its first test's values: a swept key
-    # need not have a valid value in the body.
-    experiment = Spec.build(_substituted(scaled, axes, (0,) * len(axes)), offered)
+    scaled, scale_name, axes, experiment = _at_scale(src, scale, offered)
+    # Every other scale is checked too: a typo under `scales: {ci: ...}` is
+    # found by the run that does not use it, not by CI days later.
+    for other in offered:
+        if other != scale_name:
+            try:
+                _at_scale(src, other, offered)
+            except UserError as err:
+                raise UserError(f"{err.what} (at scale {other})", err.file, err.line, err.field) from None
     base = scaled.without("sweep", "capacity")
     runs: list[RunSpec] = []
     for idx in itertools.product(*(range(len(a.values)) for a in axes)):
@@ -84,6 +84,20 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
             text = " ".join(x for x in (label, f"rep={rep}" if experiment.repetitions > 1 else "") if x)
             runs.append(RunSpec(spec, vsrc, text, value, rep, scale_name, experiment))
     return runs
+
+
+def _at_scale(src: YamlSource, scale: str | None,
+              offered: tuple[str, ...]) -> tuple[YamlSource, str, tuple[Sweep, ...], Spec]:
+    """The document at ``scale``, its sweep axes and the whole file's spec
+    there (with the first test's values: a swept key need not have a valid
+    value in the body)."""
+    scaled, scale_name = scales.apply(src, scale)
+    scaled = _normalized(scaled)
+    sweep = scaled.data.get("sweep") if isinstance(scaled.data, Mapping) else None
+    axes = Sweep.build_axes(sweep, scaled, ("sweep",))
+    if axes and "capacity" in scaled.data:
+        raise scaled.error("capacity cannot be combined with a sweep (remove one)", "capacity", "vary")
+    return scaled, scale_name, axes, Spec.build(_substituted(scaled, axes, (0,) * len(axes)), offered)
 
 
 def _substituted(src: YamlSource, axes: tuple[Sweep, ...], idx: tuple[int, ...]) -> YamlSource:
