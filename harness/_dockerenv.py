@@ -21,6 +21,7 @@ import docker
 import docker.errors
 from tqdm import tqdm
 
+from wotbench import _hostguard as hostguard
 from wotbench._errors import UserError
 
 LABEL_RUN = "org.wotbench.run"
@@ -283,12 +284,14 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
                     keep: set[str] | frozenset[str] = frozenset(),
                     swarm_networks: bool = True, *, workers: int = WORKERS, progress: bool = False,
                     on_call: Callable[[str, float], None] | None = None,
-                    network_attempts: int = 40) -> tuple[int, int, list[str]]:
+                    network_attempts: int = 40, local: bool = True) -> tuple[int, int, list[str]]:
     """Removes every container, volume, then network carrying the run label
     (of one run, or of any run but those in ``keep`` when ``run_id`` is
-    None). Returns the counts removed and the names of networks the engine
-    refused to remove. ``swarm_networks`` False: a swarm worker's engine,
-    which sees the manager's overlay networks but cannot remove them.
+    None), and, with ``local`` (this host's engine), the host guard's
+    rules of those runs (_hostguard.py). Returns the counts removed and the
+    names of networks the engine refused to remove. ``swarm_networks``
+    False: a swarm worker's engine, which sees the manager's overlay
+    networks but cannot remove them.
     Containers go ``workers`` at a time (a progress bar with ``progress``);
     ``on_call(phase, seconds)`` hears each removal call (``remove``,
     ``network-remove``)."""
@@ -330,4 +333,6 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
                 time.sleep(0.25)
         if on_call is not None:
             on_call("network-remove", time.monotonic() - t)
+    if local:
+        hostguard.drop(run_id, keep)
     return n_ct, n_net, stuck

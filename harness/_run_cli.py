@@ -135,7 +135,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     for host, engine in _node_engines(c):      # a swarm's other nodes first, then the manager
         try:
             k = keep | (set() if args.run or args.all else dockerenv.live_runs(engine))
-            a, b, s = dockerenv.remove_labelled(engine, args.run, keep=k, swarm_networks=False)
+            a, b, s = dockerenv.remove_labelled(engine, args.run, keep=k, swarm_networks=False, local=False)
         except UserError as err:
             print(f"warning: node {host} skipped: {err.what}", file=sys.stderr)
             continue

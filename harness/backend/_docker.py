@@ -24,7 +24,7 @@ import requests
 from docker.models.containers import _create_container_args   # docker-py's own run -> create translation
 from tqdm import tqdm
 
-from wotbench import _dockerenv as dockerenv, _impair as impair_tools, _probe as probe
+from wotbench import _dockerenv as dockerenv, _hostguard as hostguard, _impair as impair_tools, _probe as probe
 from wotbench._dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
 from wotbench._results import write_atomic
 from wotbench.backend import _neigh
@@ -121,7 +121,20 @@ class DockerBackend:
                     continue
                 self.networks.append(net)
                 self.subnets.append(sub)
+                self._guard(net)
         return len(self.networks)
+
+    def _guard(self, net: Any) -> None:
+        """The host guard on a new run bridge (_hostguard.py): its containers
+        cannot open anything to the host itself; recorded in host_changes."""
+        g = self.host_changes.setdefault("host_guard", {"bridges": [], "tools": []})
+        why = hostguard.available()
+        if why is not None:
+            g["not_applied"] = why
+            return
+        bridge = (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{net.id[:12]}"
+        g["tools"] = hostguard.guard(bridge, self.run_id)
+        g["bridges"].append(bridge)
 
     def addresses(self, count: int) -> list[tuple[str, str]]:
         """(network name, address) for ``count`` nodes, filling networks in

@@ -267,7 +267,7 @@ class SwarmBackend(DockerBackend):
             if host == self.local:
                 return 0, 0, []
             try:
-                return dockerenv.remove_labelled(c, self.run_id, swarm_networks=False)
+                return dockerenv.remove_labelled(c, self.run_id, swarm_networks=False, local=False)
             except _ERRORS as exc:
                 return 0, 0, [f"node {host}: {type(exc).__name__}"]
         with ThreadPoolExecutor(max(1, len(self.engines))) as pool:

@@ -104,6 +104,9 @@ def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
     if (arp := ctx.backend.host_changes.get("neigh")) is not None:
         ctx.say(f"raised net.ipv4.neigh.default.gc_thresh2/3 from {arp['before'][0]}/{arp['before'][1]} to "
                 f"{arp['after'][0]}/{arp['after'][1]}: the host-wide ARP table must hold ~4 entries per container")
+    if (guard := ctx.backend.host_changes.get("host_guard") or {}).get("not_applied"):
+        ctx.say(f"warning: host guard not applied ({guard['not_applied']}): this run's containers can open "
+                f"connections to this host's own addresses")
     where = f" on {len(lay.parts)} nodes" if lay.swarm else ""
     ctx.say(f"starting {len(todo)} containers{where} on {n_net} network(s)")
     t = time.monotonic()
