@@ -28,6 +28,58 @@ def _get(mid: int, token: int) -> bytes:
     return struct.pack("!BBHH", 0x42, 0x01, mid, token) + _WELL_KNOWN_CORE
 
 
+def _get_path(mid: int, token: int, path: str) -> bytes:
+    """A CON GET of ``path`` (Uri-Path options, each segment under 13 bytes)."""
+    out = bytearray(struct.pack("!BBHH", 0x42, 0x01, mid, token))
+    delta = 11                                  # Uri-Path
+    for seg in path.strip("/").split("/"):
+        b = seg.encode()
+        if len(b) >= 13:
+            raise ValueError(f"path segment too long for this probe: {seg!r}")
+        out += bytes([(delta << 4) | len(b)]) + b
+        delta = 0
+    return bytes(out)
+
+
+#: Bytes of an answer's frame around its CoAP message: Ethernet 14, IPv4 20, UDP 8.
+FRAME_OVERHEAD = 14 + 20 + 8
+
+
+def delivered_rate(target: tuple[str, int], path: str, requests: int, interval_s: float,
+                   linger_s: float = 2.0) -> tuple[int, float]:
+    """Sends ``requests`` GETs of ``path`` to one target every
+    ``interval_s`` and measures what comes back: (answers, bits per second
+    of their Ethernet frames between the first answer and the last), the
+    rate a shaped link achieved."""
+    frames: list[tuple[float, int]] = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
+        sock.setblocking(False)
+        start = time.monotonic()
+        sent = 0
+        end = None
+        while True:
+            now = time.monotonic()
+            if sent < requests and now >= start + sent * interval_s:
+                sock.sendto(_get_path(sent & 0xFFFF, sent & 0xFFFF, path), target)
+                sent += 1
+                if sent == requests:
+                    end = now + linger_s
+            if end is not None and now >= end:
+                break
+            try:
+                data = sock.recv(2048)
+            except (BlockingIOError, ConnectionRefusedError):
+                time.sleep(0.0002)
+                continue
+            if _answer_mid(data) is not None:
+                frames.append((time.monotonic(), len(data) + FRAME_OVERHEAD))
+    if len(frames) < 2:
+        return len(frames), 0.0
+    span = frames[-1][0] - frames[0][0]
+    return len(frames), sum(b for _, b in frames[1:]) * 8 / span if span > 0 else 0.0
+
+
 def _answer_mid(data: bytes) -> int | None:
     if len(data) < 4 or data[0] >> 6 != 1 or data[1] != _CONTENT:
         return None

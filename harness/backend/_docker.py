@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -299,7 +300,8 @@ class DockerBackend:
 
     def impair(self, targets: Sequence[tuple[Started, Impairment]], netem: bool, duration_s: int,
                log: Path) -> dict[str, Any]:
-        """Pumba for the whole test when it is on PATH, else one sidecar per
+        """Pumba for the whole test when it is on PATH (loss, delay; a rate
+        is tbf, which Pumba lacks: a sidecar gives it), else one sidecar per
         container in its network namespace (the rules stay after it exits)."""
         if impair_tools.pumba_on_path():
             by_imp: dict[Impairment, list[str]] = {}
@@ -309,6 +311,10 @@ class DockerBackend:
                 applied = impair_tools.apply_pumba([(names, imp) for imp, names in by_imp.items()],
                                                    duration_s, netem, logf)
             self._helpers += applied.processes
+            rated = [(st.id, replace(imp, loss=0.0, delay_us=0, jitter_us=0)) for st, imp in targets if imp.rate_bps]
+            if rated:
+                tbf = impair_tools.apply_sidecars(self.client, self.run_id, rated, netem, impair_tools.local_cores())
+                applied = impair_tools.Applied(f"pumba+{tbf.how}", applied.containers, applied.processes)
         else:
             applied = impair_tools.apply_sidecars(self.client, self.run_id,
                                                   [(st.id, imp) for st, imp in targets], netem,

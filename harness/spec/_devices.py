@@ -21,6 +21,10 @@ CONTAINER_KEYS = frozenset({"name", "count", "mode", "threads", "queue", "cpus",
 MAX_COUNT = 100_000
 
 
+#: The rates a device's link can be shaped to (tbf, harness/_impair.py).
+MIN_RATE_BPS, MAX_RATE_BPS = 8_000, 100 * 10**9
+
+
 @dataclass(frozen=True)
 class Impairment:
     loss: float = 0.0                 # fraction 0..1
@@ -30,11 +34,12 @@ class Impairment:
 
     @property
     def needs_netem(self) -> bool:
-        return bool(self.delay_us or self.jitter_us or self.rate_bps)
+        """Delay and jitter need netem (rate is tbf, loss iptables without it)."""
+        return bool(self.delay_us or self.jitter_us)
 
     @property
     def active(self) -> bool:
-        return self.loss > 0 or self.needs_netem
+        return self.loss > 0 or self.needs_netem or bool(self.rate_bps)
 
     @classmethod
     def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Impairment | None:
@@ -47,6 +52,9 @@ class Impairment:
             jitter_us=read.duration(m["jitter"], src, at + ("jitter",)) if "jitter" in m else 0,
             rate_bps=read.value(units.parse_rate, m["rate"], src, at + ("rate",)) if "rate" in m else None,
         )
+        if imp.rate_bps is not None and not MIN_RATE_BPS <= imp.rate_bps <= MAX_RATE_BPS:
+            raise src.error(f"rate {imp.rate_bps} bit/s is outside {MIN_RATE_BPS // 1000}kbit .. "
+                            f"{MAX_RATE_BPS // 10**9}gbit (tbf must pass a full 1514-byte frame)", *at, "rate")
         if imp.jitter_us and not imp.delay_us:
             raise src.error("jitter needs a delay", *at, "jitter")
         return imp if imp.active else None

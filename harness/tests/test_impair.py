@@ -24,15 +24,28 @@ def test_iptables_splits_loss_over_both_directions():
     assert "OUTPUT -o eth0" in script and "INPUT -i eth0" in script
 
 
-def test_netem_gets_every_parameter():
+def test_netem_gets_delay_and_loss_and_tbf_the_rate():
     imp = Impairment(loss=0.01, delay_us=10_000, jitter_us=2_000, rate_bps=1_000_000)
     assert impair.sidecar_script(imp, netem=True) == (
-        "tc qdisc add dev eth0 root netem delay 10000us 2000us loss 1.0000% rate 1000000bit")
+        "tc qdisc add dev eth0 root handle 1: tbf rate 1000000bit burst 3028 latency 1000ms && "
+        "tc qdisc add dev eth0 parent 1:1 handle 10: netem delay 10000us 2000us loss 1.0000%")
+    assert impair.sidecar_script(Impairment(delay_us=5_000), netem=True) == (
+        "tc qdisc add dev eth0 root netem delay 5000us")
+
+
+def test_without_netem_rate_is_tbf_and_loss_iptables():
+    """Issue W2 5/5: a rate was refused although this kernel has tbf."""
+    script = impair.sidecar_script(Impairment(loss=0.1, rate_bps=50_000_000), netem=False)
+    tbf, out_rule, in_rule = script.split(" && ")
+    assert tbf == "tc qdisc add dev eth0 root handle 1: tbf rate 50000000bit burst 62500 latency 1000ms"
+    assert out_rule.startswith("iptables -A OUTPUT -o eth0") and in_rule.startswith("iptables -A INPUT -i eth0")
+    impair.check_supported([("devices[0].impairment", Impairment(rate_bps=100_000))], netem=False, pumba=False)
+    assert impair.sidecar_how({"iptables", "tbf"}) == "sidecar-tbf+iptables"
 
 
 def test_without_netem_delay_is_refused_before_anything_starts():
     with pytest.raises(UserError) as ei:
-        impair.check_supported([("devices[1].impairment", Impairment(delay_us=5000))],
+        impair.check_supported([("devices[1].impairment", Impairment(delay_us=5000, rate_bps=10**6))],
                                netem=False, pumba=False)
     assert ei.value.field == "devices[1].impairment" and "netem" in ei.value.what
     impair.check_supported([("devices[0].impairment", Impairment(loss=0.1))], netem=False, pumba=False)
@@ -78,6 +91,36 @@ def test_achieved_loss_rate(docker_client, tmp_path: Path):
         print(f"achieved loss: {1 - lossy:.3f} (configured 0.200), control {1 - clean:.3f}")
         assert clean > 0.99
         assert abs((1 - lossy) - 0.2) < 4 * sd + 0.01
+    finally:
+        backend.teardown()
+
+
+@pytest.mark.docker
+def test_achieved_rate(docker_client, tmp_path: Path):
+    """Rate shaping (issue W2 5/5: refused before, though this kernel has
+    tbf): 200 kbit/s on one device, none on the other; both offered ~1.7
+    Mbit/s of 1 KiB replies; measure the bit rate each delivers."""
+    resources = tmp_path / "r.csv"
+    resources.write_text("path,service_us,payload_bytes\n/r0,0,1024\n")
+    backend = DockerBackend(docker_client, res.new_run_id("ratetest"))
+    rate = 200_000
+    try:
+        backend.create_networks(2)
+        group = DeviceGroup("g", 2, threads=1)
+        nodes = backend.start_nodes([device_spec(f"dev-{i}", i, group, "0", resources, None)
+                                     for i in range(2)], progress=False)
+        assert backend.wait_ready(nodes, 20) == []
+        imp = Impairment(rate_bps=rate)
+        netem = backend.check_impairment([("devices[0].impairment", imp)])
+        applied = backend.impair([(nodes[1], imp)], netem, 60, tmp_path / "pumba.log")
+        assert applied["how"].endswith("tbf") and applied["containers"] == 1
+        n, clean_bps = probe.delivered_rate((nodes[0].address, COAP_PORT), "/r0", 600, 0.005)
+        m, shaped_bps = probe.delivered_rate((nodes[1].address, COAP_PORT), "/r0", 600, 0.005)
+        print(f"achieved rate: {shaped_bps / 1e3:.1f} kbit/s (set {rate / 1e3:g}), {m} of 600 answered; "
+              f"control {clean_bps / 1e3:.0f} kbit/s, {n} answered")
+        assert n >= 594 and clean_bps > 5 * rate
+        assert abs(shaped_bps - rate) < 0.1 * rate
+        assert 60 < m < 300                      # the rest waited longer than tbf's queue and were dropped
     finally:
         backend.teardown()
 

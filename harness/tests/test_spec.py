@@ -93,6 +93,8 @@ def test_impairment_values(spec_file):
     ("{loss: 120%}", "devices[0].impairment.loss"),
     ("{jitter: 1ms}", "devices[0].impairment.jitter"),
     ("{rate: fast}", "devices[0].impairment.rate"),
+    ("{rate: 1kbit}", "devices[0].impairment.rate"),
+    ("{rate: 200gbit}", "devices[0].impairment.rate"),
     ("{los: 1%}", "devices[0].impairment.los"),
 ])
 def test_bad_impairment(spec_file, imp, field):
