@@ -30,7 +30,7 @@ from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, 
                                        placement_section, swarm_records, worst_cd)
 from wotbench.spec import Spec, Thresholds, load_saved
 
-__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "late_send_us", "thresholds_for", "QGRID"]
+__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "records_verdict", "analysis_error", "late_send_us", "thresholds_for", "QGRID"]
 
 
 @dataclass
@@ -273,14 +273,25 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
     try:
         return analyze_run(run_dir)
     except Exception as exc:      # the run's data stay; the summary says why
-        files = find_files(Path(run_dir), need_ge=False)
-        th = thresholds_for(files)
-        a = {"harness": harness_section(files), "analysis_error": f"{type(exc).__name__}: {exc}",
-             "swarm": _records_swarm(files)}
-        verdict, reasons, checks = run_checks(a, th, RECORD_CHECKS)
-        return _json_safe({"analysis_format": 1, "thresholds": th.to_dict(), "harness": a["harness"],
-                           "swarm": a["swarm"], "checks": checks, "warnings": [], "verdict": verdict,
-                           "reasons": reasons})
+        return records_verdict(Path(run_dir), analysis_error(exc))
+
+
+def analysis_error(exc: Exception) -> str:
+    """How a reason names why a run's data could not be analysed."""
+    return str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+
+
+def records_verdict(run_dir: Path, error: str) -> dict[str, Any]:
+    """The verdict of a run whose data could not be analysed (``error``
+    says why), from its records alone (manifest, observed.json): always
+    invalid, the analysis error one of the reasons."""
+    files = find_files(run_dir, need_ge=False)
+    th = thresholds_for(files)
+    a = {"harness": harness_section(files), "analysis_error": error, "swarm": _records_swarm(files)}
+    verdict, reasons, checks = run_checks(a, th, RECORD_CHECKS)
+    return _json_safe({"analysis_format": 1, "thresholds": th.to_dict(), "harness": a["harness"],
+                       "swarm": a["swarm"], "checks": checks, "warnings": [], "verdict": verdict,
+                       "reasons": reasons, "analysis_error": error})
 
 
 def _records_swarm(files: RunFiles) -> bool:

@@ -187,6 +187,8 @@ def _ge_problems(h: A) -> list[str]:
             out.append(f"{name} exited with {g.get('exit_code')} (see {layout.LOGS}/)")
         if g.get("trace_lines") is not None and g.get("rows") != g["trace_lines"]:
             out.append(f"{name}: {g.get('rows')} output rows for {g['trace_lines']} trace lines")
+    out += [f"{f}: the output written before it was killed ({n} rows; kept, not analysed)"
+            for f, n in sorted((h.get("partial") or {}).items())]
     return out
 
 

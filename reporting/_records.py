@@ -64,6 +64,8 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
         # node's probe of each host -> {rows, ok, exit_code}; empty on one host.
         "node_states": doc.get("nodes") or {},
         "probe": doc.get("probe") or {},
+        # The output a GE or CD-GE killed before its end had written: file -> rows.
+        "partial": doc.get("partial") or {},
     }
 
 

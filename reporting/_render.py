@@ -15,7 +15,8 @@ from tabulate import tabulate
 from wotbench import layout
 from wotbench._results import write_atomic
 from wotbench.layout import RunDir
-from wotbench.reporting._analyze import Analysis, analyze
+from wotbench._errors import UserError
+from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict
 from wotbench.reporting._interference import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
@@ -252,27 +253,78 @@ def _write_set(out: Path, md: str, page: str, figures: Figures) -> None:
     write_atomic(out / layout.REPORT_HTML, page.encode())
 
 
+def _records_only(d: Path, err: UserError) -> tuple[str, str, str, str] | None:
+    """The report of a run folder whose data cannot be analysed (its GE was
+    killed before writing, a damaged file): the verdict of its records,
+    invalid, naming why; None when ``d`` is not a run folder at all (the
+    error then stands). Returns (run id, terminal text, Markdown, HTML)."""
+    files = find_files(d, need_ge=False)
+    if files.manifest is None and files.incomplete is None and files.summary is None:
+        return None
+    r = records_verdict(d, analysis_error(err))
+    rid = d.name
+    if files.summary is not None:
+        s = read_json(files.summary)
+        rid = s.get("run_id", rid) if isinstance(s, dict) else rid
+    notes = []
+    if files.incomplete is not None:
+        first = files.incomplete.read_text(errors="replace").strip().splitlines()[:1]
+        notes.append(f"run did not finish ({layout.INCOMPLETE})" + (f": {first[0]}" if first else ""))
+    head = "the run's data could not be analysed: verdict from its records alone"
+    term = "\n".join([f"== {rid}: {r['verdict'].upper()}", *[f"   x {x}" for x in r["reasons"]],
+                      f"   ! {head}", *[f"   ! {n}" for n in notes], "", "Checks",
+                      tabulate(checks_table(r)[1], checks_table(r)[0], tablefmt="simple",
+                               maxcolwidths=[None, None, 90]), ""])
+    md = "\n".join([f"# WoTbench run {rid}", "", f"**Verdict: {r['verdict'].upper()}** ({head}).", "",
+                    "Reasons:", "", *[f"- {x}" for x in r["reasons"]], "",
+                    *([("Notes:"), "", *[f"- {n}" for n in notes], ""] if notes else []),
+                    "## Checks", "", _md_table(checks_table(r)), ""])
+    body = [f"<h1>WoTbench run {html.escape(rid)}</h1>",
+            f'<p><span class="verdict {r["verdict"]}">{r["verdict"].upper()}</span> {html.escape(head)}.</p>',
+            '<ul class="reasons">' + "".join(f"<li>{html.escape(x)}</li>" for x in r["reasons"]) + "</ul>",
+            *[f'<div class="warn">{html.escape(n)}</div>' for n in notes],
+            "<h2>Checks</h2>", _html_table(checks_table(r), reason_col=2),
+            f'<p class="meta">{html.escape(str(d))}</p>']
+    return rid, term, md, _page(f"WoTbench {rid}", "\n".join(body))
+
+
 def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
                   echo=print) -> list[Path]:
     """Analyse each run, write ``RUN_DIR/report/{index.html,summary.md,figures/}``,
     print the terminal summary with ``echo``; with several runs also the sweep
-    report in ``sweep_out``. Returns the HTML files written."""
-    written = []
+    report in ``sweep_out``. A run whose data cannot be analysed (no GE
+    output, a damaged file) still gets a report: the verdict of its records,
+    invalid, and why (it has no place in the sweep). Returns the HTML files
+    written."""
+    written: list[Path] = []
+    analysed: list[Path] = []
     rows = []
     for d in run_dirs:
-        an = analyze(Path(d))
-        figs = run_figures(an)
         out = RunDir(Path(d)).report_dir
+        try:
+            an = analyze(Path(d))
+        except UserError as err:
+            rec = _records_only(Path(d), err)
+            if rec is None:
+                raise
+            _, term, md, page = rec
+            _write_set(out, md, page, [])
+            echo(term)
+            echo(f"   report: {out / layout.REPORT_HTML}\n")
+            written.append(out / layout.REPORT_HTML)
+            continue
+        figs = run_figures(an)
         _write_set(out, markdown(an, figs, layout.FIGURES), html_page(an, figs), figs)
         echo(terminal_text(an))
         echo(f"   report: {out / layout.REPORT_HTML}\n")
         written.append(out / layout.REPORT_HTML)
+        analysed.append(out / layout.REPORT_HTML)
         rows.append(sweep_row(an))
         del an, figs
     if len(rows) > 1:
         assert sweep_out is not None
         figs = sweep_figures(rows)
-        links = [os.path.relpath(p, sweep_out) for p in written]
+        links = [os.path.relpath(p, sweep_out) for p in analysed]
         _write_set(sweep_out, sweep_markdown(rows, figs, layout.FIGURES), sweep_html(rows, figs, links), figs)
         echo("== sweep")
         echo(tabulate(sweep_table(rows)[1], sweep_table(rows)[0], tablefmt="simple"))

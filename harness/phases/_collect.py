@@ -33,6 +33,29 @@ def status_counts(csv: Path) -> dict[str, int]:
     return {"rows": int(st.sum()), **{str(k): int(v) for k, v in st.items()}}
 
 
+def keep_partials(folder: Path) -> dict[str, int]:
+    """What a GE or CD-GE killed before its end left in ``folder``: its
+    output written so far (``<name>.tmp.<pid>``, renamed only at a clean
+    exit) kept as ``<name>.partial`` (never analysed: the run is invalid
+    anyway, and the rows say how far it got), a half-written summary
+    removed. Returns the rows of each kept file, by its new name."""
+    kept: dict[str, int] = {}
+    if not folder.is_dir():
+        return kept
+    for tmp in sorted(folder.glob("*.tmp.*")):
+        name, _, pid = tmp.name.rpartition(".tmp.")
+        if not pid.isdigit() or not name:
+            continue
+        if not name.endswith(".csv"):
+            tmp.unlink(missing_ok=True)
+            continue
+        dst = tmp.with_name(name + ".partial")
+        tmp.replace(dst)
+        with dst.open("rb") as fh:
+            kept[dst.name] = max(0, sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) - 1)
+    return kept
+
+
 def _host_files(ctx: RunContext, m: Measured) -> None:
     """Every host's CD-GE output shifted onto t0, and its monitor samples
     (a remote host's collectl on its own clock, corrected by its offset)."""
@@ -51,8 +74,13 @@ def _host_files(ctx: RunContext, m: Measured) -> None:
 def _outputs(ctx: RunContext, m: Measured) -> None:
     run = ctx.run
     run.monitor_dir.mkdir(exist_ok=True)
+    partial = {}
+    for folder in {run.ge_dir, *(hd.cd_raw.parent for hd in run.hosts())}:
+        partial.update(keep_partials(folder))
+    if partial:
+        ctx.observed.partial = partial
     _host_files(ctx, m)
-    res.write_csv(run.containers_monitor, ctx.sampler.frame(m.t0_epoch_us))
+    ctx.sampler.write_csv(run.containers_monitor, m.t0_epoch_us)
     res.write_csv(run.harness_monitor, ctx.self_sampler.frame(m.t0_epoch_us))
     for st, csv in m.outputs:
         counts = status_counts(csv)

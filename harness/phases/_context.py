@@ -46,6 +46,7 @@ class Observations:
     collectl: bool | dict[str, bool] | None = None     # per hostname on a swarm
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)   # swarm: hostname -> state, lost
     probe: dict[str, dict[str, Any]] = field(default_factory=dict)   # swarm: hostname -> probe counts
+    partial: dict[str, int] = field(default_factory=dict)   # output kept of a GE killed before its end -> rows
 
     def started(self, st: Started) -> None:
         self.containers[st.name] = {"key": st.key, "role": st.role,
@@ -66,6 +67,8 @@ class Observations:
                "start": self.start, "impairment": self.impairment, "collectl": self.collectl}
         if self.nodes:
             out.update(nodes=self.nodes, probe=self.probe)
+        if self.partial:
+            out["partial"] = self.partial
         return out
 
     def write(self, run: RunDir) -> None:

@@ -313,3 +313,33 @@ def test_owner_label_parsing():
     assert owner_alive(f"{socket.gethostname()}:{os.getpid()}")
     assert not owner_alive(f"{socket.gethostname()}:4194999")
     assert not owner_alive(f"elsewhere:{os.getpid()}") and not owner_alive(None)
+
+
+def test_killed_ge_run_is_reported_invalid_with_its_partial_output(live_run, docker_client, spec_file, make_spec,
+                                                                   tmp_path, run_objects, one_headline):
+    """A GE killed mid-measurement (issue W2 5/5: `report` exited 2 with "no
+    GE output" and ge-0.csv.tmp.<pid> stayed behind): the run is invalid
+    naming it, its output so far is kept as ge-0.csv.partial with its rows
+    counted, and `wotbench report` renders the invalid run (exit 0)."""
+    live = live_run(spec_file(make_spec(count=2, measure="12s", name="killge", rit="exp:20ms")),
+                   tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    t0 = json.loads((tmp_path / "res" / run_id / "phases.json").read_text())["t0_epoch_us"]
+    while time.time() * 1e6 < t0 + 4e6:
+        time.sleep(0.1)
+    docker_client.containers.get(f"wb-{run_id[-6:]}-ge-0").kill()
+    assert live.finish(timeout=120) == 0, "\n".join(live.lines)
+    run_dir = tmp_path / "res" / run_id
+    assert not list((run_dir / "ge").glob("*.tmp.*"))
+    partial = run_dir / "ge" / "ge-0.csv.partial"
+    rows = len(pd.read_csv(partial))
+    assert rows > 0
+    observed = json.loads((run_dir / "observed.json").read_text())
+    assert observed["partial"] == {"ge-0.csv.partial": rows}
+    verdict, first = one_headline(run_dir)
+    assert verdict == "INVALID" and first is not None and "ge-0" in first
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert any(f"ge-0.csv.partial: the output written before it was killed ({rows} rows" in r
+               for r in summary["reasons"]), summary["reasons"]
+    _gone(run_objects, run_id, 1)

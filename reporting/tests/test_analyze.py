@@ -256,3 +256,34 @@ def test_ks_distance_of_a_few_jittered_rits_is_not_a_deviation():
     many = rit_compare(expected, shifted, th)
     assert many["ks_d"] > th.rit_ks_max and many["ks_p"] < th.rit_ks_alpha
     assert not many["ok"] and any("KS distance" in p for p in many["problems"])
+
+
+def test_a_run_whose_ge_was_killed_gets_an_invalid_report_not_an_error(make_run, capsys):
+    """`wotbench report` on a run whose GE was killed before writing its
+    output renders the run as INVALID from its records (exit 0, index.html
+    and summary.md), naming why; a folder that is no run at all is still
+    the one-line error."""
+    import json
+
+    from wotbench.reporting._render import write_reports
+
+    run = make_run("killed-ge")
+    csv = run / "ge" / "ge-0.csv"
+    csv.rename(csv.with_name("ge-0.csv.partial"))
+    (run / "ge" / "ge-0.summary.json").unlink(missing_ok=True)
+    obs = json.loads((run / "observed.json").read_text())
+    obs["ges"]["ge-0"].update(exit_code=None, killed=True)
+    obs["partial"] = {"ge-0.csv.partial": 1234}
+    (run / "observed.json").write_text(json.dumps(obs))
+    (written,) = write_reports([run])
+    page = written.read_text()
+    assert "INVALID" in page and "no GE output" in page
+    out = capsys.readouterr().out
+    assert out.startswith("== ") and ": INVALID" in out.splitlines()[0]
+    md = (run / "report" / "summary.md").read_text()
+    assert "**Verdict: INVALID**" in md and "ge-0" in md
+    assert "ge-0.csv.partial: the output written before it was killed (1234 rows" in md
+    empty = run.parent / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match="no GE output"):
+        write_reports([empty])

@@ -116,7 +116,8 @@ def test_data_that_cannot_be_analysed_get_a_verdict_from_the_records(make_run):
     r = summarize_run(run)
     assert r["verdict"] == "invalid"
     assert [c["check"] for c in r["checks"]] == ["harness", "analysis"]
-    assert r["reasons"][-1].startswith("analysis: the run's data could not be analysed: UserError")
+    assert r["reasons"][-1].startswith("analysis: the run's data could not be analysed: ")
+    assert "ge-0.csv:1: missing columns" in r["reasons"][-1]
     json.dumps(r, allow_nan=False)
     # The records still count: a dead device is the first reason.
     edit_json(run / "observed.json", start={"late_us": 5000})
