@@ -18,8 +18,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-import pandas as pd
+from wotbench._results import atomic_file
+
+if TYPE_CHECKING:      # pandas is imported where frames are made: `wotbench plan` does without
+    import pandas as pd
+
 
 CGROOT = Path(os.environ.get("WOTBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
 
@@ -38,11 +43,14 @@ def cgroup_files(container_id: str, root: Path = CGROOT) -> tuple[Path, Path, st
     return None
 
 
-def read_cgroup(files: tuple[Path, Path, str]) -> tuple[int, int]:
-    """(cpu_usage_us, mem_bytes) now. Memory is the working set, as `docker
-    stats` shows it: usage less the inactive file cache, so that the page
-    cache of a GE writing its output (reclaimable, not the process's)
-    does not read as growth in a long run."""
+def read_cgroup(files: tuple[Path, Path, str]) -> tuple[int, int, int]:
+    """(cpu_usage_us, mem_bytes, anon_bytes) now. ``mem_bytes`` is the
+    working set, as `docker stats` shows it: usage less the inactive file
+    cache, so that the page cache of a GE writing its output (reclaimable,
+    not the process's) does not read as growth in a long run.
+    ``anon_bytes`` is the anonymous memory alone (v1 ``total_rss``, v2
+    ``anon``): the heaps and stacks of the processes, what a leak grows;
+    -1 when the cgroup does not say."""
     cpu_file, mem_file, kind = files
     if kind == "v1":
         cpu_us = int(cpu_file.read_text()) // 1000
@@ -53,27 +61,41 @@ def read_cgroup(files: tuple[Path, Path, str]) -> tuple[int, int]:
     try:
         mstat = dict(line.split() for line in (mem_file.parent / "memory.stat").read_text().splitlines())
         inactive = int(mstat.get("total_inactive_file" if kind == "v1" else "inactive_file", 0))
+        anon = int(mstat.get("total_rss" if kind == "v1" else "anon", -1))
     except (OSError, ValueError):
-        inactive = 0
-    return cpu_us, max(0, usage - inactive)
+        inactive, anon = 0, -1
+    return cpu_us, max(0, usage - inactive), anon
+
+
+SAMPLE_COLUMNS = ["epoch_us", "container", "role", "cpu_usage_us", "mem_bytes", "anon_bytes"]
 
 
 @dataclass
 class ContainerSampler:
-    """Samples every registered container once a second in a thread."""
+    """Samples every registered container once a second in a thread. With
+    a ``spool`` file every sample is appended to it as it is taken, so
+    that an hour with a thousand containers costs disk, not the harness's
+    memory (a soak would otherwise read as the harness's own drift);
+    without one (tests), the rows stay in memory."""
 
     interval_s: float = 1.0
-    rows: list[tuple[int, str, str, int, int]] = field(default_factory=list)
+    spool: Path | None = None
+    rows: list[tuple[int, str, str, int, int, int]] = field(default_factory=list)
     _targets: dict[str, tuple[str, str, tuple[Path, Path, str] | None]] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _fh: TextIO | None = None
 
     def add(self, container_id: str, name: str, role: str) -> None:
         with self._lock:
             self._targets[container_id] = (name, role, cgroup_files(container_id))
 
     def start(self) -> None:
+        if self.spool is not None:
+            self.spool.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.spool.open("w", buffering=1 << 16)
+            self._fh.write(",".join(SAMPLE_COLUMNS) + "\n")
         self._thread = threading.Thread(target=self._loop, name="cgroup-sampler", daemon=True)
         self._thread.start()
 
@@ -88,6 +110,7 @@ class ContainerSampler:
         now_us = time.time_ns() // 1000
         with self._lock:
             targets = list(self._targets.items())
+        rows = []
         for cid, (name, role, files) in targets:
             if files is None:
                 files = cgroup_files(cid)
@@ -96,18 +119,52 @@ class ContainerSampler:
                 with self._lock:
                     self._targets[cid] = (name, role, files)
             try:
-                cpu_us, mem = read_cgroup(files)
+                cpu_us, mem, anon = read_cgroup(files)
             except (OSError, ValueError, KeyError):
                 continue              # the container is gone (killed or removed)
-            self.rows.append((now_us, name, role, cpu_us, mem))
+            rows.append((now_us, name, role, cpu_us, mem, anon))
+        with self._lock:
+            if self._fh is not None:
+                self._fh.writelines(",".join(map(str, r)) + "\n" for r in rows)
+                self._fh.flush()
+            elif self.spool is None:
+                self.rows.extend(rows)
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def write_csv(self, path: Path, t0_epoch_us: int, chunk_rows: int = 1 << 18) -> None:
+        """The samples as ``path`` (``t_us`` on t0 in place of the epoch),
+        written atomically and, from a spool, in chunks of bounded size;
+        the spool is removed once the file is in place."""
+        import pandas as pd
+
+        self.stop()
+        with atomic_file(path, "w") as fh:
+            chunks = (pd.read_csv(self.spool, chunksize=chunk_rows) if self.spool is not None
+                      and self.spool.exists() else [pd.DataFrame(self.rows, columns=SAMPLE_COLUMNS)])
+            header = True
+            for df in chunks:
+                df.insert(0, "t_us", df.pop("epoch_us") - t0_epoch_us)
+                df.to_csv(fh, index=False, header=header)
+                header = False
+            if header:
+                fh.write(",".join(["t_us", *SAMPLE_COLUMNS[1:]]) + "\n")
+        if self.spool is not None:
+            self.spool.unlink(missing_ok=True)
 
     def frame(self, t0_epoch_us: int) -> pd.DataFrame:
-        df = pd.DataFrame(self.rows, columns=["epoch_us", "container", "role", "cpu_usage_us", "mem_bytes"])
+        """The samples in memory (tests; a spooled sampler reads its spool)."""
+        import pandas as pd
+
+        df = (pd.read_csv(self.spool) if self.spool is not None and self.spool.exists()
+              else pd.DataFrame(self.rows, columns=SAMPLE_COLUMNS))
         df.insert(0, "t_us", df.pop("epoch_us") - t0_epoch_us)
         return df
 
@@ -157,6 +214,8 @@ class Collectl:
 
     def frame(self, t0_epoch_us: int) -> pd.DataFrame:
         """One row per second: t_us, per-CPU user/sys/idle %, memory, network."""
+        import pandas as pd
+
         cpu = _read_plot(self.workdir, ".cpu")
         tab = _read_plot(self.workdir, ".tab")
         if cpu is None or tab is None:
@@ -176,6 +235,8 @@ class Collectl:
 
 
 def _read_plot(workdir: Path, suffix: str) -> pd.DataFrame | None:
+    import pandas as pd
+
     files = sorted(workdir.glob(f"*{suffix}"))
     if not files:
         return None

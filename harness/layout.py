@@ -17,7 +17,7 @@ from typing import Any
 __all__ = [
     "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "WORKLOAD", "GE", "CD", "MONITOR",
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
-    "CONTAINERS_MONITOR", "HARNESS_MONITOR", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
+    "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
     "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
     "NODES", "PROBE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
@@ -52,6 +52,7 @@ CD_HOSTS = "hosts.csv"            # cd/: the CD-GE's --hosts (its host's CD node
 HOST_MONITOR = "host.csv"         # monitor/
 CONTAINERS_MONITOR = "containers.csv"
 HARNESS_MONITOR = "harness.csv"    # monitor/: the harness process's own RSS
+CONTAINERS_SPOOL = "containers.csv.partial"   # monitor/: the cgroup samples while the run goes on
 COLLECTL = "collectl"             # monitor/collectl/: collectl's raw plot files
 DEVICE_STATS = "stats.json"       # devices/<container>/: wotbench-device --stats
 PROBE_OUTPUT = "probe.csv"        # nodes/<hostname>/: the GE node's probe of that host's CD node
@@ -152,6 +153,7 @@ class RunDir:
     host_monitor = _at(MONITOR, HOST_MONITOR)
     containers_monitor = _at(MONITOR, CONTAINERS_MONITOR)
     harness_monitor = _at(MONITOR, HARNESS_MONITOR)
+    containers_spool = _at(MONITOR, CONTAINERS_SPOOL)
     collectl_dir = _at(MONITOR, COLLECTL)
 
     def ge_csv(self, k: int) -> Path:

@@ -285,9 +285,12 @@ def fig_soak(an: Analysis) -> bytes | None:
         ax2.plot(x, w["host_mem_mb"], color="C3", label="host memory used (MiB)")
         ax2.set_ylabel("MiB")
         _legend(ax2, loc="lower right")
-    for col, label in MEM_SERIES.items():
+    colour = {}
+    for col, label in MEM_SERIES.items():     # anonymous memory dashed, in its series' colour
+        base = col.removesuffix("_anon")
         if col in w:
-            axs[3].plot(x, w[col], label=label)
+            colour.setdefault(base, f"C{len(colour)}")
+            axs[3].plot(x, w[col], label=label, color=colour[base], linestyle="--" if col != base else "-")
     axs[3].set_ylabel("MiB")
     axs[3].set_yscale("log")
     axs[3].set_xlabel(f"s since t0 ({tl.window_s:g} s windows)")

@@ -41,8 +41,10 @@ LAG_FLOOR_US = 1000.0
 DRIFT_RULE = (f"Over the measurement phase a least-squares line is fitted to each memory series and to the "
               f"per-window p99 send lag. Flat means its rise over the phase is at most {REL:.0%} of the series' "
               f"median or at most the absolute floor (memory {MEM_FLOOR / 2**20:g} MiB, lag "
-              f"{LAG_FLOOR_US / 1e3:g} ms); above both, the series drifts (DRIFT). cgroup memory includes "
-              f"page cache charged to the container (e.g. the GE's output file).")
+              f"{LAG_FLOOR_US / 1e3:g} ms); above both, the series drifts (DRIFT). A container's memory is its "
+              f"working set (cgroup usage less the inactive file cache, as docker stats), which still holds "
+              f"active page cache charged to it (e.g. the pages of the trace the GE reads twice); (anon) is its "
+              f"anonymous memory alone, the heaps and stacks a leak would grow.")
 #: log-spaced histogram edges for lag / response time, microseconds.
 _EDGES = np.concatenate([[0.0], np.geomspace(1.0, 1e8, int(np.log(1e8) / np.log(1.02)) + 1)])
 _COLS = ["intended_us", "send_lag_us", "response_us", "status"]
@@ -146,25 +148,37 @@ def _hist_q(h: np.ndarray, q: float) -> np.ndarray:
 # --- monitors ------------------------------------------------------------------------------
 
 def _memory(run: RunDir) -> pd.DataFrame:
-    """t_s and bytes per sample instant: ge, cd (node + GE), devices_total, devices_max, harness."""
+    """t_s and bytes per sample instant: ge, cd (node + GE), devices_total,
+    devices_max (working set), the same with ``_anon`` (anonymous memory
+    alone, where containers.csv has it), and harness (RSS)."""
     parts = []
     if run.containers_monitor.exists():
-        for ch in pd.read_csv(run.containers_monitor, usecols=["t_us", "role", "mem_bytes"], chunksize=_CHUNK):
-            g = ch.groupby(["t_us", "role"])["mem_bytes"]
-            parts.append(pd.concat([g.sum().rename("sum"), g.max().rename("max")], axis=1).reset_index())
+        have = set(pd.read_csv(run.containers_monitor, nrows=0).columns)
+        vals = ["mem_bytes"] + (["anon_bytes"] if "anon_bytes" in have else [])
+        for ch in pd.read_csv(run.containers_monitor, usecols=["t_us", "role", *vals], chunksize=_CHUNK):
+            if "anon_bytes" in ch:
+                ch["anon_bytes"] = ch["anon_bytes"].where(ch["anon_bytes"] >= 0)
+            g = ch.groupby(["t_us", "role"])[vals]
+            parts.append(pd.concat([g.sum(min_count=1).add_suffix(":sum"), g.max().add_suffix(":max")],
+                                   axis=1).reset_index())
     cols: dict[str, pd.Series] = {}
     if parts:
-        df = pd.concat(parts).groupby(["t_us", "role"]).agg({"sum": "sum", "max": "max"}).reset_index()
-        piv_sum = df.pivot(index="t_us", columns="role", values="sum")
-        piv_max = df.pivot(index="t_us", columns="role", values="max")
-        if "ge" in piv_sum:
-            cols["mem_ge"] = piv_sum["ge"]
-        cd = [c for c in ("cd-node", "cd-ge") if c in piv_sum]
-        if cd:
-            cols["mem_cd"] = piv_sum[cd].sum(axis=1, min_count=len(cd))
-        if "device" in piv_sum:
-            cols["mem_devices_total"] = piv_sum["device"]
-            cols["mem_devices_max"] = piv_max["device"]
+        g = pd.concat(parts).groupby(["t_us", "role"])   # an instant may straddle two chunks
+        df = pd.concat([g[[c for c in parts[0].columns if c.endswith(":sum")]].sum(min_count=1),
+                        g[[c for c in parts[0].columns if c.endswith(":max")]].max()], axis=1).reset_index()
+        for val, suffix in (("mem_bytes", ""), ("anon_bytes", "_anon")):
+            if f"{val}:sum" not in df:
+                continue
+            piv_sum = df.pivot(index="t_us", columns="role", values=f"{val}:sum")
+            piv_max = df.pivot(index="t_us", columns="role", values=f"{val}:max")
+            if "ge" in piv_sum:
+                cols[f"mem_ge{suffix}"] = piv_sum["ge"]
+            cd = [c for c in ("cd-node", "cd-ge") if c in piv_sum]
+            if cd:
+                cols[f"mem_cd{suffix}"] = piv_sum[cd].sum(axis=1, min_count=len(cd))
+            if "device" in piv_sum:
+                cols[f"mem_devices_total{suffix}"] = piv_sum["device"]
+                cols[f"mem_devices_max{suffix}"] = piv_max["device"]
     out = pd.DataFrame(cols)
     out.index.name = "t_us"
     out = out.reset_index()
@@ -196,7 +210,9 @@ def _bin_mean(df: pd.DataFrame, t_lo: float, n: int, w_s: float) -> pd.DataFrame
 
 
 MEM_SERIES = {"mem_ge": "GE", "mem_cd": "CD pair (node + CD-GE)", "mem_devices_total": "devices, total",
-              "mem_devices_max": "devices, largest", "mem_harness": "harness (RSS)"}
+              "mem_devices_max": "devices, largest", "mem_harness": "harness (RSS)",
+              "mem_ge_anon": "GE (anon)", "mem_cd_anon": "CD pair (anon)",
+              "mem_devices_total_anon": "devices, total (anon)", "mem_devices_max_anon": "devices, largest (anon)"}
 
 
 def timeline(run_dir: Path, phases: dict, window_s: float = WINDOW_S) -> Timeline:

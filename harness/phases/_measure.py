@@ -58,6 +58,7 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
         ctx.collectl.start()
     if ctx.hs.phases is not None:     # at most ~SAMPLES_PER_RUN samples per container: bounded for a soak
         ctx.sampler.interval_s = max(ctx.sampler.interval_s, ctx.hs.phases.total_us / 1e6 / SAMPLES_PER_RUN)
+    ctx.sampler.spool = ctx.run.containers_spool
     ctx.sampler.start()
     ctx.self_sampler.start()
     remote = []

@@ -83,19 +83,44 @@ def test_cgroup_v1_and_v2_are_read(tmp_path: Path):
     (v1 / "cpuacct" / "docker" / cid / "cpuacct.usage").write_text("123456789\n")
     (v1 / "memory" / "docker" / cid / "memory.usage_in_bytes").write_text("4096\n")
     f = monitor.cgroup_files(cid, v1)
-    assert f is not None and f[2] == "v1" and monitor.read_cgroup(f) == (123456, 4096)
+    assert f is not None and f[2] == "v1" and monitor.read_cgroup(f) == (123456, 4096, -1)
     v2 = tmp_path / "v2" / "system.slice" / f"docker-{cid}.scope"
     v2.mkdir(parents=True)
     (v2 / "cpu.stat").write_text("usage_usec 777\nuser_usec 700\nsystem_usec 77\n")
     (v2 / "memory.current").write_text("8192\n")
     f = monitor.cgroup_files(cid, tmp_path / "v2")
-    assert f is not None and f[2] == "v2" and monitor.read_cgroup(f) == (777, 8192)
+    assert f is not None and f[2] == "v2" and monitor.read_cgroup(f) == (777, 8192, -1)
     assert monitor.cgroup_files("nothere", tmp_path / "v2") is None
     # The working set: the inactive file cache (a GE's written output) is not the container's growth.
-    (v1 / "memory" / "docker" / cid / "memory.stat").write_text("cache 3000\ntotal_inactive_file 1024\n")
-    assert monitor.read_cgroup(monitor.cgroup_files(cid, v1)) == (123456, 3072)
+    (v1 / "memory" / "docker" / cid / "memory.stat").write_text(
+        "cache 3000\nrss 10\ntotal_rss 1000\ntotal_inactive_file 1024\n")
+    assert monitor.read_cgroup(monitor.cgroup_files(cid, v1)) == (123456, 3072, 1000)
     (v2 / "memory.stat").write_text("anon 4000\ninactive_file 8000\n")
-    assert monitor.read_cgroup(monitor.cgroup_files(cid, tmp_path / "v2")) == (777, 192)
+    assert monitor.read_cgroup(monitor.cgroup_files(cid, tmp_path / "v2")) == (777, 192, 4000)
+
+
+def test_container_sampler_spools_to_disk_and_writes_on_t0(tmp_path: Path, monkeypatch):
+    """A soak's samples go to the spool as they are taken (the harness's
+    memory stays flat), and come back as containers.csv on t0, in chunks."""
+    calls = iter(range(1, 1000))
+    monkeypatch.setattr(monitor, "cgroup_files", lambda cid: (Path(cid), Path(cid), "v1"))
+    monkeypatch.setattr(monitor, "read_cgroup", lambda f: (next(calls), 4096, 2048))
+    s = monitor.ContainerSampler(spool=tmp_path / "monitor" / "containers.csv.partial")
+    s.add("c1", "dev-0", "device")
+    s.add("c2", "ge-0", "ge")
+    s.start()
+    s.stop()
+    s.sample_once()                       # after stop: nowhere to go, nothing kept
+    s._fh = s.spool.open("a")             # as while running
+    for _ in range(5):
+        s.sample_once()
+    assert s.rows == []                   # nothing held in memory
+    s.write_csv(tmp_path / "containers.csv", t0_epoch_us=0, chunk_rows=3)
+    df = pd.read_csv(tmp_path / "containers.csv")
+    assert list(df.columns) == ["t_us", "container", "role", "cpu_usage_us", "mem_bytes", "anon_bytes"]
+    assert len(df) >= 10 and set(df["container"]) == {"dev-0", "ge-0"}
+    assert (df["anon_bytes"] == 2048).all() and df["cpu_usage_us"].is_monotonic_increasing
+    assert not s.spool.exists()
 
 
 def test_collectl_plot_files_become_host_csv(tmp_path: Path):

@@ -100,3 +100,22 @@ def test_timeline_flags_a_leaking_ge(tmp_path: Path) -> None:
     (ge,) = [x for x in tl.drifts if x.series == "GE"]
     assert ge.rise == pytest.approx(5.0, rel=0.05)
     json.dumps([x.__dict__ for x in tl.drifts])      # plain numbers, serialisable
+
+
+def test_anonymous_memory_is_judged_apart_from_the_working_set(tmp_path: Path) -> None:
+    """A GE whose working set grows by page cache (its trace read twice)
+    while its heap stays put: the working-set series drifts, the (anon)
+    series is flat, and a container whose cgroup does not say (-1) gives
+    no anon figure rather than a wrong one."""
+    d, phases, _ = _run(tmp_path, 0.05)
+    run = RunDir(d)
+    df = pd.read_csv(run.containers_monitor)
+    df["anon_bytes"] = np.where(df["role"] == "ge", 3 * 2**20, np.where(df["role"] == "cd-ge", -1, 2**20))
+    df.to_csv(run.containers_monitor, index=False)
+    tl = timeline(d, phases)
+    v = {x.series: x for x in tl.drifts}
+    assert v["GE"].flagged and not v["GE (anon)"].flagged
+    assert v["GE (anon)"].end == pytest.approx(3.0)
+    assert v["devices, total (anon)"].end == pytest.approx(3.0)
+    assert "CD pair (anon)" not in v                   # the CD-GE's anon unknown: no sum pretending
+    assert tl.windows["mem_ge_anon"].dropna().eq(3.0).all()
