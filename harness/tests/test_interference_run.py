@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from wotbench import layout
 from wotbench._dockerenv import LABEL_ROLE, LABEL_RUN
 from wotbench._plan import cpuset
@@ -38,6 +40,7 @@ class HogWatcher(threading.Thread):
             time.sleep(0.2)
 
 
+@pytest.mark.docker
 def test_cpu_hog_episode(docker_client: Any, make_spec, spec_file, tmp_path: Path) -> None:
     spec = spec_file(make_spec(count=3, measure="12s", extra="""\
         interference:

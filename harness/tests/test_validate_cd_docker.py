@@ -16,6 +16,7 @@ from wotbench import _validate_cd as vcd, layout
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.docker
 @pytest.mark.slow
 def test_validate_cd_one_trial_each(docker_client, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "wotbench.cli", "validate-cd",
