@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dedup.h"
 #include "dev_format.h"
 
 #define MAX_THREADS 1024u
@@ -19,7 +20,7 @@ static const char usage[] =
     "[--mode sleep|busy]\n"
     "                       [--threads N] [--queue N] [--dedup-entries N] "
     "[--stats FILE]\n"
-    "                       [--cpus LIST]\n"
+    "                       [--exchange-lifetime SECONDS] [--cpus LIST]\n"
     "  --listen ADDR:PORT     IPv4 or [IPv6] address and UDP port "
     "(default 0.0.0.0:5683)\n"
     "  --resources FILE       resource CSV: path,service_us[,payload_bytes]\n"
@@ -30,6 +31,10 @@ static const char usage[] =
     "(65536)\n"
     "  --dedup-entries N      remembered exchanges for duplicate detection "
     "(262144)\n"
+    "  --exchange-lifetime S  seconds an exchange is remembered, 1..3600 "
+    "(247: RFC 7252's\n"
+    "                         EXCHANGE_LIFETIME with the default transmission "
+    "parameters)\n"
     "  --stats FILE           write the final counts as JSON (atomically)\n"
     "  --cpus LIST            run every thread on exactly these CPUs, e.g. "
     "1 or 0-3 or 1,3-5\n"
@@ -110,6 +115,7 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
       {"threads", required_argument, NULL, 't'},
       {"queue", required_argument, NULL, 'q'},
       {"dedup-entries", required_argument, NULL, 'd'},
+      {"exchange-lifetime", required_argument, NULL, 'x'},
       {"stats", required_argument, NULL, 's'},
       {"cpus", required_argument, NULL, 'c'},
       {"help", no_argument, NULL, 'h'},
@@ -124,8 +130,9 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
   cfg->threads = 4;
   cfg->queue_cap = 65536;
   cfg->dedup_entries = 262144;
+  cfg->exchange_lifetime_ns = DD_LIFETIME_NS;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:s:c:h", opts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:x:s:c:h", opts, NULL)) !=
          -1) {
     switch (c) {
     case 'l': cfg->listen_text = optarg; break;
@@ -153,6 +160,12 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
         return bad("--dedup-entries", "expected an integer 1..16777216, got",
                    optarg);
       cfg->dedup_entries = (uint32_t)v;
+      break;
+    case 'x':
+      if (parse_count(optarg, 1, 3600, &v) < 0)
+        return bad("--exchange-lifetime", "expected whole seconds 1..3600, got",
+                   optarg);
+      cfg->exchange_lifetime_ns = (int64_t)v * 1000000000LL;
       break;
     case 's': cfg->stats_file = optarg; break;
     case 'c': {

@@ -22,6 +22,7 @@ struct dev_config {
   unsigned threads;
   uint32_t queue_cap;
   uint32_t dedup_entries;
+  int64_t exchange_lifetime_ns; /* --exchange-lifetime */
 };
 
 /* Returns 0 (run), 1 (--help printed: exit 0) or 2 (error printed). */

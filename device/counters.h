@@ -28,6 +28,7 @@
   X(dropped)         /* accepted but unanswered at shutdown */                 \
   X(send_errors)     /* datagrams sendmmsg failed to send */                   \
   X(dedup_evictions) /* live exchanges overwritten (--dedup-entries) */        \
+  X(dedup_slots)     /* the dedup ring's active slots at the end */            \
   X(separate)        /* separate CON responses sent (S >= 2 s) */              \
   X(retransmits)     /* ... retransmissions of them */                         \
   X(sep_acked)       /* ... ended by the client's empty ACK */                 \

@@ -18,7 +18,7 @@ static uint32_t hash(const uint8_t addr[16], uint16_t port, uint16_t mid) {
   return (uint32_t)h;
 }
 
-int dedup_init(struct dedup *d, uint32_t entries) {
+int dedup_init(struct dedup *d, uint32_t entries, int64_t lifetime_ns) {
   uint32_t nb = 1;
 
   memset(d, 0, sizeof(*d));
@@ -34,6 +34,8 @@ int dedup_init(struct dedup *d, uint32_t entries) {
   memset(d->buckets, 0xff, (size_t)nb * sizeof(*d->buckets));
   d->cap = entries;
   d->mask = nb - 1;
+  d->limit = entries < DD_START_SLOTS ? entries : DD_START_SLOTS;
+  d->lifetime_ns = lifetime_ns;
   return 0;
 }
 
@@ -56,7 +58,7 @@ struct dd_entry *dedup_find(struct dedup *d, const uint8_t addr[16],
     struct dd_entry *e = &d->ring[i];
 
     if (same_key(e, addr, port, mid))
-      return now - e->t_ns < DD_LIFETIME_NS ? e : NULL;
+      return now - e->t_ns < d->lifetime_ns ? e : NULL;
     i = e->next;
   }
   return NULL;
@@ -88,12 +90,23 @@ struct dd_entry *dedup_claim(struct dedup *d, struct dd_entry *old,
       e = &d->ring[i];
   }
   if (e == NULL) {
-    slot = d->head;
-    d->head = d->head + 1 == d->cap ? 0 : d->head + 1;
+    if (d->head == d->limit) {
+      /* Slots 0..limit-1 are in time order now: slot 0 is the oldest. If
+       * it is still live, the active part is too small for the rate: grow
+       * it (fresh slots, order kept) rather than overwrite; else wrap. */
+      const struct dd_entry *oldest = &d->ring[0];
+
+      if (d->limit < d->cap && oldest->state != DD_FREE &&
+          now - oldest->t_ns < d->lifetime_ns)
+        d->limit = d->limit > d->cap / 2 ? d->cap : d->limit * 2;
+      else
+        d->head = 0;
+    }
+    slot = d->head++;
     e = &d->ring[slot];
     if (e->state != DD_FREE) {
       unlink_entry(d, slot);
-      if (now - e->t_ns < DD_LIFETIME_NS)
+      if (now - e->t_ns < d->lifetime_ns)
         d->evictions++;
     }
     memcpy(e->addr, addr, 16);

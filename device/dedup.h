@@ -1,6 +1,10 @@
 /* Duplicate detection (RFC 7252 4.5): exchanges keyed by peer + MID, kept
- * for EXCHANGE_LIFETIME in a fixed ring with a chained hash index, so the
- * memory is bounded; overwriting a live entry counts as an eviction. */
+ * for EXCHANGE_LIFETIME in a ring with a chained hash index. The ring's
+ * active part grows (doubling, up to its capacity) only while its oldest
+ * entry is still live, and otherwise wraps: its memory follows the
+ * exchanges live at once (rate x lifetime), not the requests served; a
+ * soak of an hour used to touch a new ~85-byte slot per request until the
+ * capacity. Overwriting a live entry counts as an eviction. */
 #ifndef DEV_DEDUP_H
 #define DEV_DEDUP_H
 
@@ -8,7 +12,10 @@
 
 #include "recipe.h"
 
+/* EXCHANGE_LIFETIME with RFC 7252's default transmission parameters. */
 #define DD_LIFETIME_NS (247LL * 1000000000LL)
+/* Slots in use at start; the active part doubles from here as needed. */
+#define DD_START_SLOTS 256u
 
 enum dd_state {
   DD_FREE,
@@ -32,10 +39,12 @@ struct dedup {
   struct dd_entry *ring;
   uint32_t *buckets;
   uint32_t cap, mask, head;
+  uint32_t limit;      /* active slots: 0..limit-1, in time order at head == limit */
+  int64_t lifetime_ns; /* how long an exchange is remembered */
   uint64_t evictions;
 };
 
-int dedup_init(struct dedup *d, uint32_t entries);
+int dedup_init(struct dedup *d, uint32_t entries, int64_t lifetime_ns);
 void dedup_free(struct dedup *d);
 
 /* The live entry for this exchange, or NULL. */

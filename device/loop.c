@@ -132,6 +132,7 @@ static void collect(struct loop *L, uint32_t unanswered) {
   c->dropped += unanswered;
   c->send_errors = L->tx.errors;
   c->dedup_evictions = L->dd.evictions;
+  c->dedup_slots = L->dd.limit;
   c->separate = L->sep.st.started;
   c->retransmits = L->sep.st.retransmits;
   c->sep_acked = L->sep.st.acked;
@@ -162,7 +163,7 @@ int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
     fputs("error: cannot create epoll instance or PDU\n", stderr);
     goto out;
   }
-  if (dedup_init(&L->dd, cfg->dedup_entries) < 0 ||
+  if (dedup_init(&L->dd, cfg->dedup_entries, cfg->exchange_lifetime_ns) < 0 ||
       sep_init(&L->sep, SEP_TABLE, (uint64_t)mono_ns()) < 0) {
     fputs("error: out of memory for the dedup cache\n", stderr);
     goto out;

@@ -33,7 +33,7 @@ DEVICE_STATS_FIELDS: tuple[str, ...] = ("format", "cpus")
 DEVICE_STATS_COUNTERS: tuple[str, ...] = (
     "datagrams", "requests", "served", "ok", "inline_zero", "not_found",
     "bad_method", "bad_option", "overflow", "wkc", "duplicates", "dup_replies",
-    "garbage", "ignored", "pings", "dropped", "send_errors", "dedup_evictions",
+    "garbage", "ignored", "pings", "dropped", "send_errors", "dedup_evictions", "dedup_slots",
     "separate", "retransmits", "sep_acked", "sep_reset", "sep_gave_up",
     "sep_untracked",
 )

@@ -78,6 +78,8 @@ BAD_FLAGS = [
     (["--mode", "fast"], "--mode"),
     (["--queue", "0"], "--queue"),
     (["--dedup-entries", "-1"], "--dedup-entries"),
+    (["--exchange-lifetime", "0"], "--exchange-lifetime"),
+    (["--exchange-lifetime", "2.5"], "--exchange-lifetime"),
     (["--listen", "localhost:5683"], "--listen"),
     (["--listen", "127.0.0.1"], "--listen"),
     (["--listen", "[::1]5683"], "--listen"),

@@ -178,3 +178,28 @@ def test_dedup_cache_is_bounded(make_device, raw_client, wire, tmp_path):
     assert counts["format"] == 1
     assert counts["dedup_evictions"] == 7 and counts["served"] == 11
     assert counts["duplicates"] == 1
+
+
+@pytest.mark.parametrize("lifetime,bound", [("1", (1024, 4096)), (None, (3000, 4096))])
+def test_dedup_ring_follows_live_exchanges_not_requests(make_device, raw_client, wire, tmp_path, lifetime, bound):
+    """The soak (issue W2 4/5) found every device's memory growing ~85
+    bytes per request for the whole hour: each new exchange took the next
+    slot of a 262,144-slot ring, touching a new page every ~48 requests
+    until the ring wrapped. Now the ring grows only while its oldest
+    exchange is live: 3,000 requests paced over ~3 s keep it near
+    rate x lifetime with a 1 s lifetime, and past 3,000 with the default
+    247 s; none is evicted, and a retransmission is still recognised."""
+    stats = tmp_path / "stats.json"
+    args = ["--stats", str(stats)] + (["--exchange-lifetime", lifetime] if lifetime else [])
+    dev = make_device(ROWS, *args)
+    c = raw_client(dev.addr)
+    for mid in range(3000):
+        c.send(wire.encode(wire.CON, wire.GET, mid, b"t", ("fast",)))
+        assert c.recv().mid == mid
+        time.sleep(0.001)
+    c.send(wire.encode(wire.CON, wire.GET, 2999, b"t", ("fast",)))
+    assert c.recv().mid == 2999
+    assert dev.stop() == 0
+    counts = json.loads(stats.read_text())
+    assert counts["dedup_evictions"] == 0 and counts["duplicates"] == 1 and counts["served"] == 3000
+    assert bound[0] <= counts["dedup_slots"] <= bound[1], counts["dedup_slots"]
