@@ -39,9 +39,12 @@ REL = 0.05
 MEM_FLOOR = 2**20            # bytes
 LAG_FLOOR_US = 1000.0
 DRIFT_RULE = (f"Over the measurement phase a least-squares line is fitted to each memory series and to the "
-              f"per-window p99 send lag. Flat means its rise over the phase is at most {REL:.0%} of the series' "
-              f"median or at most the absolute floor (memory {MEM_FLOOR / 2**20:g} MiB, lag "
-              f"{LAG_FLOOR_US / 1e3:g} ms); above both, the series drifts (DRIFT). A container's memory is its "
+              f"per-window p99 send lag, and another over the phase's second half (the steady state). Flat "
+              f"means the steady-state rise (the second half's slope times the phase's length) is at most "
+              f"{REL:.0%} of the series' median or at most the absolute floor (memory {MEM_FLOOR / 2**20:g} MiB, "
+              f"lag {LAG_FLOOR_US / 1e3:g} ms); above both, the series drifts (DRIFT). A leak grows all along; "
+              f"what fills up early and then stays (the GE's exact histograms reaching the largest response "
+              f"time) shows in the whole-phase fit only. A container's memory is its "
               f"working set (cgroup usage less the inactive file cache, as docker stats), which still holds "
               f"active page cache charged to it (e.g. the pages of the trace the GE reads twice); (anon) is its "
               f"anonymous memory alone, the heaps and stacks a leak would grow.")
@@ -55,13 +58,14 @@ _CHUNK = 1 << 20             # containers.csv rows per chunk
 class Drift:
     series: str
     unit: str
-    start: float             # fitted value at the measurement start
-    end: float               # fitted value at the measurement end
+    start: float             # fitted value at the measurement start (whole-phase fit)
+    end: float               # fitted value at the measurement end (whole-phase fit)
     rise: float              # end - start
     median: float
     limit: float             # max(rel * median, floor)
     points: int
     flagged: bool
+    steady_rise: float = 0.0  # the second half's slope x the phase's length: what is judged
 
 
 @dataclass
@@ -73,18 +77,25 @@ class Timeline:
 
 def drift(t_s: np.ndarray, y: np.ndarray, series: str, unit: str, floor: float,
           rel: float = REL, min_points: int = 3) -> Drift | None:
-    """Least-squares line through (t_s, y); flagged when its rise over
-    [t_s.min(), t_s.max()] exceeds both ``rel`` x median and ``floor``."""
+    """Least-squares lines through (t_s, y): over the whole span (shown)
+    and over its second half, whose slope times the whole span (the
+    steady-state rise) is judged: flagged when it exceeds both ``rel`` x
+    median and ``floor``. A leak grows all along and is flagged; a table
+    that fills up early and then stays (a histogram reaching the largest
+    response time, a cache reaching its working set) is not."""
     ok = np.isfinite(t_s) & np.isfinite(y)
     t, v = np.asarray(t_s, float)[ok], np.asarray(y, float)[ok]
     if len(t) < min_points or np.ptp(t) <= 0:
         return None
     slope, icpt = np.polyfit(t, v, 1)
     start, end = icpt + slope * t.min(), icpt + slope * t.max()
+    half = t >= t.min() + np.ptp(t) / 2
+    steady = float(np.polyfit(t[half], v[half], 1)[0] * np.ptp(t)) if half.sum() >= min_points \
+        and np.ptp(t[half]) > 0 else float(end - start)
     med = float(np.median(v))
     limit = max(rel * abs(med), floor)
     return Drift(series, unit, float(start), float(end), float(end - start), med, float(limit),
-                 int(len(t)), bool(end - start > limit))
+                 int(len(t)), bool(steady > limit), steady)
 
 
 # --- GE outputs, streamed ----------------------------------------------------------------
@@ -261,9 +272,10 @@ def drift_table(tl: Timeline | None) -> tuple[list[str], list[list[str]]] | None
     """The drift verdicts of a run (None without data)."""
     if tl is None or not tl.drifts:
         return None
-    rows = [[d.series, f"{d.start:.3f}", f"{d.end:.3f}", f"{d.rise:+.3f}", f"{d.limit:.3f}", d.unit,
-             str(d.points), "DRIFT" if d.flagged else "flat"] for d in tl.drifts]
-    return ["series", "fit at start", "fit at end", "rise", "limit", "unit", "points", "verdict"], rows
+    rows = [[d.series, f"{d.start:.3f}", f"{d.end:.3f}", f"{d.rise:+.3f}", f"{d.steady_rise:+.3f}",
+             f"{d.limit:.3f}", d.unit, str(d.points), "DRIFT" if d.flagged else "flat"] for d in tl.drifts]
+    return ["series", "fit at start", "fit at end", "rise", "steady-state rise", "limit", "unit", "points",
+            "verdict"], rows
 
 
 def timeline_table(tl: Timeline, max_rows: int = 40) -> tuple[list[str], list[list[str]]]:

@@ -119,3 +119,17 @@ def test_anonymous_memory_is_judged_apart_from_the_working_set(tmp_path: Path) -
     assert v["devices, total (anon)"].end == pytest.approx(3.0)
     assert "CD pair (anon)" not in v                   # the CD-GE's anon unknown: no sum pretending
     assert tl.windows["mem_ge_anon"].dropna().eq(3.0).all()
+
+
+def test_what_fills_up_early_and_stays_is_not_a_drift() -> None:
+    """The hour-long soak: the GE's exact histograms grew by 6 MiB in the
+    first 20 minutes (reaching the largest response time) and then stayed;
+    the whole-phase fit rises, the steady state (second half) does not. A
+    leak of the same size spread over the hour is flagged."""
+    rng = np.random.default_rng(4)
+    fill = 8.0 + 6.0 * np.minimum(T / 1200.0, 1.0) + rng.normal(0, 0.05, T.size)
+    d = drift(T, fill, "ge", "MiB", floor=1.0)
+    assert d is not None and d.rise > 1.0 and abs(d.steady_rise) < 0.5 and not d.flagged
+    leak = 8.0 + 6.0 * T / T[-1] + rng.normal(0, 0.05, T.size)
+    d = drift(T, leak, "ge", "MiB", floor=1.0)
+    assert d is not None and d.flagged and d.steady_rise == pytest.approx(6.0, rel=0.05)
