@@ -39,7 +39,7 @@ struct dedup {
   struct dd_entry *ring;
   uint32_t *buckets;
   uint32_t cap, mask, head;
-  uint32_t limit;      /* active slots: 0..limit-1, in time order at head == limit */
+  uint32_t limit; /* active slots: 0..limit-1, in time order at head == limit */
   int64_t lifetime_ns; /* how long an exchange is remembered */
   uint64_t evictions;
 };
