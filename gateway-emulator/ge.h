@@ -502,6 +502,8 @@ struct ge_loop {
   cpu_set_t cpus; /* the CPU affinity in force during the run */
   struct ge_rt rt;
   size_t next, outstanding;
+  size_t undrained;   /* sends since the replies were last read */
+  int64_t drained_at; /* monotonic ns of that last read */
   const volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: abandon the run */
 };
 /* State without sockets (the fuzz harness uses this alone); out_fd < 0:
@@ -556,6 +558,13 @@ static inline int64_t ge_us(int64_t ns) { return ns / 1000; }
 static inline int64_t ge_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME in ns: the clock of the kernel's receive stamps. */
+static inline int64_t ge_real_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 

@@ -1,8 +1,14 @@
 /* The single busy loop: send each request when its trace time is due,
- * otherwise poll replies without blocking, then fire due timers, then use
+ * otherwise read replies without blocking, then fire due timers, then use
  * what is left of the gap for the streaming work (parse ahead, format and
  * write finished rows). It never sleeps while a send is still to come,
- * unless --spin-us asks it to block until shortly before the next send. */
+ * unless --spin-us asks it to block until shortly before the next send.
+ *
+ * Replies carry the kernel's arrival stamp (SO_TIMESTAMPNS), so reading
+ * them can wait for a gap in the schedule without moving their times:
+ * sends come first, and replies are read when the next send is at least
+ * GE_DRAIN_GAP_NS away, after GE_RECV_BATCH sends, or GE_DRAIN_MAX_NS
+ * after the last read, and always before a timer acts on a request. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,9 @@
 #define GE_WRITE_SMALL (4u << 10)
 #define GE_GAP_MIN_NS 5000
 #define GE_WRITE_GAP_MIN_NS 20000
+/* Reading replies: in a gap of at least this, and at least this often. */
+#define GE_DRAIN_GAP_NS 3000
+#define GE_DRAIN_MAX_NS 100000
 
 static uint64_t xorshift(uint64_t *s) {
   uint64_t x = *s;
@@ -132,6 +141,11 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
         (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) &&
          setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big))) {
       ge_err_set(e, NULL, 0, "SO_RCVBUF", "%s", strerror(errno));
+      return -1;
+    }
+    int on = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on)) {
+      ge_err_set(e, NULL, 0, "SO_TIMESTAMPNS", "%s", strerror(errno));
       return -1;
     }
     if (bind(fd, (struct sockaddr *)&any, sizeof any)) {
@@ -244,15 +258,34 @@ static int send_one(struct ge_loop *L, int64_t now) {
   return ge_heap_push(&L->heap, t);
 }
 
-static int fire_timers(struct ge_loop *L, int64_t now) {
+struct rxbuf;
+static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
+                         struct ge_err *e);
+
+/* Due timers: a retransmission or a timeout, after the replies queued so
+ * far are read (once per call), so that no reply already here is missed.
+ * Returns 0, -1 out of memory, -2 a receive error (in e). */
+static int fire_timers(struct ge_loop *L, struct rxbuf *rx, int64_t now,
+                       struct ge_err *e) {
+  bool drained = false;
   while (L->heap.n && L->heap.v[0].deadline <= now) {
-    struct ge_timer t;
-    ge_heap_pop(&L->heap, &t);
-    if (t.idx < L->win.base)
-      continue; /* its row is written: a stale entry */
+    struct ge_timer t = L->heap.v[0];
+    if (t.idx < L->win.base) { /* its row is written: a stale entry */
+      ge_heap_pop(&L->heap, &t);
+      continue;
+    }
     struct ge_rec *s = ge_win_at(&L->win, t.idx);
-    if (t.gen != s->gen || (s->state != GE_WAIT && s->state != GE_SEPARATE))
-      continue; /* stale entry */
+    if (t.gen != s->gen || (s->state != GE_WAIT && s->state != GE_SEPARATE)) {
+      ge_heap_pop(&L->heap, &t); /* stale entry */
+      continue;
+    }
+    if (!drained) {
+      drained = true;
+      if (drain_replies(L, rx, 0, e))
+        return -2;
+      continue; /* look again: the reply may have ended it */
+    }
+    ge_heap_pop(&L->heap, &t);
     if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON &&
         s->retrans < L->cfg->max_retransmit) {
       s->retrans++;
@@ -291,6 +324,10 @@ struct rxbuf {
   struct mmsghdr msgs[GE_RECV_BATCH];
   struct iovec iov[GE_RECV_BATCH];
   struct sockaddr_in6 from[GE_RECV_BATCH];
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec))];
+    struct cmsghdr align;
+  } ctl[GE_RECV_BATCH];
   uint8_t data[GE_RECV_BATCH][GE_DGRAM_MAX];
 };
 
@@ -302,12 +339,28 @@ static void rx_init(struct rxbuf *rx) {
         .msg_namelen = sizeof rx->from[i],
         .msg_iov = &rx->iov[i],
         .msg_iovlen = 1,
+        .msg_control = rx->ctl[i].buf,
+        .msg_controllen = sizeof rx->ctl[i].buf,
     };
   }
 }
 
-/* One recvmmsg batch from socket si, stamped right after the call.
- * Returns the datagrams read or -1. */
+/* When the datagram arrived (monotonic ns): the kernel's stamp, moved
+ * from CLOCK_REALTIME by `off` (realtime - monotonic, read with the
+ * batch); `now` when it has none or one later than now. */
+static int64_t arrival(struct msghdr *h, int64_t off, int64_t now) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      struct timespec ts;
+      memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      int64_t t = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - off;
+      return t > 0 && t <= now ? t : now;
+    }
+  return now;
+}
+
+/* One recvmmsg batch from socket si, each datagram at its kernel arrival
+ * stamp. Returns the datagrams read or -1. */
 static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
                      struct ge_err *e) {
   int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
@@ -319,6 +372,7 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
     ge_err_set(e, NULL, 0, "recvmmsg", "%s", strerror(errno));
     return -1;
   }
+  int64_t off = ge_real_ns() - now;
   for (int i = 0; i < r; i++) {
     struct msghdr *h = &rx->msgs[i].msg_hdr;
     if (h->msg_namelen != sizeof(struct sockaddr_in6) ||
@@ -326,8 +380,10 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
       L->c.unknown_source++;
     else
       ge_recv_datagram(L, rx->data[i], rx->msgs[i].msg_len,
-                       (h->msg_flags & MSG_TRUNC) != 0, &rx->from[i], si, now);
-    h->msg_namelen = sizeof rx->from[i]; /* the kernel overwrote it */
+                       (h->msg_flags & MSG_TRUNC) != 0, &rx->from[i], si,
+                       arrival(h, off, now));
+    h->msg_namelen = sizeof rx->from[i]; /* the kernel overwrote them */
+    h->msg_controllen = sizeof rx->ctl[i].buf;
   }
   flush_acks(L);
   return r;
@@ -377,6 +433,8 @@ static int64_t next_due(const struct ge_loop *L) {
  * gets round to them (and no timer fires for a reply already queued). */
 static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
                          struct ge_err *e) {
+  L->undrained = 0;
+  L->drained_at = ge_now_ns();
   /* bounded, so that a flood cannot starve the timers */
   for (unsigned round = 0; round < 64; round++) {
     int got = poll_replies(L, rx, 0, e);
@@ -463,7 +521,12 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
         }
         now = ge_now_ns();
       }
-      if (drain_replies(L, rx, burst, e))
+      L->undrained += burst;
+      int64_t t = ge_now_ns();
+      if ((L->undrained >= GE_RECV_BATCH ||
+           next_due(L) - t >= GE_DRAIN_GAP_NS ||
+           t - L->drained_at >= GE_DRAIN_MAX_NS) &&
+          drain_replies(L, rx, L->undrained, e))
         goto out;
       /* --spin-us: a GE that shares its core (the CD-GE on a small host)
        * blocks while the next send and the next timer are far away, and
@@ -506,8 +569,10 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
         goto out;
     }
     int64_t now3 = ge_now_ns();
-    if (fire_timers(L, now3)) {
-      ge_err_set(e, NULL, 0, "timers", "out of memory");
+    int ft = fire_timers(L, rx, now3, e);
+    if (ft) {
+      if (ft == -1)
+        ge_err_set(e, NULL, 0, "timers", "out of memory");
       goto out;
     }
     if (L->next < n && background(L, now3, next_due(L), e) < 0)

@@ -46,13 +46,15 @@ def start_device(work: Path, cpu: int, threads: int, policy: str) -> tuple[subpr
         sys.exit(f"bench-ge: {err}")
 
 
-def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep: int) -> dict:
+def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep: int,
+            ge: tuple[str, Path] = ("this", GE)) -> dict:
     trace = work / f"t-{mean_us}-{rep}.csv"
     n = loopback.poisson_trace(trace, 1e6 / mean_us, args.duration_s, f"coap://127.0.0.1:{port}/a",
                                seed=rep * 1000 + int(mean_us * 10))
     out, summ = trace.with_suffix(".out.csv"), trace.with_suffix(".json")
-    p = subprocess.run([*loopback.sched_prefix(args.sched), str(GE), "--trace", str(trace), "--out", str(out), "--summary", str(summ),
-                        "--cpu", str(args.ge_cpu), "--type", args.type, "--quiet"],
+    p = subprocess.run([*loopback.sched_prefix(args.sched), str(ge[1]), "--trace", str(trace), "--out", str(out),
+                        "--summary", str(summ), "--cpu", str(args.ge_cpu), "--type", args.type, "--quiet",
+                        *args.ge_args.split()],
                        capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"bench-ge: wotbench-ge failed: {p.stderr}")
@@ -64,7 +66,7 @@ def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep
     for f in (trace, out, summ):
         f.unlink()
     return {
-        "mean_rit_us": mean_us, "rep": rep, "requests": n, "type": args.type,
+        "ge": ge[0], "mean_rit_us": mean_us, "rep": rep, "requests": n, "type": args.type,
         "sched": args.sched,
         "target_rps": round(s["target_rate_rps"], 1),
         "achieved_rps": round(s["achieved_rate_rps"], 1),
@@ -85,7 +87,7 @@ def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep
 def median_line(runs: list[dict]) -> dict:
     keys = [k for k, v in runs[0].items() if isinstance(v, (int, float)) and k not in ("rep",)]
     med = {k: statistics.median(r[k] for r in runs if r[k] is not None) for k in keys}
-    med.update(kind="median", repetitions=len(runs), type=runs[0]["type"], sched=runs[0]["sched"])
+    med.update(kind="median", ge=runs[0]["ge"], repetitions=len(runs), type=runs[0]["type"], sched=runs[0]["sched"])
     spread = [r["achieved_rps"] for r in runs]
     if len(spread) > 1 and (max(spread) - min(spread)) > 0.1 * med["achieved_rps"]:
         med["warning"] = "achieved rate varies by more than 10% between repetitions (noisy machine)"
@@ -94,8 +96,8 @@ def median_line(runs: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--means-us", default="100,50,20,10,7,5",
-                    help="comma-separated mean inter-arrival times in us")
+    ap.add_argument("--means-us", default="100,20,10,6.667,5,4",
+                    help="comma-separated mean inter-arrival times in us (default 10k .. 250k requests/s)")
     ap.add_argument("--duration-s", type=float, default=0.7,
                     help="trace length per point (keep < 0.9 s with --sched fifo)")
     ap.add_argument("--repetitions", type=int, default=5)
@@ -104,7 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device-cpu", type=int, default=1)
     ap.add_argument("--device-threads", type=int, default=1)
     ap.add_argument("--type", choices=["con", "non"], default="con")
+    ap.add_argument("--ge-args", default="--ack-timeout-ms 300 --max-retransmit 0",
+                    help="more wotbench-ge flags (default: a CON unanswered past the device's capacity "
+                         "times out in 0.3 s, not after four retransmissions)")
+    ap.add_argument("--ge", action="append", default=[], metavar="LABEL=PATH",
+                    help="GE binaries to compare, interleaved in every repetition (default: this tree's)")
     args = ap.parse_args(argv)
+    ges = [(x.split("=", 1)[0], Path(x.split("=", 1)[1])) for x in args.ge] or [("this", GE)]
     means = [float(m) for m in args.means_us.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-ge-") as tmp:
         work = Path(tmp)
@@ -112,22 +120,30 @@ def main(argv: list[str] | None = None) -> int:
         medians = []
         try:
             for mean in means:
-                runs = []
+                runs: dict[str, list[dict]] = {label: [] for label, _ in ges}
                 for rep in range(args.repetitions):
-                    r = one_run(work, mean, args, port, rep)
-                    runs.append(r)
-                    print(json.dumps(r), flush=True)
-                medians.append(median_line(runs))
-                print(json.dumps(medians[-1]), flush=True)
+                    for ge in ges:       # side by side: every binary once per repetition
+                        r = one_run(work, mean, args, port, rep, ge)
+                        runs[ge[0]].append(r)
+                        print(json.dumps(r), flush=True)
+                for label, _ in ges:
+                    medians.append(median_line(runs[label]))
+                    print(json.dumps(medians[-1]), flush=True)
         finally:
             dev.terminate()
             dev.communicate(timeout=10)
     # Acceptance (README): >= 50,000 requests/s with p99 send lag <= 50 us.
-    good = [m for m in medians if m["send_lag_p99_us"] <= LAG_P99_LIMIT_US]
-    best = max((m["achieved_rps"] for m in good), default=None)
-    print(json.dumps({"kind": "verdict", "sched": args.sched,
-                      "highest_rate_rps_with_p99_lag_le_50us": best,
-                      "meets_50k_rps": best is not None and best >= 50_000}), flush=True)
+    for label, _ in ges:
+        good = [m for m in medians if m["ge"] == label and m["send_lag_p99_us"] <= LAG_P99_LIMIT_US]
+        best = max((m["achieved_rps"] for m in good), default=None)
+        print(json.dumps({"kind": "verdict", "ge": label, "sched": args.sched,
+                          "highest_rate_rps_with_p99_lag_le_50us": best,
+                          "meets_50k_rps": best is not None and best >= 50_000}), flush=True)
+    print("\nmedians (p99 send lag, achieved rate):")
+    print(f"{'mean RIT':>9} " + " ".join(f"{label:>24}" for label, _ in ges))
+    for mean in means:
+        cells = [next(m for m in medians if m["ge"] == label and m["mean_rit_us"] == mean) for label, _ in ges]
+        print(f"{mean:>7g}us " + " ".join(f"{c['send_lag_p99_us']:>9.0f} us {c['achieved_rps']:>9.0f}/s" for c in cells))
     return 0
 
 

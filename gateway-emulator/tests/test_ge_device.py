@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from gehelpers import SAN_ENV, free_port, run_ge, write_trace
 
@@ -212,3 +214,32 @@ def test_sigterm_abandons_the_run_and_writes_nothing(ge_bin, make_device, tmp_pa
     assert proc.returncode == 1
     assert err.startswith("error: signal: interrupted")
     assert not out.exists() and not summary.exists() and not list(tmp_path.glob("*.tmp.*"))
+
+
+@pytest.mark.parametrize("binary", ["release", "asan"])
+def test_replies_are_stamped_when_they_arrive_not_when_read(binary, ge_bin, ge_asan_bin, make_device, tmp_path):
+    """The kernel's arrival stamp (SO_TIMESTAMPNS) times a reply, not the
+    moment the loop reads it: the GE is stopped (SIGSTOP) for 400 ms while
+    the replies of its first 40 requests (service 100 ms) arrive; read
+    only after SIGCONT, they must still show about 100 ms, not 100 ms +
+    the stop. Before, the read time stamped them (~0.5 s)."""
+    dev = make_device({"/s100ms": 100_000}, "--threads", "64")     # all 40 in service at once
+    trace = write_trace(tmp_path / "t.csv", [(0, 1000 * i, "GET", dev.uri("/s100ms")) for i in range(40)]
+                        + [(0, 1_000_000, "GET", dev.uri("/s100ms"))])
+    out, summ = trace.with_suffix(".out.csv"), trace.with_suffix(".summary.json")
+    binp = ge_bin if binary == "release" else ge_asan_bin
+    proc = subprocess.Popen([str(binp), "--trace", str(trace), "--out", str(out), "--summary", str(summ),
+                             "--quiet", "--start-at", str(int(time.time() * 1e6) + 500_000)],
+                            env={**os.environ, **SAN_ENV} if binary == "asan" else None, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(0.5 + 0.045)             # t0 + 45 ms: the 40 requests are out, no reply yet
+    proc.send_signal(signal.SIGSTOP)
+    time.sleep(0.4)
+    proc.send_signal(signal.SIGCONT)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    rows = pd.read_csv(out)
+    first = rows[rows.intended_us < 40_000]
+    assert (first.status == "ok").all() and len(first) == 40
+    assert first.send_lag_us.max() < 5_000, "the sends happened before the stop (else the test proves nothing)"
+    # Every reply arrived during the stop and was read after it.
+    assert first.response_us.between(100_000, 150_000).all(), first.response_us.describe()
