@@ -42,11 +42,17 @@ NBUCKETS = 2 * NPOS + 1
 ZERO = NPOS
 
 
-def bucket_of(v: np.ndarray) -> np.ndarray:
-    """The bucket (0 .. NBUCKETS-1, monotone in v) of each finite value."""
-    a = np.abs(np.asarray(v, dtype=np.float64))
-    k = (a.view(np.int64) >> _SHIFT) - (_K0 - 1)      # 0: below 2**EMIN; 1..NPOS above
+def bucket_of(v: np.ndarray, nonnegative: bool = False) -> np.ndarray:
+    """The bucket (0 .. NBUCKETS-1, monotone in v) of each finite value
+    (``nonnegative``: the caller knows none is below 0, or -0.0: fewer passes)."""
+    v = np.asarray(v, dtype=np.float64)
+    a = v if nonnegative else np.abs(v)
+    k = a.view(np.int64) >> _SHIFT
+    k -= _K0 - 1                                      # 0: below 2**EMIN; 1..NPOS above
     np.clip(k, 0, NPOS, out=k)
+    if nonnegative:
+        k += ZERO
+        return k
     return np.where(np.signbit(v), ZERO - k, ZERO + k)
 
 
@@ -136,7 +142,8 @@ class GroupQuantiles:
         self.sum = _grow(self.sum, self.groups)
         self.n[:top] += np.bincount(g, minlength=top)
         self.sum[:top] += np.bincount(g, weights=values, minlength=top)
-        self.vmin = min(self.vmin, float(values.min()))
+        lo = float(values.min())
+        self.vmin = min(self.vmin, lo)
         self.vmax = max(self.vmax, float(values.max()))
         if self._hist is None:
             self._vals.append(np.asarray(values, dtype=np.float64))
@@ -146,13 +153,13 @@ class GroupQuantiles:
                 vals, grps = np.concatenate(self._vals), np.concatenate(self._grps)
                 self._vals, self._grps, self._held = [], [], 0
                 self._hist = np.zeros((0, 0), np.int64)
-                self._count(grps.astype(np.int64), vals)
+                self._count(grps.astype(np.int64), vals, self.vmin >= 0)
             return
-        self._count(g, values)
+        self._count(g, values, lo >= 0)
 
-    def _count(self, g: np.ndarray, values: np.ndarray) -> None:
+    def _count(self, g: np.ndarray, values: np.ndarray, nonnegative: bool) -> None:
         assert self._hist is not None
-        b = bucket_of(values)
+        b = bucket_of(values, nonnegative)
         lo, hi = int(b.min()), int(b.max()) + 1
         h = self._hist
         if h.shape[1] == 0:
@@ -167,8 +174,11 @@ class GroupQuantiles:
         if h.shape[0] < self.groups:
             h = _grow(h, self.groups)
         span = h.shape[1]
-        flat = np.bincount(g * span + (b - self._off), minlength=self.groups * span)
-        h[:self.groups] += flat.reshape(self.groups, span)
+        if self.groups == 1:                # one group (a GE's own stream): no flat index
+            h[0] += np.bincount(b - self._off, minlength=span)
+        else:
+            flat = np.bincount(g * span + (b - self._off), minlength=self.groups * span)
+            h[:self.groups] += flat.reshape(self.groups, span)
         self._hist = h
 
     def dists(self, q: Sequence[float]) -> list[Dist | None]:
@@ -247,7 +257,13 @@ class BottomK:
             self._prune()
 
     def _prune(self) -> None:
-        order = np.lexsort((self._key, self._grp))
+        # (group, key) order by one float sort: keys are in [0, 1), so
+        # group + key orders by group first; exact for groups < 2**20
+        # (the key keeps 32 of its bits), else the two-key lexsort.
+        if self._grp.size and int(self._grp.max()) < 1 << 20:
+            order = np.argsort(self._grp + self._key)
+        else:
+            order = np.lexsort((self._key, self._grp))
         grp = self._grp[order]
         start = np.concatenate(([0], np.flatnonzero(np.diff(grp)) + 1))
         rank = np.arange(grp.size) - np.repeat(start, np.diff(np.concatenate((start, [grp.size]))))

@@ -68,6 +68,11 @@ def prefetched(batches: Iterator[pa.RecordBatch]) -> Iterator[GeArrays]:
             del cur
 
 
+def _kept(mask: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arrays where ``mask`` holds (the arrays themselves when it holds everywhere)."""
+    return arrays if mask.all() else tuple(x[mask] for x in arrays)
+
+
 def dist_dict(d: Dist | None, quantiles: Sequence[float]) -> dict[str, Any]:
     """A Dist in :func:`_integrity.dist`'s form, plus whether its quantiles are exact."""
     if d is None:
@@ -208,31 +213,43 @@ class GeStream:
         self._counts(a)
         slot = self._slots(a.device)
         g = len(self.ids)
+        # The RITs (a sort by device, their quantiles and KS samples: about
+        # half the work) in a second thread while this one does the rest:
+        # the two touch disjoint state, and NumPy drops the GIL in its loops.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            rit = pool.submit(self._rit, a, slot)
+            self._rest(a, slot, g)
+            rit.result()
+
+    def _rest(self, a: GeArrays, slot: np.ndarray, g: int) -> None:
+        """Everything of :meth:`add` but the RITs. The answered requests are
+        picked once and every statistic of them reads that pick (a mask
+        that keeps all is not applied): the same values in the same order
+        as picking each statistic's own, in fewer passes."""
+        a0, b0 = self.window
         for name in ("req", "okc", "sum_r", "sum_s"):
             setattr(self, name, _grow(getattr(self, name), g))
         self.req[:g] += np.bincount(slot, minlength=g)
         self.okc[:g] += np.bincount(slot[a.ok], minlength=g)
-        resp = np.where(a.ok, a.response, np.nan)
-        fin = np.isfinite(resp)
-        self.resp.add(slot[fin], resp[fin])
-        li = np.where(a.ok, a.latency_intended, np.nan)
-        f = np.isfinite(li)
-        self.lat.add(slot[f], li[f])
-        rd = normalized_deviation(resp, a.service)
-        f = np.isfinite(rd)
-        self.rd.add(slot[f], rd[f])
-        both = fin & np.isfinite(a.service)
-        self.sum_r[:g] += np.bincount(slot[both], weights=resp[both], minlength=g)
-        self.sum_s[:g] += np.bincount(slot[both], weights=a.service[both], minlength=g)
-        f = np.isfinite(a.send_lag)
-        self.lag.add(np.zeros(int(np.count_nonzero(f)), np.int64), a.send_lag[f])
-        w = np.clip(((a.intended[fin] - a0) / (b0 - a0) * _WINDOWS).astype(np.int64), 0, _WINDOWS - 1)
+        fin = a.ok & np.isfinite(a.response)
+        s_ok, resp, li, serv, at = _kept(fin, slot, a.response, a.latency_intended, a.service, a.intended)
+        self.resp.add(s_ok, resp)
+        s_li, li = _kept(np.isfinite(li), s_ok, li)
+        self.lat.add(s_li, li)
+        rd = normalized_deviation(resp, serv)
+        s_rd, rd = _kept(np.isfinite(rd), s_ok, rd)
+        self.rd.add(s_rd, rd)
+        s_both, r_both, sv_both = _kept(np.isfinite(serv), s_ok, resp, serv)
+        self.sum_r[:g] += np.bincount(s_both, weights=r_both, minlength=g)
+        self.sum_s[:g] += np.bincount(s_both, weights=sv_both, minlength=g)
+        (lag,) = _kept(np.isfinite(a.send_lag), a.send_lag)
+        self.lag.add(np.zeros(lag.size, np.int64), lag)
+        w = np.clip(((at - a0) / (b0 - a0) * _WINDOWS).astype(np.int64), 0, _WINDOWS - 1)
         self.win_n += np.bincount(w, minlength=_WINDOWS)
-        self.win_sum += np.bincount(w, weights=resp[fin], minlength=_WINDOWS)
+        self.win_sum += np.bincount(w, weights=resp, minlength=_WINDOWS)
         self._behind(a)
         if self.peak is not None:
             self.peak.add(a.intended)
-        self._rit(a, slot)
 
     def _counts(self, a: GeArrays) -> None:
         a0, b0 = self.window

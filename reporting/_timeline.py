@@ -104,7 +104,7 @@ def _batches(csv: Path):
     pq_path = csv.with_suffix(".parquet")
     if pq_path.exists():
         try:
-            f = pq.ParquetFile(pq_path)
+            f = pq.ParquetFile(pq_path, pre_buffer=False)       # bounded: see _load.GeData.batches
             if set(_COLS) <= set(f.schema_arrow.names):
                 yield from f.iter_batches(columns=_COLS, batch_size=1 << 18)
                 return

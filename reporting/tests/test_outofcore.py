@@ -228,3 +228,50 @@ def test_load_run_is_lazy_and_refuses_a_frame_too_big(make_run, monkeypatch) -> 
     monkeypatch.setattr(_load, "MAX_FRAME_ROWS", 10)
     with pytest.raises(UserError, match="batches"):
         wotbench.load_run(run).requests
+
+
+_PEAK = """
+import sys, tracemalloc
+import pyarrow as pa
+from wotbench.reporting import _analyze, _stream
+_stream.EXACT_MAX = 1 << 16                         # the histograms and KS samples at their bounds
+_stream.KS_MAX_PAIRS = 20_000                       # early: the regime of a long run
+_analyze.PeakBins = lambda w: _stream.PeakBins(w, exact_max=1 << 16)
+from wotbench.reporting._load import GeData, find_files, ge_data
+GeData.batches.__defaults__ = (None, 1 << 17)      # chunks well below both runs' sizes
+ge_data(find_files(sys.argv[1]))                    # the Parquet cache first, not measured
+arrow = [0]
+add = _stream.GeStream.add
+def watched(self, c):
+    add(self, c)
+    arrow[0] = max(arrow[0], pa.total_allocated_bytes())
+_stream.GeStream.add = watched
+tracemalloc.start()                                 # NumPy's allocations are traced
+_analyze.analyze(sys.argv[1])
+print(arrow[0] >> 20, tracemalloc.get_traced_memory()[1] >> 20)
+"""
+
+
+@pytest.mark.slow
+def test_analysis_memory_does_not_grow_with_the_run(tmp_path) -> None:
+    """The analysis of 0.5M and 4M requests (fresh processes, the Parquet
+    cache made first, chunks of 128k rows, the exact-quantile budgets
+    small): its peak Arrow and NumPy memory must not grow with the rows.
+    Arrow's did, by ~18 bytes per row (2.7 GiB RSS at 100M): Parquet's
+    pre-buffer cache kept every row group read until the file closed."""
+    import subprocess
+    import sys
+
+    from wotbench.reporting._synth import SynthSpec, synth_run
+
+    peaks = {}
+    for n in (500_000, 4_000_000):
+        run = tmp_path / f"run-{n}"
+        synth_run(run, SynthSpec(devices=20, rit_us=20 * 30e6 / n, measure_s=25.0, seed=3))
+        p = subprocess.run([sys.executable, "-c", _PEAK, str(run)], capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        peaks[n] = tuple(map(int, p.stdout.split()[-2:]))
+    print("analysis peaks (MB), Arrow and NumPy:", peaks)
+    (arrow_small, numpy_small), (arrow_big, numpy_big) = peaks[500_000], peaks[4_000_000]
+    assert arrow_big - arrow_small < 40, peaks       # pre-buffered: +83 MB here, and growing with the file
+    assert numpy_big - numpy_small < 32, peaks
