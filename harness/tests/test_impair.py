@@ -3,6 +3,7 @@ commands given to tc and Pumba, and the subnet choice."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import math
 from pathlib import Path
@@ -68,31 +69,38 @@ def test_free_subnets_avoid_everything_in_use():
     assert not any(a.overlaps(b) for i, a in enumerate(got) for b in got[i + 1:])
 
 
-@pytest.mark.docker
-def test_achieved_loss_rate(docker_client, tmp_path: Path):
-    """20% configured loss on one device, none on the other: measure both."""
-    resources = tmp_path / "r.csv"
-    resources.write_text("path,service_us\n/r0,0\n")
-    backend = DockerBackend(docker_client, res.new_run_id("losstest"))
+@contextlib.contextmanager
+def _two_devices(docker_client, tmp_path: Path, resources: str, imp: Impairment, name: str):
+    """Two devices on a run network, ``imp`` applied to the second (the
+    first is the control): yields their (address, port) targets."""
+    (tmp_path / "r.csv").write_text(resources)
+    backend = DockerBackend(docker_client, res.new_run_id(name))
     try:
         backend.create_networks(2)
         group = DeviceGroup("g", 2, threads=1)
-        nodes = backend.start_nodes([device_spec(f"dev-{i}", i, group, "0", resources, None)
+        nodes = backend.start_nodes([device_spec(f"dev-{i}", i, group, "0", tmp_path / "r.csv", None)
                                      for i in range(2)], progress=False)
         assert backend.wait_ready(nodes, 20) == []
-        targets = [(n.address, COAP_PORT) for n in nodes]
-        netem = backend.check_impairment([("devices[0].impairment", Impairment(loss=0.2))])
-        applied = backend.impair([(nodes[1], Impairment(loss=0.2))], netem, 60, tmp_path / "pumba.log")
+        netem = backend.check_impairment([("devices[0].impairment", imp)])
+        applied = backend.impair([(nodes[1], imp)], netem, 60, tmp_path / "pumba.log")
         assert applied["containers"] == 1
+        yield applied, [(n.address, COAP_PORT) for n in nodes]
+    finally:
+        backend.teardown()
+
+
+@pytest.mark.docker
+def test_achieved_loss_rate(docker_client, tmp_path: Path):
+    """20% configured loss on one device, none on the other: measure both."""
+    with _two_devices(docker_client, tmp_path, "path,service_us\n/r0,0\n", Impairment(loss=0.2),
+                      "losstest") as (_, targets):
         n = 1000
         clean = probe.answered_fraction(targets[0], n)
         lossy = probe.answered_fraction(targets[1], n)
-        sd = math.sqrt(0.2 * 0.8 / n)
-        print(f"achieved loss: {1 - lossy:.3f} (configured 0.200), control {1 - clean:.3f}")
-        assert clean > 0.99
-        assert abs((1 - lossy) - 0.2) < 4 * sd + 0.01
-    finally:
-        backend.teardown()
+    sd = math.sqrt(0.2 * 0.8 / n)
+    print(f"achieved loss: {1 - lossy:.3f} (configured 0.200), control {1 - clean:.3f}")
+    assert clean > 0.99
+    assert abs((1 - lossy) - 0.2) < 4 * sd + 0.01
 
 
 @pytest.mark.docker
@@ -100,29 +108,17 @@ def test_achieved_rate(docker_client, tmp_path: Path):
     """Rate shaping (issue W2 5/5: refused before, though this kernel has
     tbf): 200 kbit/s on one device, none on the other; both offered ~1.7
     Mbit/s of 1 KiB replies; measure the bit rate each delivers."""
-    resources = tmp_path / "r.csv"
-    resources.write_text("path,service_us,payload_bytes\n/r0,0,1024\n")
-    backend = DockerBackend(docker_client, res.new_run_id("ratetest"))
     rate = 200_000
-    try:
-        backend.create_networks(2)
-        group = DeviceGroup("g", 2, threads=1)
-        nodes = backend.start_nodes([device_spec(f"dev-{i}", i, group, "0", resources, None)
-                                     for i in range(2)], progress=False)
-        assert backend.wait_ready(nodes, 20) == []
-        imp = Impairment(rate_bps=rate)
-        netem = backend.check_impairment([("devices[0].impairment", imp)])
-        applied = backend.impair([(nodes[1], imp)], netem, 60, tmp_path / "pumba.log")
-        assert applied["how"].endswith("tbf") and applied["containers"] == 1
-        n, clean_bps = probe.delivered_rate((nodes[0].address, COAP_PORT), "/r0", 600, 0.005)
-        m, shaped_bps = probe.delivered_rate((nodes[1].address, COAP_PORT), "/r0", 600, 0.005)
-        print(f"achieved rate: {shaped_bps / 1e3:.1f} kbit/s (set {rate / 1e3:g}), {m} of 600 answered; "
-              f"control {clean_bps / 1e3:.0f} kbit/s, {n} answered")
-        assert n >= 594 and clean_bps > 5 * rate
-        assert abs(shaped_bps - rate) < 0.1 * rate
-        assert 60 < m < 300                      # the rest waited longer than tbf's queue and were dropped
-    finally:
-        backend.teardown()
+    with _two_devices(docker_client, tmp_path, "path,service_us,payload_bytes\n/r0,0,1024\n",
+                      Impairment(rate_bps=rate), "ratetest") as (applied, targets):
+        assert applied["how"].endswith("tbf")
+        n, clean_bps = probe.delivered_rate(targets[0], "/r0", 600, 0.005)
+        m, shaped_bps = probe.delivered_rate(targets[1], "/r0", 600, 0.005)
+    print(f"achieved rate: {shaped_bps / 1e3:.1f} kbit/s (set {rate / 1e3:g}), {m} of 600 answered; "
+          f"control {clean_bps / 1e3:.0f} kbit/s, {n} answered")
+    assert n >= 594 and clean_bps > 5 * rate
+    assert abs(shaped_bps - rate) < 0.1 * rate
+    assert 60 < m < 300                      # the rest waited longer than tbf's queue and were dropped
 
 
 def test_sidecar_keeps_net_admin_only_read_only_limited_on_the_harness_cores():
