@@ -222,7 +222,7 @@ def test_replies_are_stamped_when_they_arrive_not_when_read(binary, ge_bin, ge_a
     moment the loop reads it: the GE is stopped (SIGSTOP) for 400 ms while
     the replies of its first 40 requests (service 100 ms) arrive; read
     only after SIGCONT, they must still show about 100 ms, not 100 ms +
-    the stop. Before, the read time stamped them (~0.5 s)."""
+    the stop. Before, the read time stamped them (0.3-0.4 s)."""
     dev = make_device({"/s100ms": 100_000}, "--threads", "64")     # all 40 in service at once
     trace = write_trace(tmp_path / "t.csv", [(0, 1000 * i, "GET", dev.uri("/s100ms")) for i in range(40)]
                         + [(0, 1_000_000, "GET", dev.uri("/s100ms"))])
@@ -232,7 +232,7 @@ def test_replies_are_stamped_when_they_arrive_not_when_read(binary, ge_bin, ge_a
                              "--quiet", "--start-at", str(int(time.time() * 1e6) + 500_000)],
                             env={**os.environ, **SAN_ENV} if binary == "asan" else None, stderr=subprocess.PIPE,
                             text=True)
-    time.sleep(0.5 + 0.045)             # t0 + 45 ms: the 40 requests are out, no reply yet
+    time.sleep(0.5 + 0.06)              # t0 + 60 ms: the 40 requests are out, no reply yet
     proc.send_signal(signal.SIGSTOP)
     time.sleep(0.4)
     proc.send_signal(signal.SIGCONT)
@@ -240,6 +240,8 @@ def test_replies_are_stamped_when_they_arrive_not_when_read(binary, ge_bin, ge_a
     rows = pd.read_csv(out)
     first = rows[rows.intended_us < 40_000]
     assert (first.status == "ok").all() and len(first) == 40
-    assert first.send_lag_us.max() < 5_000, "the sends happened before the stop (else the test proves nothing)"
-    # Every reply arrived during the stop and was read after it.
-    assert first.response_us.between(100_000, 150_000).all(), first.response_us.describe()
+    assert first.send_lag_us.max() < 20_000, "the sends happened before the stop (else the test proves nothing)"
+    # Every reply arrived during the stop (60 .. 460 ms) and was read after
+    # it: stamped at its read, each would show >= 300 ms; at its arrival,
+    # the 100 ms service time plus the path.
+    assert first.response_us.between(100_000, 250_000).all(), first.response_us.describe()
