@@ -2,12 +2,13 @@
 row group at a time) computing everything the report needs of it, in
 memory that does not grow with the number of requests.
 
-The per-request arithmetic is the in-memory reference's
-(``_integrity.ge_integrity`` and ``per_device``); what carries across
-chunk boundaries is explicit: the last (intended, sent) of the GE's stream
-and of each device (the RIT of a chunk's first request), running counts and
-sums, the per-second and per-window bins, the quantile accumulators and the
-KS samples. What is exact and what is not:
+The per-request arithmetic is the in-memory reference's (``ge_integrity``
+and ``per_device`` in ``tests/_reference.py``, which the tests hold this
+pass to); what carries across chunk boundaries is explicit: the last
+(intended, sent) of the GE's stream and of each device (the RIT of a
+chunk's first request), running counts and sums, the per-second and
+per-window bins, the quantile accumulators and the KS samples. What is
+exact and what is not:
 
 - exact: every count, rate, mean, min, max, R_d ratio, the per-second
   series, the ten window means (response_window_cv), the 100 ms bins of

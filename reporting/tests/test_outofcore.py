@@ -13,10 +13,11 @@ import pytest
 import wotbench
 from wotbench import UserError
 from wotbench.reporting import _load, _parquet
-from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, ge_integrity, per_device
+from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays
 from wotbench.reporting._load import ANALYSIS_COLUMNS, find_files, ge_data, read_phases
 from wotbench.reporting._sketch import EMAX, EMIN, REL_ERROR, BottomK, GroupQuantiles, bucket_of, bucket_value
 from wotbench.reporting._stream import GeStream, chunk_arrays
+from wotbench.reporting.tests._reference import ge_integrity, per_device
 from wotbench.spec import Thresholds
 
 Q = [0, 0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100]
