@@ -1,6 +1,6 @@
 # wotbench-ge: the gateway emulator (included by the top-level Makefile).
 GE_DIR  := gateway-emulator
-GE_SRCS := cli.c hosts.c trace.c plan.c hist.c wire.c timers.c window.c reuse.c loop.c recv.c counters.c stats.c output.c rt.c
+GE_SRCS := cli.c hosts.c trace.c plan.c hist.c wire.c timers.c ring.c window.c reuse.c loop.c recv.c counters.c stats.c output.c rt.c
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.

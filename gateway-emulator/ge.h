@@ -388,6 +388,34 @@ struct ge_counters {
   GE_GARBAGE_COUNTERS(GE_COUNTER_FIELD)
 #undef GE_COUNTER_FIELD
 };
+
+/* ---- ring.c: a growable FIFO ring ----------------------------------- */
+
+/* Elements of `size` bytes (the same size in every call on one ring) in a
+ * power-of-two ring; a push into a full ring doubles it (`first` elements
+ * the first time) and unwraps it to start at 0. */
+struct ge_ring {
+  unsigned char *buf;
+  size_t cap, head, len; /* elements */
+};
+int ge_ring_grow(struct ge_ring *r, size_t size, size_t first); /* -1: OOM */
+void ge_ring_free(struct ge_ring *r);
+/* The i-th element from the front (i < len). */
+static inline void *ge_ring_at(const struct ge_ring *r, size_t size, size_t i) {
+  return r->buf + ((r->head + i) & (r->cap - 1)) * size;
+}
+/* A slot for a new element at the back; NULL: out of memory. */
+static inline void *ge_ring_push(struct ge_ring *r, size_t size, size_t first) {
+  if (r->len == r->cap && ge_ring_grow(r, size, first))
+    return NULL;
+  return ge_ring_at(r, size, r->len++);
+}
+/* Drops the front element (len > 0). */
+static inline void ge_ring_pop(struct ge_ring *r) {
+  r->head = (r->head + 1) & (r->cap - 1);
+  r->len--;
+}
+
 /* ---- window.c: the requests in memory ------------------------------- */
 
 /* One request from the moment it is parsed (ahead of its send) until its
@@ -420,9 +448,8 @@ void ge_win_free(struct ge_window *w);
 /* Per peer: the trace indices of its requests in memory, by rank, so that
  * an empty ACK or RST (MID, no token) finds its request. */
 struct ge_rankq {
-  uint32_t *v;
-  uint32_t cap, head, len;
-  uint32_t lo; /* rank of v[head] */
+  struct ge_ring r; /* uint32_t trace indices */
+  uint32_t lo;      /* rank of the front */
 };
 int ge_rankq_push(struct ge_rankq *q, uint32_t idx); /* the next rank */
 void ge_rankq_pop(struct ge_rankq *q);
@@ -436,8 +463,7 @@ void ge_rankq_free(struct ge_rankq *q);
  * so that a send can tell whether the request one cycle before it went
  * out less than 247 s earlier. */
 struct ge_sentq {
-  uint8_t *buf;
-  size_t cap, head, len; /* bytes, ring */
+  struct ge_ring r; /* bytes */
   uint32_t count, front_rank;
   int64_t front_ns, back_ns;
 };

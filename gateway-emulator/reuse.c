@@ -9,39 +9,29 @@
 
 #include "ge.h"
 
-static uint8_t at(const struct ge_sentq *q, size_t i) {
-  return q->buf[(q->head + i) & (q->cap - 1)];
+static uint8_t front_byte(const struct ge_sentq *q) {
+  return *(const uint8_t *)ge_ring_at(&q->r, 1, 0);
 }
 
 static int put_byte(struct ge_sentq *q, uint8_t b) {
-  if (q->len == q->cap) {
-    size_t ncap = q->cap ? q->cap * 2 : 256;
-    uint8_t *nb = malloc(ncap);
-    if (!nb)
-      return -1;
-    for (size_t i = 0; i < q->len; i++)
-      nb[i] = at(q, i);
-    free(q->buf);
-    q->buf = nb;
-    q->cap = ncap;
-    q->head = 0;
-  }
-  q->buf[(q->head + q->len++) & (q->cap - 1)] = b;
+  uint8_t *slot = ge_ring_push(&q->r, 1, 256);
+  if (!slot)
+    return -1;
+  *slot = b;
   return 0;
 }
 
 static void pop_front(struct ge_sentq *q) {
   if (--q->count == 0) {
-    q->head = q->len = 0;
+    q->r.head = q->r.len = 0;
     return;
   }
   uint64_t d = 0;
   unsigned shift = 0;
   uint8_t b;
   do {
-    b = at(q, 0);
-    q->head = (q->head + 1) & (q->cap - 1);
-    q->len--;
+    b = front_byte(q);
+    ge_ring_pop(&q->r);
     d |= (uint64_t)(b & 0x7f) << shift;
     shift += 7;
   } while (b & 0x80);
@@ -77,9 +67,9 @@ int ge_sentq_send(struct ge_sentq *q, uint32_t rank, uint64_t cycle, int64_t t,
   return 0;
 }
 
-size_t ge_sentq_bytes(const struct ge_sentq *q) { return q->cap; }
+size_t ge_sentq_bytes(const struct ge_sentq *q) { return q->r.cap; }
 
 void ge_sentq_free(struct ge_sentq *q) {
-  free(q->buf);
+  ge_ring_free(&q->r);
   memset(q, 0, sizeof *q);
 }

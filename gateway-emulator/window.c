@@ -63,35 +63,25 @@ void ge_win_free(struct ge_window *w) {
 }
 
 int ge_rankq_push(struct ge_rankq *q, uint32_t idx) {
-  if (q->len == q->cap) {
-    uint32_t ncap = q->cap ? q->cap * 2 : 16;
-    uint32_t *nv = malloc(ncap * sizeof *nv);
-    if (!nv)
-      return -1;
-    for (uint32_t i = 0; i < q->len; i++)
-      nv[i] = q->v[(q->head + i) & (q->cap - 1)];
-    free(q->v);
-    q->v = nv;
-    q->cap = ncap;
-    q->head = 0;
-  }
-  q->v[(q->head + q->len++) & (q->cap - 1)] = idx;
+  uint32_t *slot = ge_ring_push(&q->r, sizeof idx, 16);
+  if (!slot)
+    return -1;
+  *slot = idx;
   return 0;
 }
 
 void ge_rankq_pop(struct ge_rankq *q) {
-  q->head = (q->head + 1) & (q->cap - 1);
-  q->len--;
+  ge_ring_pop(&q->r);
   q->lo++;
 }
 
 int64_t ge_rankq_find(const struct ge_rankq *q, uint32_t rank) {
-  if (rank < q->lo || rank - q->lo >= q->len)
+  if (rank < q->lo || rank - q->lo >= q->r.len)
     return -1;
-  return q->v[(q->head + (rank - q->lo)) & (q->cap - 1)];
+  return *(const uint32_t *)ge_ring_at(&q->r, sizeof(uint32_t), rank - q->lo);
 }
 
 void ge_rankq_free(struct ge_rankq *q) {
-  free(q->v);
-  memset(q, 0, sizeof *q);
+  ge_ring_free(&q->r);
+  q->lo = 0;
 }
