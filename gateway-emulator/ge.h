@@ -512,7 +512,8 @@ struct ge_loop {
   struct ge_out out;
   struct ge_hist rit_submitted, send_lag, response, latency;
   int64_t sent_first_us, sent_prev_us;
-  uint64_t feed_forced; /* parses forced in front of a due send */
+  uint64_t feed_forced;   /* parses forced in front of a due send */
+  uint64_t output_forced; /* rows formatted in front of the sends (backlog) */
   bool oom;
   struct ge_heap heap;
   struct ge_counters c;

@@ -31,6 +31,13 @@
 #define GE_WRITE_SMALL (4u << 10)
 #define GE_GAP_MIN_NS 5000
 #define GE_WRITE_GAP_MIN_NS 20000
+/* Rows sent but not yet formatted beyond which output is done in front of
+ * the sends, GE_FORCE_UNIT rows at a time (memory.output_forced): a GE
+ * whose gaps do not suffice for its output (at its ceiling, e.g. a regular
+ * schedule past ~80k/s here) keeps bounded memory and pays in send lag,
+ * which the report shows, instead of growing until the run ends. */
+#define GE_BACKLOG_MAX (1u << 16)
+#define GE_FORCE_UNIT 64
 /* Reading replies: in a gap of at least this, and at least this often. */
 #define GE_DRAIN_GAP_NS 3000
 #define GE_DRAIN_MAX_NS 100000
@@ -483,6 +490,19 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
   }
 }
 
+/* Output in front of the sends: a backlog of GE_BACKLOG_MAX rows. */
+static int force_output(struct ge_loop *L, struct ge_err *e) {
+  L->output_forced += ge_out_format(L, GE_FORCE_UNIT);
+  size_t pending = L->out.len - L->out.start;
+  if ((pending >= GE_WRITE_UNIT || ge_out_full(&L->out)) &&
+      ge_out_write(&L->out, GE_WRITE_UNIT)) {
+    ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s",
+               strerror(L->out.err));
+    return -1;
+  }
+  return 0;
+}
+
 int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
   struct rxbuf *rx = malloc(sizeof *rx);
   if (!rx) {
@@ -527,6 +547,8 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
            next_due(L) - t >= GE_DRAIN_GAP_NS ||
            t - L->drained_at >= GE_DRAIN_MAX_NS) &&
           drain_replies(L, rx, L->undrained, e))
+        goto out;
+      if (L->next - L->out.row > GE_BACKLOG_MAX && force_output(L, e))
         goto out;
       /* --spin-us: a GE that shares its core (the CD-GE on a small host)
        * blocks while the next send and the next timer are far away, and

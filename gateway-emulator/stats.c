@@ -46,13 +46,14 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
           "  \"memory\": {\"window_peak_requests\": %llu, "
           "\"window_peak_bytes\": %llu, \"output_buffer_peak_bytes\": %zu, "
           "\"output_writes\": %llu, \"feed_forced\": %llu, "
-          "\"timer_heap_capacity\": %zu, \"hist_bytes\": %zu, "
-          "\"reuse_fifo_bytes\": %zu},\n",
+          "\"output_forced\": %llu, \"timer_heap_capacity\": %zu, "
+          "\"hist_bytes\": %zu, \"reuse_fifo_bytes\": %zu},\n",
           (unsigned long long)L->win.peak,
           (unsigned long long)(((L->win.peak + GE_CHUNK - 1) / GE_CHUNK + 1) *
                                GE_CHUNK * sizeof(struct ge_rec)),
           L->out.peak, (unsigned long long)L->out.writes,
-          (unsigned long long)L->feed_forced, L->heap.cap, hist, sentq);
+          (unsigned long long)L->feed_forced,
+          (unsigned long long)L->output_forced, L->heap.cap, hist, sentq);
 }
 
 void ge_json_str(FILE *f, const char *s) {

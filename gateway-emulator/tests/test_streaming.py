@@ -146,10 +146,14 @@ def test_bad_last_line_of_a_long_trace_sends_nothing(ge_bin, tmp_path):
 
 def test_peak_rss_does_not_grow_with_trace_length(ge_bin, make_device, tmp_path):
     """Peak RSS of 2,000,000 requests at 100,000/s against 200,000 at the
-    same rate: a ratio bound. Before streaming the GE held ~115 bytes per
-    request (the ratio was about 6)."""
+    same rate. Before streaming the GE held ~115 bytes per request: +207
+    MB here. Now what grows is only what its bounded state (requests in
+    flight or parsed ahead, the output buffer, timers, histograms, the
+    MID-reuse FIFO: the summary's `memory`) grew, plus a few MiB of
+    allocator slack; on a busy machine more requests wait for replies, so
+    a plain ratio of the two peaks was noise there."""
     dev = make_device({"/a": 0})
-    rss = {}
+    rss, bounded = {}, {}
     for n in (200_000, 2_000_000):
         ts = np.arange(n, dtype=np.int64) * 10
         trace = tmp_path / f"t{n}.csv"
@@ -161,5 +165,9 @@ def test_peak_rss_does_not_grow_with_trace_length(ge_bin, make_device, tmp_path)
         assert run.returncode == 0, run.stderr
         assert run.summary["requests"] == n and len(run.rows) == n
         rss[n] = run.summary["peak_rss_bytes"]
+        m = run.summary["memory"]
+        bounded[n] = sum(m[k] for k in ("window_peak_bytes", "output_buffer_peak_bytes", "hist_bytes",
+                                        "reuse_fifo_bytes"))
         run.out.unlink()
-    assert rss[2_000_000] / rss[200_000] < 1.3, rss
+    growth = rss[2_000_000] - rss[200_000]
+    assert growth <= max(0, bounded[2_000_000] - bounded[200_000]) + (4 << 20), (rss, bounded)
