@@ -295,6 +295,7 @@ void ge_heap_free(struct ge_heap *h);
 
 struct ge_rt {
   bool requested_fifo, fifo; /* asked for; in force */
+  bool given;                /* FIFO set on it from outside (its supervisor) */
   int priority;
   char error[160]; /* why FIFO was refused ("" when it was not) */
   int64_t budget_us, period_us;
@@ -309,11 +310,14 @@ struct ge_rt {
 };
 /* A loop gap longer than this is checked for a stall. */
 #define GE_RT_STALL_GAP_NS 1000000
+/* FIFO given from outside must be in force this long before the start. */
+#define GE_RT_WAIT_SLACK_NS 2000000
 /* 0 when RUNTIME/PERIOD is a usable budget (period 1 ms..1 s). */
 int ge_rt_check_budget(int64_t runtime_us, int64_t period_us);
 void ge_rt_init(struct ge_rt *rt, const struct ge_config *cfg);
-/* Switches to SCHED_FIFO when asked (else records why not). */
-int ge_rt_enter(struct ge_rt *rt, int64_t now);
+/* Switches to SCHED_FIFO when asked, or waits until `deadline` (monotonic
+ * ns) for it to be given from outside; else records why not. */
+int ge_rt_enter(struct ge_rt *rt, int64_t deadline);
 void ge_rt_leave(struct ge_rt *rt, int64_t now); /* back to SCHED_OTHER */
 void ge_rt_gap(struct ge_rt *rt, int64_t dt);    /* slow path of the tick */
 void ge_rt_blocked(struct ge_rt *rt, int64_t from, int64_t to);

@@ -207,9 +207,12 @@ int main(int argc, char **argv) {
   if (install_signals(&e) || ge_loop_open(&L, &e) ||
       ge_loop_feed(&L, GE_FEED_AHEAD, &e) < 0)
     goto done;
-  /* Loaded and pinned: real-time from here (or the reason why not). */
-  ge_rt_enter(&L.rt, ge_now_ns());
+  /* Loaded and pinned: real-time from here (or the reason why not); an
+   * unprivileged GE waits for it until 2 ms before its start instant. */
   int64_t offset = mono_minus_real();
+  ge_rt_enter(&L.rt, cfg.start_at_us >= 0
+                         ? cfg.start_at_us * 1000 + offset - GE_RT_WAIT_SLACK_NS
+                         : ge_now_ns());
   if (cfg.start_at_us >= 0) {
     L.t0 = cfg.start_at_us * 1000 + offset;
     L.start_epoch_us = cfg.start_at_us;

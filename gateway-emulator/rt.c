@@ -33,6 +33,7 @@
 #define GE_RT_GAP_MIN_NS 200000   /* idle in a gap only if at least this */
 #define GE_RT_WAKE_EARLY_NS 50000 /* and wake this long before the send */
 #define GE_RT_DEFAULT_PERIOD_NS 1000000000LL
+#define GE_RT_POLL_NS 1000000 /* waiting for FIFO to be given */
 
 int ge_rt_check_budget(int64_t runtime_us, int64_t period_us) {
   if (period_us < 1000 || period_us > 1000000 || runtime_us < 1 ||
@@ -59,22 +60,52 @@ void ge_rt_init(struct ge_rt *rt, const struct ge_config *cfg) {
       cfg->rt_period_us ? cfg->rt_period_us * 1000 : GE_RT_DEFAULT_PERIOD_NS;
 }
 
-int ge_rt_enter(struct ge_rt *rt, int64_t now) {
+/* SCHED_FIFO already in force, set on this process from outside: its
+ * priority in *prio. */
+static bool fifo_given(int *prio) {
+  struct sched_param sp;
+  if (sched_getscheduler(0) != SCHED_FIFO || sched_getparam(0, &sp))
+    return false;
+  *prio = sp.sched_priority;
+  return true;
+}
+
+/* A GE that may not take SCHED_FIFO itself (an unprivileged container:
+ * no CAP_SYS_NICE) is given it by its supervisor, which is root on the
+ * host (the harness: sched_setscheduler on the container's process); so
+ * EPERM is retried every GE_RT_POLL_NS until `deadline`. */
+int ge_rt_enter(struct ge_rt *rt, int64_t deadline) {
   if (rt->requested_fifo) {
     struct sched_param sp = {.sched_priority = rt->priority};
-    if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0) {
-      rt->fifo = true;
+    for (;;) {
+      if (fifo_given(&rt->priority)) {
+        rt->fifo = rt->given = true;
+        break;
+      }
+      if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0) {
+        rt->fifo = true;
+        break;
+      }
+      int err = errno;
+      struct timespec poll_ts = {0, GE_RT_POLL_NS};
+      if (err != EPERM || ge_now_ns() + GE_RT_POLL_NS > deadline ||
+          (nanosleep(&poll_ts, NULL) && errno != EINTR)) {
+        snprintf(rt->error, sizeof rt->error,
+                 "sched_setscheduler(SCHED_FIFO, %d): %s%s", rt->priority,
+                 strerror(err),
+                 err == EPERM ? " (and not given from outside in time)" : "");
+        break;
+      }
+    }
+    if (rt->fifo) {
       int64_t p = rt->period_us * 1000;
       rt->drain_ppm =
           rt->budget_us * 1000000 / rt->period_us - GE_RT_MARGIN_PPM;
       rt->cap_ns = p / 1000000 * GE_RT_MARGIN_PPM / 2;
       rt->half_ns = rt->cap_ns / 2;
-    } else {
-      snprintf(rt->error, sizeof rt->error,
-               "sched_setscheduler(SCHED_FIFO, %d): %s", rt->priority,
-               strerror(errno));
     }
   }
+  int64_t now = ge_now_ns();
   rt->last_ns = now;
   rt->window_start_ns = now;
   rt->nivcsw = nivcsw();
@@ -173,8 +204,11 @@ int ge_rt_idle(struct ge_rt *rt, int epfd, int64_t next_ns, struct ge_err *e) {
 void ge_rt_json(FILE *f, const struct ge_rt *rt) {
   fprintf(f,
           "  \"sched\": {\"policy\": \"%s\", \"requested\": \"%s\", "
-          "\"priority\": ",
-          rt->fifo ? "fifo" : "other", rt->requested_fifo ? "fifo" : "other");
+          "\"set_by\": %s, \"priority\": ",
+          rt->fifo ? "fifo" : "other", rt->requested_fifo ? "fifo" : "other",
+          !rt->fifo   ? "null"
+          : rt->given ? "\"outside\""
+                      : "\"self\"");
   if (rt->requested_fifo)
     fprintf(f, "%d", rt->priority);
   else

@@ -3,7 +3,10 @@ containers an RT budget (cgroup v1 with RT group scheduling, dockerd's
 ``--cpu-rt-runtime``), how the free budget is split between the CD-GE and
 the workload GEs, and the decision of ``gateway.scheduler`` recorded in
 the plan (wotbench-ge ``--sched fifo --rt-budget R/P``; the container gets
-exactly that budget and CAP_SYS_NICE, nothing else does).
+exactly that budget, nothing else does), and ``give_fifo``: the GE runs
+unprivileged (uid 65534, every capability dropped), so the harness, root on
+the host, sets SCHED_FIFO on its process once the container started; the
+GE waits for it until just before its start instant.
 
 The kernel requires the RT runtime/period ratios of a cgroup's children to
 sum to at most the parent's (/docker), so the free share is the parent's
@@ -30,6 +33,8 @@ CD_GE_SHARE = 0.05
 MIN_GE_SHARE = 0.2
 #: Kept free for rounding and for the kernel's own check.
 SLACK_SHARE = 0.005
+#: The SCHED_FIFO priority the harness gives a GE (wotbench-ge's --rt-prio).
+RT_PRIO = 50
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ def rt_available(root: Path = CPU_CGROUP, *, uid: int | None = None) -> RtAvaila
     """The local engine's free RT budget: /docker's runtime/period minus
     the ratios its containers already hold. ``root`` is the cpu cgroup
     mount (a fake tree in tests); ``uid`` the user GE containers run as
-    (the caller's: SCHED_FIFO needs root with CAP_SYS_NICE there)."""
+    (the caller's: only root can give a GE process SCHED_FIFO)."""
     uid = os.getuid() if uid is None else uid
     docker = root / "docker"
     try:
@@ -79,9 +84,30 @@ def rt_available(root: Path = CPU_CGROUP, *, uid: int | None = None) -> RtAvaila
         return RtAvailable(period, 0, "other containers hold Docker's whole RT budget "
                                       f"({held / period:.0%} of a core)")
     if uid != 0:
-        return RtAvailable(period, free, f"GE containers run as uid {uid} (the harness's): SCHED_FIFO "
-                                         "needs root in the container (run the harness as root)")
+        return RtAvailable(period, free, f"the harness runs as uid {uid}: only root can give the GEs "
+                                         "SCHED_FIFO (run the harness as root)")
     return RtAvailable(period, free)
+
+
+def give_fifo(pid: int | None, priority: int = RT_PRIO) -> str | None:
+    """Sets SCHED_FIFO at ``priority`` on every thread of host process
+    ``pid`` (a GE container's: the container has no CAP_SYS_NICE, the
+    harness has). The policy survives the exec of the container's init into
+    the GE. Returns None, or why not (the GE then records its fallback)."""
+    if pid is None:
+        return "its container has no process"
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError as err:
+        return f"/proc/{pid}/task: {err.strerror}"
+    for tid in tids:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+        except ProcessLookupError:
+            continue                            # a thread that ended meanwhile
+        except OSError as err:
+            return f"sched_setscheduler({tid}, SCHED_FIFO, {priority}): {err.strerror}"
+    return None
 
 
 @dataclass(frozen=True)

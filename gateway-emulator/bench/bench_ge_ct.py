@@ -3,7 +3,8 @@ to one core) against one wotbench-device container (another core) on a
 bridge network made for the bench, at 10k..200k requests/s, under the
 normal scheduler and under SCHED_FIFO inside an RT budget (the way a run
 starts its GE: --sched fifo --rt-budget, the container's
---cpu-rt-runtime and CAP_SYS_NICE), each without and with a CPU hog on
+--cpu-rt-runtime, uid 65534 with no capability, SCHED_FIFO given from
+the host before its --start-at), each without and with a CPU hog on
 the GE's core (a hardened nettools container running a shell busy loop).
 Repetitions are interleaved (every configuration once per round), and
 the table gives medians. Every container and the network carry a bench
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import statistics
 import sys
@@ -27,13 +29,15 @@ from typing import Any
 
 import docker
 
-from wotbench import _loopback as loopback
+from wotbench import _loopback as loopback, _rt as rt
 from wotbench._dockerenv import IMAGES, LABEL_OWNER, LABEL_RUN, hardening
 
 ROOT = Path(__file__).resolve().parents[2]
 RATES = (10_000, 50_000, 100_000, 150_000, 200_000)
 #: The GE's RT budget: what a one-GE run gets on this host (wotbench._rt).
 BUDGET = (895_000, 1_000_000)
+#: Under fifo the GE starts this long after its container (it waits for FIFO to be given).
+START_LEAD_S = 1.0
 
 
 def write_trace(path: Path, rate: int, duration_s: float, address: str, seed: int) -> None:
@@ -75,12 +79,19 @@ class Bench:
                 "--cpu", self.ge_core, "--quiet"]
         kw = hardening(memory_bytes=1 << 30, pids=16)
         if fifo:
-            argv += ["--sched", "fifo", "--rt-budget", f"{BUDGET[0]}/{BUDGET[1]}"]
-            kw.update(cpu_rt_runtime=BUDGET[0], cpu_rt_period=BUDGET[1], cap_add=["SYS_NICE"])
+            argv += ["--sched", "fifo", "--rt-prio", str(rt.RT_PRIO), "--rt-budget", f"{BUDGET[0]}/{BUDGET[1]}",
+                     "--start-at", str(int(time.time() * 1e6 + START_LEAD_S * 1e6))]
+            kw.update(cpu_rt_runtime=BUDGET[0], cpu_rt_period=BUDGET[1])
+        os.chown(work, 65534, 65534)
         ct = self.c.containers.run(IMAGES["ge"], argv, detach=True, cpuset_cpus=self.ge_core, network=self.net,
-                                   labels=self.label, user="0:0",
+                                   labels=self.label, user="65534:65534",
                                    volumes={str(work): {"bind": "/io", "mode": "rw"}}, **kw)
         self.objects.append(ct)
+        if fifo:
+            ct.reload()
+            why = rt.give_fifo(int(ct.attrs["State"]["Pid"]) or None)
+            if why:
+                raise RuntimeError(f"could not give the GE SCHED_FIFO: {why}")
         rc = ct.wait(timeout=120)["StatusCode"]
         if rc != 0:
             raise RuntimeError(f"wotbench-ge exited {rc}: {ct.logs().decode()[-500:]}")

@@ -6,8 +6,11 @@ timings."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from gehelpers import SAN_ENV, run_ge, write_trace
@@ -40,7 +43,7 @@ def test_fifo_recorded_with_budget(asan, ge_bin, ge_asan_bin, make_device, tmp_p
     assert run.returncode == 0, run.stderr
     assert (run.rows.status == "ok").all()
     s = run.summary["sched"]
-    assert s["policy"] == "fifo" and s["requested"] == "fifo" and s["error"] is None
+    assert s["policy"] == "fifo" and s["requested"] == "fifo" and s["error"] is None and s["set_by"] == "self"
     assert (s["priority"], s["budget_us"], s["period_us"]) == (20, 200_000, 1_000_000)
     # the loop stayed inside its budget by construction (0.17 + margin/2)
     assert 0 < s["duty_max"] <= 0.2
@@ -54,12 +57,53 @@ def test_fallback_recorded_when_fifo_refused(ge_bin, make_device, tmp_path):
                            "--summary", str(summary), "--quiet", "--sched", "fifo",
                            "--rt-budget", "50000/1000000"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    import json
     s = json.loads(summary.read_text())
     assert s["ok"] == 200
     assert s["sched"]["policy"] == "other" and s["sched"]["requested"] == "fifo"
     assert "Operation not permitted" in s["sched"]["error"]
     assert s["sched"]["yields"] == 0
+
+
+def _unprivileged_ge(ge_bin, trace, tmp_path, start_in_s: float) -> tuple[subprocess.Popen, Path]:
+    summary = tmp_path / "s.json"
+    start_at = int(time.time() * 1e6 + start_in_s * 1e6)
+    proc = subprocess.Popen([*NO_SYS_NICE, str(ge_bin), "--trace", str(trace), "--out", str(tmp_path / "o.csv"),
+                             "--summary", str(summary), "--quiet", "--sched", "fifo", "--rt-prio", "20",
+                             "--rt-budget", "200000/1000000", "--start-at", str(start_at)],
+                            stderr=subprocess.PIPE, text=True)
+    return proc, summary
+
+
+def test_fifo_given_from_outside_to_an_unprivileged_ge(ge_bin, make_device, tmp_path):
+    """A GE without CAP_SYS_NICE (as in its unprivileged container) cannot
+    take SCHED_FIFO; its supervisor (the harness, root on the host) sets
+    it on the process before the start instant. The GE takes it, with the
+    priority it was given, and says it came from outside."""
+    dev = make_device({"/a": 0})
+    trace = poisson_trace(tmp_path / "t.csv", dev.uri("/a"), 200, 1000)
+    proc, summary = _unprivileged_ge(ge_bin, trace, tmp_path, 1.5)
+    time.sleep(0.5)
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    assert os.sched_getscheduler(proc.pid) != os.SCHED_FIFO     # setpriv exec'd the GE: this is its pid
+    os.sched_setscheduler(proc.pid, os.SCHED_FIFO, os.sched_param(30))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    s = json.loads(summary.read_text())
+    assert s["ok"] == 200
+    sched = s["sched"]
+    assert (sched["policy"], sched["set_by"], sched["priority"], sched["error"]) == ("fifo", "outside", 30, None)
+    assert 0 < sched["duty_max"] <= 0.2
+
+
+def test_fifo_not_given_in_time_falls_back_and_starts_on_time(ge_bin, make_device, tmp_path):
+    dev = make_device({"/a": 0})
+    trace = poisson_trace(tmp_path / "t.csv", dev.uri("/a"), 100, 1000)
+    proc, summary = _unprivileged_ge(ge_bin, trace, tmp_path, 0.5)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err                           # not "the start instant passed"
+    s = json.loads(summary.read_text())
+    assert s["ok"] == 100 and s["sched"]["policy"] == "other" and s["sched"]["set_by"] is None
+    assert "not given from outside in time" in s["sched"]["error"]
 
 
 def test_fifo_yields_inside_a_half_budget_at_high_rate(ge_bin, make_device, tmp_path):

@@ -57,7 +57,7 @@ class ContainerSpec:
     as_caller: bool = False         # run as the harness's uid (it writes into the run folder)
     node: str | None = None         # engine node to place it on; None: the backend chooses
     entrypoint: tuple[str, ...] | None = None   # another program of its image (None: the image's)
-    rt_budget: RtBudget | None = None   # a SCHED_FIFO GE/CD-GE: its RT budget (and CAP_SYS_NICE)
+    rt_budget: RtBudget | None = None   # a SCHED_FIFO GE/CD-GE: its RT budget (the harness gives it FIFO)
 
     @property
     def image_role(self) -> str:

@@ -175,9 +175,8 @@ class DockerBackend:
             kwargs["entrypoint"] = list(spec.entrypoint)
         if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
             kwargs["init"] = True
-        if spec.rt_budget is not None:  # SCHED_FIFO GE/CD-GE: its RT budget and CAP_SYS_NICE only
-            kwargs.update(cpu_rt_runtime=spec.rt_budget.runtime_us, cpu_rt_period=spec.rt_budget.period_us,
-                          cap_add=["SYS_NICE"])
+        if spec.rt_budget is not None:  # SCHED_FIFO GE/CD-GE: its RT budget (FIFO given by the harness)
+            kwargs.update(cpu_rt_runtime=spec.rt_budget.runtime_us, cpu_rt_period=spec.rt_budget.period_us)
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
         return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
                 "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra), **kwargs}
@@ -185,13 +184,12 @@ class DockerBackend:
     @staticmethod
     def _user_for(spec: ContainerSpec) -> str:
         """The user of a container that runs as the caller: a GE not as root
-        (it writes its results through the folders it owns, chowned here)
-        unless it runs SCHED_FIFO: that needs CAP_SYS_NICE, which Docker
-        20.10 gives only to uid 0 (no ambient capabilities), and runc cannot
-        raise RLIMIT_RTPRIO instead with every capability dropped ("error
-        setting rlimit type 14: operation not permitted"). The monitor runs
-        as the harness's user."""
-        if os.getuid() == 0 and spec.role in UNPRIVILEGED_ROLES and spec.rt_budget is None:
+        (it writes its results through the folders it owns, chowned here),
+        also under SCHED_FIFO: the harness gives it the policy from the
+        host (``wotbench._rt.give_fifo``), so the container needs no
+        CAP_SYS_NICE (Docker 20.10 grants capabilities only to uid 0). The
+        monitor runs as the harness's user."""
+        if os.getuid() == 0 and spec.role in UNPRIVILEGED_ROLES:
             for m in spec.mounts:
                 if m.writable:
                     os.chown(m.source, UNPRIVILEGED_UID, UNPRIVILEGED_UID)

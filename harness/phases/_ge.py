@@ -13,7 +13,7 @@ import pandas as pd
 
 from wotbench import _results as res, layout
 from wotbench._plan import Plan
-from wotbench._rt import RtBudget
+from wotbench._rt import RT_PRIO, RtBudget
 from wotbench.backend import ContainerSpec, Mount
 from wotbench.phases._context import RunContext
 from wotbench.phases._layout import HostPart, Layout, Node
@@ -56,7 +56,7 @@ def ge_argv(gw: Gateway, *, trace: str, hosts: str, out: str, summary: str, star
     if spin_us is not None:
         argv += ["--spin-us", str(spin_us)]
     if rt_budget is not None:          # the plan's SCHED_FIFO budget (wotbench._rt)
-        argv += ["--sched", "fifo", "--rt-budget", rt_budget]
+        argv += ["--sched", "fifo", "--rt-prio", str(RT_PRIO), "--rt-budget", rt_budget]
     return argv
 
 

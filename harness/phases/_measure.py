@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from wotbench import _prime, _results as res
+from wotbench import _prime, _results as res, _rt
 from wotbench._monitor import Collectl
 from wotbench._plan import cpuset
 from wotbench.backend import ContainerSpec, Mount, Started
@@ -93,10 +93,14 @@ def _start_ges(ctx: RunContext, jobs: Sequence[tuple[ContainerSpec, int]], first
     with ThreadPoolExecutor(len(jobs) if parallel else 1, thread_name_prefix="ge") as pool:
         started = list(pool.map(ctx.backend.start_ge, [spec for spec, _ in jobs]))
     ges = []
-    for st, (_, lines) in zip(started, jobs):
+    for st, (spec, lines) in zip(started, jobs):
         ctx.started([st])
         ctx.observed.ge(st.key, container=st.name, trace_lines=lines,
                         **({"node": st.node} if st.node is not None else {}))
+        if spec.rt_budget is not None:        # it runs unprivileged: FIFO comes from here
+            why = _rt.give_fifo(ctx.backend.pid_of(st))
+            if why:
+                ctx.say(f"{st.key}: could not give it SCHED_FIFO ({why}); it will run under the normal scheduler")
         ges.append(st)
     up_us = time.time_ns() // 1000
     ctx.observed.start = {"start_at_epoch_us": first_start_us, "ges_up_epoch_us": up_us,

@@ -83,13 +83,14 @@ def test_budget_reaches_argv_and_container():
     from wotbench.spec._sections import Gateway
     argv = ge_argv(Gateway(), trace="t", hosts="h", out="o", summary="s", start_at_us=1, late_us=100,
                    rt_budget="895000/1000000")
-    assert argv[-4:] == ["--sched", "fifo", "--rt-budget", "895000/1000000"]
+    assert argv[-6:] == ["--sched", "fifo", "--rt-prio", "50", "--rt-budget", "895000/1000000"]
     from wotbench.backend import ContainerSpec, DockerBackend
     be = DockerBackend(None, "20261123-000000-t-abcdef")  # type: ignore[arg-type]  # create_args needs no engine
     spec = ContainerSpec("ge-0", "ge", tuple(argv), "1", 1 << 30, 16, rt_budget=rt.RtBudget.parse(argv[-1]))
     args = be.create_args(spec, "0:0")
-    assert (args["cpu_rt_runtime"], args["cpu_rt_period"], args["cap_add"]) == (895_000, 1_000_000, ["SYS_NICE"])
-    plain = be.create_args(ContainerSpec("ge-0", "ge", tuple(argv[:-4]), "1", 1 << 30, 16), "0:0")
+    assert (args["cpu_rt_runtime"], args["cpu_rt_period"]) == (895_000, 1_000_000)
+    assert "cap_add" not in args and args["cap_drop"] == ["ALL"]     # FIFO is given from the host
+    plain = be.create_args(ContainerSpec("ge-0", "ge", tuple(argv[:-6]), "1", 1 << 30, 16), "0:0")
     assert "cpu_rt_runtime" not in plain and "cap_add" not in plain
 
 
@@ -110,8 +111,9 @@ def test_run_ge_and_cd_ge_fifo(docker_client, spec_file, make_spec, tmp_path, wo
     for summary, want in ((run_dir / "ge" / "ge-0.summary.json", budget),
                           (run_dir / "cd" / "cd-ge.summary.json", placement["cd_ge_rt_budget"])):
         s = json.loads(summary.read_text())["sched"]
-        assert s["policy"] == "fifo", s
+        assert (s["policy"], s["set_by"], s["priority"]) == ("fifo", "outside", rt.RT_PRIO), s
         assert f"{s['budget_us']}/{s['period_us']}" == want
+        assert summary.stat().st_uid == 65534, "a FIFO GE runs unprivileged too (issue W2 5/5)"
     assert run_objects(run_dir.name) == ([], [])
 
 
