@@ -177,6 +177,13 @@ def _restart_problems(h: A) -> list[str]:
             "its state and counters began again" for c in h.get("nodes_restarted") or ()]
 
 
+def _cut_off_problems(h: A) -> list[str]:
+    return [f"{c.get('role')} {c.get('key')} (container {c['container']}) was cut off the network during the "
+            f"test: its address {c['address']} was no longer attached at the end"
+            + (f" (it had {', '.join(c['addresses'])})" if c["addresses"] else " (it had no network left)")
+            for c in h.get("nodes_cut_off") or ()]
+
+
 def _ge_problems(h: A) -> list[str]:
     out = []
     for key, g in sorted(h["ges"].items()):
@@ -199,17 +206,20 @@ def _start_problems(h: A) -> list[str]:
 
 
 def check_harness(a: A, th: Thresholds) -> Check:
-    """What the harness saw (observed.json): nodes running to the end, GEs
-    exiting 0 with one output row per trace line, GEs up in time; across a
-    swarm also every node up to the end and every device host's probe answered."""
+    """What the harness saw (observed.json): nodes running to the end, not
+    restarted and still on their networks, GEs exiting 0 with one output
+    row per trace line, GEs up in time; across a swarm also every node up
+    to the end and every device host's probe answered."""
     h = a["harness"]
     if not h["recorded"]:
         return True, (f"no {layout.OBSERVED} (GE files alone, or an older run): "
                       "harness observations not checked")
-    problems = swarm_problems(a) + _node_problems(h) + _restart_problems(h) + _ge_problems(h) + _start_problems(h)
+    problems = (swarm_problems(a) + _node_problems(h) + _restart_problems(h) + _cut_off_problems(h)
+                + _ge_problems(h) + _start_problems(h))
     if problems:
         return False, "; ".join(problems)
-    return True, (f"{h['nodes']} device/CD containers ran to the end without a restart; {len(h['ges'])} GE(s) exited 0 with "
+    return True, (f"{h['nodes']} device/CD containers ran to the end without a restart, on their networks; "
+                  f"{len(h['ges'])} GE(s) exited 0 with "
                   "one output row per trace line, up before their start instant" + swarm_seen(a))
 
 

@@ -40,6 +40,16 @@ def _restarted(nodes: dict[str, dict[str, Any]], ges_up_us: int | None) -> list[
     return out
 
 
+def _cut_off(nodes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running nodes whose address was no longer attached at the end
+    (``docker network disconnect``, a network removed): the GEs' requests
+    to them could not arrive."""
+    return [{"container": name, "key": c.get("key"), "role": c.get("role"), "address": c["address"],
+             "addresses": c["addresses"]} for name, c in sorted(nodes.items())
+            if c.get("status") == "running" and c.get("address") and c.get("addresses") is not None
+            and c["address"] not in c["addresses"]]
+
+
 def harness_section(files: RunFiles) -> dict[str, Any]:
     """observed.json in brief: the nodes that were not running at the end of
     the load, every GE's exit and rows vs trace lines, the start, the
@@ -56,6 +66,7 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
         "nodes_not_running": [{"container": n, **c} for n, c in sorted(nodes.items())
                               if c.get("status") != "running"],
         "nodes_restarted": _restarted(nodes, (doc.get("start") or {}).get("ges_up_epoch_us")),
+        "nodes_cut_off": _cut_off(nodes),
         "ges": doc.get("ges") or {},
         "start": doc.get("start"),
         "impairment": doc.get("impairment"),

@@ -83,6 +83,16 @@ class ContainerState:
     oom_killed: bool | None
     started_at: str | None = None   # the engine's State.StartedAt (RFC 3339): later than the run started it = restarted
     restarts: int | None = None     # the engine's RestartCount (restarts by a restart policy)
+    addresses: tuple[str, ...] | None = None   # its IPv4 addresses on the run's networks (None: unknown)
+
+    @classmethod
+    def of(cls, info: dict[str, Any]) -> ContainerState:
+        """The state of an engine's ``inspect`` of a container."""
+        st = info.get("State") or {}
+        nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
+        return cls(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"), st.get("StartedAt"),
+                   info.get("RestartCount"), tuple(sorted(n["IPAddress"] for n in nets.values()
+                                                          if n.get("IPAddress"))))
 
     @property
     def running(self) -> bool:

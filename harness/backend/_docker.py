@@ -331,9 +331,7 @@ class DockerBackend:
                 info = self.client.api.inspect_container(name)
             except docker.errors.NotFound:
                 return name, ContainerState("removed", None, None)
-            st = info.get("State", {})
-            return name, ContainerState(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"),
-                                        st.get("StartedAt"), info.get("RestartCount"))
+            return name, ContainerState.of(info)
         return dict(self._each(inspect, self.containers))
 
     def stop_all(self, timeout_s: int = 2) -> None:

@@ -19,6 +19,7 @@ import ipaddress
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,13 +229,15 @@ class SwarmBackend(DockerBackend):
             if node in self.lost:
                 return name, ContainerState("lost", None, None)
             try:
-                st = self.engines[node].api.inspect_container(name).get("State", {})
+                info = self.engines[node].api.inspect_container(name)
             except docker.errors.NotFound:
                 return name, ContainerState("removed", None, None)
             except _ERRORS as exc:
                 self.lose(node, f"inspecting {name}: {type(exc).__name__}")
                 return name, ContainerState("lost", None, None)
-            return name, ContainerState(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"))
+            state = ContainerState.of(info)
+            # Another host's StartedAt is on its own clock: restarts are judged by its RestartCount.
+            return name, replace(state, started_at=None) if self.remote(node) else state
         return dict(self._each(inspect, self.containers))
 
     def _live(self) -> dict[str, Any]:

@@ -50,14 +50,16 @@ class Observations:
 
     def started(self, st: Started) -> None:
         self.containers[st.name] = {"key": st.key, "role": st.role,
-                                    **({"node": st.node} if st.node is not None else {})}
+                                    **({"node": st.node} if st.node is not None else {}),
+                                    **({"address": st.address} if st.address else {})}
 
     def states(self, states: Mapping[str, ContainerState]) -> None:
         for name, s in states.items():
             self.containers.setdefault(name, {}).update(
                 status=s.status, exit_code=s.exit_code, oom_killed=s.oom_killed,
                 **({"started_at": s.started_at} if s.started_at else {}),
-                **({"restarts": s.restarts} if s.restarts is not None else {}))
+                **({"restarts": s.restarts} if s.restarts is not None else {}),
+                **({"addresses": list(s.addresses)} if s.addresses is not None else {}))
 
     def ge(self, key: str, **facts: Any) -> None:
         self.ges.setdefault(key, {}).update(facts)

@@ -216,6 +216,35 @@ def test_restarted_device_makes_the_run_invalid_naming_it(live_run, docker_clien
     _gone(run_objects, run_id, 1)
 
 
+def test_device_cut_off_the_network_is_named(live_run, docker_client, spec_file, make_spec, tmp_path,
+                                              run_objects, one_headline):
+    """`docker network disconnect` of a device mid-measurement (issue W2 5/5:
+    the run was invalid only as "13% timeouts"): the harness check names
+    the device and its lost address, and the errors check names the device
+    whose requests timed out."""
+    live = live_run(spec_file(make_spec(count=3, measure="10s", name="cutoff", rit="exp:50ms")),
+                   tmp_path / "res")
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    t0 = json.loads((tmp_path / "res" / run_id / "phases.json").read_text())["t0_epoch_us"]
+    while time.time() * 1e6 < t0 + 3e6:
+        time.sleep(0.1)
+    ct = docker_client.containers.get(f"wb-{run_id[-6:]}-dev-1")
+    (net, info), = ct.attrs["NetworkSettings"]["Networks"].items()
+    docker_client.networks.get(net).disconnect(ct)
+    assert live.finish(timeout=120) == 0, "\n".join(live.lines)
+    run_dir = tmp_path / "res" / run_id
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["verdict"] == "invalid"
+    assert summary["reasons"][0] == (
+        f"harness: device dev-1 (container {ct.name}) was cut off the network during the test: its address "
+        f"{info['IPAddress']} was no longer attached at the end (it had no network left)")
+    assert one_headline(run_dir) == ("INVALID", summary["reasons"][0])
+    errors = next(r for r in summary["reasons"] if r.startswith("errors: "))
+    assert "failed requests by device: device 1 " in errors, errors
+    _gone(run_objects, run_id, 1)
+
+
 def test_bad_spec_exits_2_with_one_line_and_creates_nothing(docker_client, spec_file, make_spec,
                                                             tmp_path, wotbench_cli):
     before = {c.id for c in docker_client.containers.list(all=True, filters={"label": LABEL_RUN})}

@@ -48,6 +48,9 @@ def test_ge_files_alone_say_the_harness_records_are_missing(make_run):
     (lambda o: o["ges"]["ge-0"].update(exit_code=None, killed=True), ["ge-0 was killed: it did not finish in time"]),
     (lambda o: o["ges"]["ge-0"].update(rows=o["ges"]["ge-0"]["rows"] - 5), ["output rows for"]),
     (lambda o: o["start"].update(late_us=250_000), ["not all up at their start instant (250 ms late"]),
+    (lambda o: o["containers"]["wb-synth-dev-1"].update(address="172.30.0.11", addresses=[]),
+     ["device dev-1 (container wb-synth-dev-1) was cut off the network during the test: its address "
+      "172.30.0.11 was no longer attached at the end (it had no network left)"]),
 ])
 def test_every_harness_observation_can_make_the_run_invalid(make_run, edit, words):
     run = make_run()
@@ -139,3 +142,16 @@ def test_a_node_started_after_the_ges_were_up_counts_as_restarted():
     got = _restarted(nodes, up)
     assert [c["key"] for c in got] == ["dev-1", "dev-3"]
     assert [c["key"] for c in _restarted(nodes, None)] == ["dev-3"]      # no start record: only the count
+
+
+def test_a_node_still_on_its_network_is_not_cut_off():
+    from wotbench.reporting._records import _cut_off
+
+    nodes = {
+        "a": {"key": "dev-0", "role": "device", "status": "running", "address": "10.0.0.2", "addresses": ["10.0.0.2"]},
+        "b": {"key": "dev-1", "role": "device", "status": "running", "address": "10.0.0.3"},       # not recorded
+        "c": {"key": "dev-2", "role": "device", "status": "exited", "address": "10.0.0.4", "addresses": []},
+        "d": {"key": "dev-3", "role": "device", "status": "running", "address": "10.0.0.5",
+              "addresses": ["10.9.0.5"]},
+    }
+    assert [(c["key"], c["addresses"]) for c in _cut_off(nodes)] == [("dev-3", ["10.9.0.5"])]
