@@ -20,7 +20,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wotbench import _budget as budget, _dockerenv as dockerenv, _reaper as reaper, _results as res, phases
+import requests
+
+from wotbench import (_budget as budget, _coreclaim as coreclaim, _dockerenv as dockerenv, _reaper as reaper,
+                      _results as res, phases)
 from wotbench._errors import UserError
 from wotbench._inventory import Inventory, read_inventory
 from wotbench.spec import load
@@ -39,9 +42,17 @@ class RunFailed(Exception):
     keeps INCOMPLETE with the traceback."""
 
     def __init__(self, run_dir: Path, cause: Exception) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
+        super().__init__(describe(cause))
         self.run_dir = run_dir
         self.cause = cause
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, in one line; a lost engine connection says so."""
+    what = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        return f"the Docker engine stopped answering during the run (restarted or stopped?): {what}"
+    return what
 
 
 class Interrupted(KeyboardInterrupt):
@@ -117,7 +128,7 @@ class Run:
                 self._phases(pre)
         except BaseException as exc:
             why = (f"interrupted by {exc}" if isinstance(exc, KeyboardInterrupt)
-                   else f"error: {type(exc).__name__}: {exc}")
+                   else f"error: {describe(exc)}")
             res.mark_incomplete(self.dir, why + "\n" + "".join(traceback.format_exception(exc)))
             phases.finish_manifest(ctx, why)
             with contextlib.suppress(OSError):
@@ -182,14 +193,26 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         opts.say(f"removed what {len(dead)} run(s) whose harness died left behind ({n_ct} container(s), "
                  f"{n_net} network(s)): {', '.join(dead[:5])}{' ...' if len(dead) > 5 else ''}"
                  + (f"; not removable (moby#42119, restart dockerd): {', '.join(stuck)}" if stuck else ""))
-    busy = dockerenv.busy_ge_cores(client)
+    ge_cores: set[int] = set()
     for rs in runs:
         try:
             pre = preflight(rs.spec, client, inventory)
-            if not pre.layout.swarm:
-                _refuse_busy_ge_cores(pre.layout.parts[0].plan.ge_cores, busy)
         except UserError as err:
             raise phases.locate(err, rs)
+        if not pre.layout.swarm:
+            ge_cores.update(pre.layout.parts[0].plan.ge_cores)
+    # Claimed first (atomic across this host's harnesses), then checked
+    # against GE containers still running without a harness.
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(coreclaim.claim_ge_cores(ge_cores, f"run of {runs[0].spec.name}"))
+            _refuse_busy_ge_cores(sorted(ge_cores), dockerenv.busy_ge_cores(client))
+        except UserError as err:
+            raise phases.locate(err, runs[0])
+        return _run_each(runs, opts, client, inventory)
+
+
+def _run_each(runs: Sequence[RunSpec], opts: RunOptions, client: Any, inventory: Inventory) -> list[Path]:
     dirs = []
     for i, rs in enumerate(runs, 1):
         if len(runs) > 1:

@@ -1,14 +1,20 @@
 """Two runs at once on one host (issue W2 5/5): a run whose GE would share a
-core with the running GE of another run is refused before anything starts."""
+core with the running GE of another run is refused before anything starts,
+also when both start at the same moment (host-wide claims, _coreclaim)."""
 
 from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from wotbench import _dockerenv as dockerenv, _results as res
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.docker
@@ -31,3 +37,55 @@ def test_run_refuses_a_core_held_by_another_runs_ge(docker_client, spec_file, ma
         assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())
     finally:
         ct.remove(force=True)
+
+
+def test_claims_exclude_each_other_and_die_with_their_holder(tmp_path):
+    """Two claims on one core (flock on the core's file): the second is a
+    UserError naming the core and the holder; a killed holder frees it."""
+    from wotbench._coreclaim import claim_ge_cores
+    from wotbench._errors import UserError
+
+    with claim_ge_cores([1, 3], "run of a", folder=tmp_path):
+        with pytest.raises(UserError, match=r"core 3 is claimed by the GE of a run in progress on this host "
+                                            rf"\(run of a, harness pid {os.getpid()}, since") as err:
+            with claim_ge_cores([3, 5], "run of b", folder=tmp_path):
+                pass
+        assert err.value.field == "placement"
+        with claim_ge_cores([5], "run of b", folder=tmp_path):    # b held nothing after its refusal
+            pass
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from wotbench._coreclaim import claim_ge_cores\n"
+        f"with claim_ge_cores([3], 'run of c', folder=Path({str(tmp_path)!r})):\n"
+        "    print('held', flush=True); time.sleep(600)")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match="run of c"):
+            with claim_ge_cores([3], "run of d", folder=tmp_path):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with claim_ge_cores([3], "run of d", folder=tmp_path):        # SIGKILL released it
+        pass
+
+
+@pytest.mark.docker
+def test_two_runs_started_together_one_refused(docker_client, spec_file, make_spec, tmp_path, run_objects):
+    """Two `wotbench run` of specs whose GE takes the same core, started at
+    the same moment (issue W2 5/5): one runs, the other is refused at once
+    (exit 2, one line naming the core), before it creates anything."""
+    spec = spec_file(make_spec(count=2, measure="4s", name="twins"))
+    cmd = [sys.executable, "-m", "wotbench.cli", "run", str(spec), "--no-progress"]
+    procs = [subprocess.Popen([*cmd, "--results", str(tmp_path / f"res{i}")], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=400) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    refused = next(err for p, (_, err) in zip(procs, outs) if p.returncode == 2)
+    lines = refused.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {spec}:"), lines
+    assert "is claimed by the GE of a run in progress on this host (run of twins, harness pid" in lines[0]
+    i = next(i for i, p in enumerate(procs) if p.returncode == 2)
+    assert not (tmp_path / f"res{i}").exists() or not any((tmp_path / f"res{i}").iterdir())
+    ran = Path(next(out for p, (out, _) in zip(procs, outs) if p.returncode == 0).strip().splitlines()[-1])
+    assert run_objects(ran.name) == ([], [])
