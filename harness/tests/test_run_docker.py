@@ -31,6 +31,16 @@ def _gone(run_objects, run_id: str, within_s: float) -> float:
         time.sleep(0.2)
 
 
+def _into_measurement(live, results: Path, after_s: float) -> tuple[str, float]:
+    """Waits until the live run is ``after_s`` past its t0: (run id, t0 in epoch us)."""
+    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
+    live.wait_for(r"test starts at", 90)
+    t0 = json.loads((results / run_id / "phases.json").read_text())["t0_epoch_us"]
+    while time.time() * 1e6 < t0 + after_s * 1e6:
+        time.sleep(0.1)
+    return run_id, t0
+
+
 @pytest.mark.slow
 def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spec, tmp_path,
                                               wotbench_cli, run_objects, one_headline):
@@ -160,12 +170,7 @@ def test_killed_device_makes_the_run_invalid(live_run, docker_client, spec_file,
                                              run_objects, one_headline):
     live = live_run(spec_file(make_spec(count=3, measure="12s", name="kill", rit="exp:50ms")),
                    tmp_path / "res")
-    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
-    live.wait_for(r"test starts at", 90)
-    phases_file = tmp_path / "res" / run_id / "phases.json"
-    t0 = json.loads(phases_file.read_text())["t0_epoch_us"]
-    while time.time() * 1e6 < t0 + 4e6:
-        time.sleep(0.1)
+    run_id, t0 = _into_measurement(live, tmp_path / "res", 4)
     docker_client.containers.get(f"wb-{run_id[-6:]}-dev-1").kill()
     killed_at_us = time.time() * 1e6 - t0
     assert live.finish(timeout=120) == 0, "\n".join(live.lines)
@@ -196,11 +201,7 @@ def test_restarted_device_makes_the_run_invalid_naming_it(live_run, docker_clien
     the run is invalid and the harness check names it (before: VALID)."""
     live = live_run(spec_file(make_spec(count=3, measure="10s", name="restart", rit="exp:50ms")),
                    tmp_path / "res")
-    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
-    live.wait_for(r"test starts at", 90)
-    t0 = json.loads((tmp_path / "res" / run_id / "phases.json").read_text())["t0_epoch_us"]
-    while time.time() * 1e6 < t0 + 3e6:
-        time.sleep(0.1)
+    run_id, _ = _into_measurement(live, tmp_path / "res", 3)
     name = f"wb-{run_id[-6:]}-dev-2"
     docker_client.containers.get(name).restart(timeout=1)
     assert live.finish(timeout=120) == 0, "\n".join(live.lines)
@@ -224,11 +225,7 @@ def test_device_cut_off_the_network_is_named(live_run, docker_client, spec_file,
     whose requests timed out."""
     live = live_run(spec_file(make_spec(count=3, measure="10s", name="cutoff", rit="exp:50ms")),
                    tmp_path / "res")
-    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
-    live.wait_for(r"test starts at", 90)
-    t0 = json.loads((tmp_path / "res" / run_id / "phases.json").read_text())["t0_epoch_us"]
-    while time.time() * 1e6 < t0 + 3e6:
-        time.sleep(0.1)
+    run_id, _ = _into_measurement(live, tmp_path / "res", 3)
     ct = docker_client.containers.get(f"wb-{run_id[-6:]}-dev-1")
     (net, info), = ct.attrs["NetworkSettings"]["Networks"].items()
     docker_client.networks.get(net).disconnect(ct)
@@ -352,11 +349,7 @@ def test_killed_ge_run_is_reported_invalid_with_its_partial_output(live_run, doc
     counted, and `wotbench report` renders the invalid run (exit 0)."""
     live = live_run(spec_file(make_spec(count=2, measure="12s", name="killge", rit="exp:20ms")),
                    tmp_path / "res")
-    run_id = live.wait_for(r"^run (\S+)", 60).group(1)
-    live.wait_for(r"test starts at", 90)
-    t0 = json.loads((tmp_path / "res" / run_id / "phases.json").read_text())["t0_epoch_us"]
-    while time.time() * 1e6 < t0 + 4e6:
-        time.sleep(0.1)
+    run_id, _ = _into_measurement(live, tmp_path / "res", 4)
     docker_client.containers.get(f"wb-{run_id[-6:]}-ge-0").kill()
     assert live.finish(timeout=120) == 0, "\n".join(live.lines)
     run_dir = tmp_path / "res" / run_id
