@@ -15,12 +15,15 @@ import numpy as np
 __all__ = ["poisson_trace", "free_port", "sched_prefix", "start_device"]
 
 
-def poisson_trace(path: Path, rate: float, seconds: float, uri: str, seed: int, offset_us: int = 0) -> int:
-    """A trace CSV of exponential RITs at ``rate`` req/s for ``seconds``,
+def poisson_trace(path: Path, rate: float, seconds: float, uri: str, seed: int, offset_us: int = 0,
+                  regular: bool = False) -> int:
+    """A trace CSV of exponential RITs at ``rate`` req/s for ``seconds``
+    (``regular``: every RIT 1/rate, the schedule with the fewest gaps),
     every request a GET of ``uri`` by device 0; returns the request count."""
     rng = np.random.default_rng(seed)
     n = max(2, int(rate * seconds))
-    ts = np.floor(np.cumsum(rng.exponential(1e6 / rate, n))).astype(np.int64) + offset_us
+    rits = np.full(n, 1e6 / rate) if regular else rng.exponential(1e6 / rate, n)
+    ts = np.floor(np.cumsum(rits)).astype(np.int64) + offset_us
     with path.open("w", newline="") as fh:       # csv, not pandas: `wotbench plan` imports this module
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["device_id", "send_ts_us", "method", "uri"])

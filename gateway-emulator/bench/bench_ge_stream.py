@@ -6,8 +6,9 @@ the commit before streaming in a `git worktree`) and `--new` (this tree),
 each against the same wotbench-device on loopback (zero service time,
 pinned to `--device-cpu`), the GE pinned with `--cpu`:
 
-1. Peak RSS against trace length: the same Poisson trace of N requests at
-   `--rss-rate` for every N of `--rss-requests`, old and new one after the
+1. Peak RSS against trace length: the same Poisson (or, `--rss-schedule
+   regular`, evenly spaced) trace of N requests at `--rss-rate` for every
+   N of `--rss-requests`, old and new one after the
    other, under the normal scheduler (runs longer than the real-time
    budget). Peak RSS is the GE's own, from `/usr/bin/time -f %M`, the same
    measure for both binaries (the new one also reports it in its summary).
@@ -68,9 +69,11 @@ def rss_part(work: Path, args: argparse.Namespace, port: int, bins: dict[str, Pa
     lines = []
     for n in [int(x) for x in args.rss_requests.split(",")]:
         trace = work / f"rss-{n}.csv"
-        loopback.poisson_trace(trace, args.rss_rate, n / args.rss_rate, f"coap://127.0.0.1:{port}/a", seed=n)
+        loopback.poisson_trace(trace, args.rss_rate, n / args.rss_rate, f"coap://127.0.0.1:{port}/a", seed=n,
+                               regular=args.rss_schedule == "regular")
         for name, ge in bins.items():
             r = {"part": "rss", "binary": name, "target_requests": n, "rate": args.rss_rate,
+                 "schedule": args.rss_schedule,
                  **run_ge(ge, trace, args, "other")}
             print(json.dumps(r), flush=True)
             lines.append(r)
@@ -114,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new", type=Path, default=ROOT / "build" / "bin" / "wotbench-ge")
     ap.add_argument("--rss-requests", default="1000000,10000000")
     ap.add_argument("--rss-rate", type=float, default=150_000)
+    ap.add_argument("--rss-schedule", choices=["poisson", "regular"], default="poisson",
+                    help="regular: every RIT 1/rate (fewest gaps for the output: a GE at its ceiling)")
     ap.add_argument("--lag-rates", default="100000,150000")
     ap.add_argument("--lag-duration-s", type=float, default=0.7)
     ap.add_argument("--repetitions", type=int, default=5)
