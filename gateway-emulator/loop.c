@@ -456,6 +456,14 @@ static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
   return 0;
 }
 
+/* Writes up to `piece` formatted bytes of the CSV. */
+static int write_piece(struct ge_loop *L, size_t piece, struct ge_err *e) {
+  if (!ge_out_write(&L->out, piece))
+    return 0;
+  ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s", strerror(L->out.err));
+  return -1;
+}
+
 /* The streaming work, in units of a few us, while the gap before `until`
  * has room: keep GE_FEED_AHEAD requests parsed ahead, format the rows of
  * finished requests, write the formatted bytes out. Returns 1 when work
@@ -477,13 +485,10 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
     if (pending && (pending >= GE_WRITE_SMALL || ge_out_full(&L->out) ||
                     L->next >= L->plan->n)) {
       /* small pieces fit the gaps of a fast schedule, big ones the rest */
-      size_t piece =
-          room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT : GE_WRITE_SMALL;
-      if (ge_out_write(&L->out, piece)) {
-        ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s",
-                   strerror(L->out.err));
+      if (write_piece(
+              L, room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT : GE_WRITE_SMALL,
+              e))
         return -1;
-      }
       continue;
     }
     return 0;
@@ -494,12 +499,8 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
 static int force_output(struct ge_loop *L, struct ge_err *e) {
   L->output_forced += ge_out_format(L, GE_FORCE_UNIT);
   size_t pending = L->out.len - L->out.start;
-  if ((pending >= GE_WRITE_UNIT || ge_out_full(&L->out)) &&
-      ge_out_write(&L->out, GE_WRITE_UNIT)) {
-    ge_err_set(e, L->cfg->out, 0, NULL, "write failed: %s",
-               strerror(L->out.err));
-    return -1;
-  }
+  if (pending >= GE_WRITE_UNIT || ge_out_full(&L->out))
+    return write_piece(L, GE_WRITE_UNIT, e);
   return 0;
 }
 
