@@ -22,7 +22,7 @@ STATIC_LDFLAGS := -static -pthread
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 
-.PHONY: all setup build build-asan fuzz-build fuzz test run bench bench-ge bench-harness bench-swarm bench-report images clean-build venv images bench-harness bench-report
+.PHONY: all setup build build-asan fuzz-build fuzz test check test-native run bench bench-ge bench-harness bench-swarm bench-report images clean-build venv images bench-harness bench-report
 
 all: build
 
@@ -48,6 +48,20 @@ fuzz-build: $(FUZZERS)
 test: setup build build-asan fuzz-build images images-swarm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Test tiers, assigned by harness/tests/tiers.py from what each test uses.
+# check: the linters pyproject.toml configures, then every test that needs
+# neither root, Docker nor a built binary, spread over the cores (needs only
+# the venv). test-native: those plus the C binaries' tests (release,
+# ASan/UBSan, fuzz smoke); no Docker. A test that reaches beyond its tier
+# fails, naming what it reached.
+check: venv
+	@if grep -q '^\[tool\.ruff' pyproject.toml; then echo "ruff check"; $(VENV)/bin/ruff check; fi
+	@if grep -q '^\[tool\.mypy' pyproject.toml; then echo "mypy"; $(VENV)/bin/mypy; fi
+	$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
+
+test-native: venv build build-asan fuzz-build
+	$(PY) -m pytest --tier native $(PYTEST_ARGS)
+
 # Each fuzzer for FUZZ_RUNS executions (the closing notes quote 1e6+).
 # Fuzzers are named fuzz-<folder>-<what>; seeds live in <folder>/fuzz/seeds/<name>/.
 FUZZ_RUNS ?= 200000
@@ -55,6 +69,15 @@ fuzz: fuzz-build
 	@for f in $(FUZZERS); do n=$$(basename $$f); echo "== $$n"; mkdir -p $(BUILD)/corpus/$$n; \
 	  $$f -runs=$(FUZZ_RUNS) -max_len=2048 $(BUILD)/corpus/$$n $$(ls -d */fuzz/seeds/$$n 2>/dev/null) 2>&1 | tail -n 2; \
 	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
+
+# clang-tidy over both C programs (fuzz/ and bench/ files included) with the
+# root's .clang-tidy (bugprone-*, readability-function-size at 80 lines):
+# fails on any finding. Run by gateway-emulator/tests/test_style.py.
+CLANG_TIDY ?= clang-tidy
+TIDY_SRCS  := $(sort $(wildcard gateway-emulator/*.c gateway-emulator/*/*.c device/*.c device/*/*.c))
+.PHONY: tidy
+tidy:
+	$(CLANG_TIDY) --quiet $(TIDY_SRCS) -- $(CSTD) -Igateway-emulator -Idevice -I$(COAP_INC)
 
 # Every benchmark; each prints medians and writes JSON under build/bench/.
 bench: bench-ge bench-device bench-tracegen bench-report bench-harness bench-swarm

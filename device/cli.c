@@ -107,6 +107,21 @@ static int parse_listen(const char *s, struct dev_config *cfg) {
   return 0;
 }
 
+/* What the options together must give, after getopt: 0 or 2. */
+static int check_config(int argc, char **argv, struct dev_config *cfg) {
+  if (optind < argc)
+    return bad("argument", "unexpected", argv[optind]);
+  if (cfg->resources_file == NULL) {
+    fprintf(stderr, "error: --resources: required (a CSV %s)\n",
+            DEV_RESOURCE_COLUMNS);
+    return 2;
+  }
+  if (parse_listen(cfg->listen_text, cfg) < 0)
+    return bad("--listen", "expected IPv4:PORT or [IPv6]:PORT, got",
+               cfg->listen_text);
+  return 0;
+}
+
 int cli_parse(int argc, char **argv, struct dev_config *cfg) {
   static const struct option opts[] = {
       {"listen", required_argument, NULL, 'l'},
@@ -181,15 +196,5 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
     default: return bad("option", "unknown option", argv[optind - 1]);
     }
   }
-  if (optind < argc)
-    return bad("argument", "unexpected", argv[optind]);
-  if (cfg->resources_file == NULL) {
-    fprintf(stderr, "error: --resources: required (a CSV %s)\n",
-            DEV_RESOURCE_COLUMNS);
-    return 2;
-  }
-  if (parse_listen(cfg->listen_text, cfg) < 0)
-    return bad("--listen", "expected IPv4:PORT or [IPv6]:PORT, got",
-               cfg->listen_text);
-  return 0;
+  return check_config(argc, argv, cfg);
 }

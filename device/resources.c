@@ -176,12 +176,12 @@ static int check_unique(const struct res_table *t, struct res_error *err) {
 
   if (t->count < 2)
     return 0;
-  v = malloc(t->count * sizeof(*v));
+  v = malloc(t->count * sizeof(const struct dev_resource *));
   if (v == NULL)
     return fail(err, 0, "path", "out of memory");
   for (size_t i = 0; i < t->count; i++)
     v[i] = &t->items[i];
-  qsort(v, t->count, sizeof(*v), cmp_path);
+  qsort(v, t->count, sizeof(const struct dev_resource *), cmp_path);
   for (size_t i = 1; i < t->count && rc == 0; i++)
     if (strcmp(v[i - 1]->path, v[i]->path) == 0)
       rc = fail(err, v[i]->line, "path", "'%s' already defined on line %u",

@@ -1,15 +1,24 @@
 # wotbench-ge: the gateway emulator (included by the top-level Makefile).
+# One header per module (README.md, "Design"), and no two files that call
+# each other (tests/test_style.py checks the call graph of the objects'
+# symbols), so that each fuzzer links only the modules it needs.
 GE_DIR  := gateway-emulator
-GE_SRCS := cli.c hosts.c trace.c plan.c hist.c wire.c timers.c ring.c window.c reuse.c loop.c recv.c counters.c stats.c output.c rt.c
+GE_MODS := err json cli files hosts trace plan hist wire timers ring window \
+           reuse state loop recv counters stats output rt
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
 GE_CPULIST := device/cpulist.c
-GE_HDRS := $(GE_DIR)/ge.h $(GE_DIR)/ge_format.h device/cpulist.h
+GE_HDRS := $(wildcard $(GE_DIR)/*.h) device/cpulist.h
 GE_OBJ  := $(BUILD)/obj/gateway-emulator
-GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_SRCS:.c=.o) cpulist.o)
-GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_SRCS:.c=.o) cpulist.o)
-GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_SRCS:.c=.o) cpulist.o)
+GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_MODS:=.o) cpulist.o)
+GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o)
+# What each fuzzer links: the modules its entry points reach, no more
+# (neither main, cli, the socket loop nor the summary writer).
+GE_FUZZ_TRACE_MODS := err files hosts trace plan wire hist
+GE_FUZZ_DATAGRAM_MODS := $(GE_FUZZ_TRACE_MODS) recv state window ring timers \
+                         output reuse rt json
+GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o))
 
 $(GE_OBJ)/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
@@ -31,10 +40,6 @@ $(GE_OBJ)/asan/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -c $< -o $@
 
-$(GE_OBJ)/fuzz/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
-	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -c $< -o $@
-
 $(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB)
@@ -43,7 +48,13 @@ $(BUILD)/asan/wotbench-ge: $(GE_ASAN_OBJS) $(GE_OBJ)/asan/main.o
 	@mkdir -p $(@D)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB)
 
-$(BUILD)/fuzz/fuzz-gateway-emulator-%: $(GE_OBJ)/fuzz/fuzz_%.o $(GE_FUZZ_OBJS)
+$(BUILD)/fuzz/fuzz-gateway-emulator-trace: $(GE_OBJ)/fuzz/fuzz_trace.o \
+    $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_TRACE_MODS:=.o))
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
+
+$(BUILD)/fuzz/fuzz-gateway-emulator-datagram: $(GE_OBJ)/fuzz/fuzz_datagram.o \
+    $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o))
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
 

@@ -1,31 +1,15 @@
-/* Command line -> immutable config. */
+/* Command line -> immutable config. One table holds every option (its
+ * name, kind, where its value goes, unit and bounds); getopt_long's option
+ * list, the value checks and the stores are generic over it. */
 #include <getopt.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ge.h"
-
-void ge_err_set(struct ge_err *e, const char *file, size_t line,
-                const char *field, const char *fmt, ...) {
-  int n = 0;
-  if (file && line)
-    n = snprintf(e->msg, sizeof e->msg, "%s:%zu: ", file, line);
-  else if (file)
-    n = snprintf(e->msg, sizeof e->msg, "%s: ", file);
-  if (n < 0 || (size_t)n >= sizeof e->msg)
-    n = 0;
-  if (field) {
-    int m = snprintf(e->msg + n, sizeof e->msg - n, "%s: ", field);
-    if (m > 0 && (size_t)(n + m) < sizeof e->msg)
-      n += m;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg + n, sizeof e->msg - n, fmt, ap);
-  va_end(ap);
-}
+#include "cli.h"
+#include "rt.h"
+#include "wire.h"
 
 static const char usage[] =
     "usage: wotbench-ge --trace FILE --out FILE --summary FILE\n"
@@ -35,6 +19,71 @@ static const char usage[] =
     "         [--spin-us N] [--sched fifo|other] [--rt-prio N]\n"
     "         [--rt-budget RUNTIME_US/PERIOD_US] [--dump-plan FILE] "
     "[--quiet]\n";
+
+enum kind {
+  K_PATH,   /* the value as given */
+  K_FLAG,   /* no value: true */
+  K_NUM,    /* whole decimal in [lo, hi], stored times `unit` */
+  K_CHOICE, /* words[i] -> vals[i] */
+  K_CPU,    /* --cpu N: a one-CPU set */
+  K_CPUS,   /* --cpus LIST (device/cpulist.c) */
+  K_BUDGET, /* --rt-budget RUNTIME_US/PERIOD_US */
+  K_HELP,
+};
+/* The type of the struct ge_config member at `off`. */
+enum store { S_NONE, S_STR, S_BOOL, S_U8, S_INT, S_UNS, S_I64 };
+
+/* The words of a K_CHOICE option and the value each stores. */
+struct choice {
+  const char *words[2];
+  long long vals[2];
+};
+static const struct choice type_words = {{"con", "non"}, {GE_CON, GE_NON}};
+static const struct choice sched_words = {{"fifo", "other"}, {1, 0}};
+
+/* One option: its name, kind, where its value goes (type and offset in
+ * struct ge_config), bounds and unit of a number, words of a choice. */
+struct opt {
+  const char *name;
+  enum kind kind;
+  enum store store;
+  size_t off;
+  long long lo, hi, unit;
+  const struct choice *choice;
+};
+
+#define AT(member) offsetof(struct ge_config, member)
+#define MS 1000000LL                    /* ns per ms */
+#define DAY_MS 86400000LL               /* one day */
+#define DAY_US 86400000000LL            /* one day */
+#define MAX_EPOCH_US 9007199254740992LL /* 2^53 */
+static const struct opt table[] = {
+    /* name, kind, store, where, lo, hi, unit, words */
+    {"trace", K_PATH, S_STR, AT(trace), 0, 0, 1, NULL},
+    {"out", K_PATH, S_STR, AT(out), 0, 0, 1, NULL},
+    {"summary", K_PATH, S_STR, AT(summary), 0, 0, 1, NULL},
+    {"type", K_CHOICE, S_U8, AT(coap_type), 0, 0, 1, &type_words},
+    {"timeout-ms", K_NUM, S_I64, AT(timeout_ns), 1, DAY_MS, MS, NULL},
+    {"ack-timeout-ms", K_NUM, S_I64, AT(ack_timeout_ns), 1, DAY_MS, MS, NULL},
+    /* The retransmission counter is 8 bits; RFC default is 4. */
+    {"max-retransmit", K_NUM, S_UNS, AT(max_retransmit), 0, 20, 1, NULL},
+    {"cpu", K_CPU, S_NONE, 0, 0, CPU_SETSIZE - 1, 1, NULL},
+    {"cpus", K_CPUS, S_NONE, 0, 0, 0, 1, NULL},
+    {"start-at", K_NUM, S_I64, AT(start_at_us), 1, MAX_EPOCH_US, 1, NULL},
+    {"hosts", K_PATH, S_STR, AT(hosts), 0, 0, 1, NULL},
+    {"late-us", K_NUM, S_I64, AT(late_us), 0, DAY_US, 1, NULL},
+    {"spin-us", K_NUM, S_I64, AT(spin_us), 0, DAY_US, 1, NULL},
+    {"dump-plan", K_PATH, S_STR, AT(dump_plan), 0, 0, 1, NULL},
+    {"sched", K_CHOICE, S_BOOL, AT(sched_fifo), 0, 0, 1, &sched_words},
+    {"rt-prio", K_NUM, S_INT, AT(rt_prio), 1, 99, 1, NULL},
+    {"rt-budget", K_BUDGET, S_NONE, 0, 0, 0, 1, NULL},
+    {"quiet", K_FLAG, S_BOOL, AT(quiet), 0, 0, 1, NULL},
+    {"help", K_HELP, S_NONE, 0, 0, 0, 1, NULL},
+};
+#undef AT
+#define NOPT (sizeof table / sizeof table[0])
+/* getopt_long returns OPT_BASE + the option's index in the table. */
+#define OPT_BASE 256
 
 /* Whole-string unsigned decimal within [lo, hi]. */
 static int num(const char *s, long long lo, long long hi, long long *out) {
@@ -48,167 +97,114 @@ static int num(const char *s, long long lo, long long hi, long long *out) {
   return 0;
 }
 
-int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
-                 struct ge_err *e) {
-  static const struct option opts[] = {
-      {"trace", required_argument, 0, 't'},
-      {"out", required_argument, 0, 'o'},
-      {"summary", required_argument, 0, 's'},
-      {"type", required_argument, 0, 'y'},
-      {"timeout-ms", required_argument, 0, 'T'},
-      {"ack-timeout-ms", required_argument, 0, 'A'},
-      {"max-retransmit", required_argument, 0, 'R'},
-      {"cpu", required_argument, 0, 'c'},
-      {"cpus", required_argument, 0, 'C'},
-      {"start-at", required_argument, 0, 'S'},
-      {"hosts", required_argument, 0, 'H'},
-      {"late-us", required_argument, 0, 'L'},
-      {"spin-us", required_argument, 0, 'P'},
-      {"dump-plan", required_argument, 0, 'D'},
-      {"sched", required_argument, 0, 'X'},
-      {"rt-prio", required_argument, 0, 'Q'},
-      {"rt-budget", required_argument, 0, 'B'},
-      {"quiet", no_argument, 0, 'q'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0},
-  };
-  *cfg = (struct ge_config){
-      .coap_type = GE_CON,
-      .timeout_ns = 5000LL * 1000000,
-      .ack_timeout_ns = 2000LL * 1000000,
-      .late_us = 100,
-      .max_retransmit = 4,
-      .cpu = -1,
-      .start_at_us = -1,
-      .spin_us = -1,
-      .rt_prio = 50,
-  };
-  opterr = 0;
-  optind = 1;
-  int c, li = -1;
+/* The value v (or s) into the member the option names. */
+static void put(struct ge_config *cfg, const struct opt *o, long long v,
+                const char *s) {
+  char *at = (char *)cfg + o->off;
+  bool b = v != 0;
+  uint8_t u8 = (uint8_t)v;
+  int i = (int)v;
+  unsigned u = (unsigned)v;
+  int64_t i64 = v;
+  switch (o->store) {
+  case S_NONE: break;
+  case S_STR: memcpy(at, &s, sizeof s); break;
+  case S_BOOL: memcpy(at, &b, sizeof b); break;
+  case S_U8: memcpy(at, &u8, sizeof u8); break;
+  case S_INT: memcpy(at, &i, sizeof i); break;
+  case S_UNS: memcpy(at, &u, sizeof u); break;
+  case S_I64: memcpy(at, &i64, sizeof i64); break;
+  }
+}
+
+static int choice(struct ge_config *cfg, const struct opt *o, const char *arg,
+                  const char *name, struct ge_err *e) {
+  const struct choice *ch = o->choice;
+  for (size_t i = 0; i < 2; i++)
+    if (!strcmp(arg, ch->words[i])) {
+      put(cfg, o, ch->vals[i], NULL);
+      return 0;
+    }
+  ge_err_set(e, NULL, 0, name, "'%s' is not %s or %s", arg, ch->words[0],
+             ch->words[1]);
+  return -1;
+}
+
+/* --cpu N or --cpus LIST (one of the two). */
+static int cpus(struct ge_config *cfg, const struct opt *o, const char *arg,
+                const char *name, struct ge_err *e) {
+  const char *flag = o->kind == K_CPU ? "--cpu" : "--cpus", *why;
   long long v;
-  const char *why, *flag;
-  char name[40];
-  while ((c = getopt_long(argc, argv, ":", opts, &li)) != -1) {
-    if (li >= 0)
-      snprintf(name, sizeof name, "--%s", opts[li].name);
-    else
-      snprintf(name, sizeof name, "%s", argv[optind - 1]);
-    li = -1;
-    switch (c) {
-    case 't': cfg->trace = optarg; break;
-    case 'o': cfg->out = optarg; break;
-    case 's': cfg->summary = optarg; break;
-    case 'H': cfg->hosts = optarg; break;
-    case 'D': cfg->dump_plan = optarg; break;
-    case 'q': cfg->quiet = true; break;
-    case 'h': fputs(usage, stdout); return 1;
-    case 'y':
-      if (!strcmp(optarg, "con"))
-        cfg->coap_type = GE_CON;
-      else if (!strcmp(optarg, "non"))
-        cfg->coap_type = GE_NON;
-      else
-        goto bad_type;
-      break;
-    case 'T':
-    case 'A':
-      if (num(optarg, 1, 86400000, &v))
-        goto bad_num;
-      *(c == 'T' ? &cfg->timeout_ns : &cfg->ack_timeout_ns) = v * 1000000;
-      break;
-    case 'L':
-      if (num(optarg, 0, 86400000000LL, &v))
-        goto bad_num;
-      cfg->late_us = v;
-      break;
-    case 'P':
-      if (num(optarg, 0, 86400000000LL, &v))
-        goto bad_num;
-      cfg->spin_us = v;
-      break;
-    case 'X':
-      if (!strcmp(optarg, "fifo") || !strcmp(optarg, "other"))
-        cfg->sched_fifo = optarg[0] == 'f';
-      else {
-        ge_err_set(e, NULL, 0, "--sched", "'%s' is not fifo or other", optarg);
-        return -1;
-      }
-      break;
-    case 'Q':
-      if (num(optarg, 1, 99, &v))
-        goto bad_num;
-      cfg->rt_prio = (int)v;
-      break;
-    case 'B': {
-      const char *slash = strchr(optarg, '/');
-      char head[24];
-      long long p;
-      size_t hl = slash ? (size_t)(slash - optarg) : 0;
-      if (!slash || hl >= sizeof head)
-        goto bad_budget;
-      memcpy(head, optarg, hl);
-      head[hl] = 0;
-      if (num(head, 1, 1000000, &v) || num(slash + 1, 1, 1000000, &p) ||
-          ge_rt_check_budget(v, p))
-        goto bad_budget;
-      cfg->rt_budget_us = v;
-      cfg->rt_period_us = p;
-      break;
-    }
-    case 'R':
-      /* The retransmission counter is 8 bits; RFC default is 4. */
-      if (num(optarg, 0, 20, &v))
-        goto bad_num;
-      cfg->max_retransmit = (unsigned)v;
-      break;
-    case 'c':
-    case 'C':
-      flag = c == 'c' ? "--cpu" : "--cpus";
-      if (cfg->cpus_flag && strcmp(cfg->cpus_flag, flag)) {
-        ge_err_set(e, NULL, 0, "--cpus",
-                   "give --cpu N or --cpus LIST, not both");
-        return -1;
-      }
-      if (c == 'c') {
-        if (num(optarg, 0, CPU_SETSIZE - 1, &v))
-          goto bad_num;
-        CPU_ZERO(&cfg->cpus);
-        CPU_SET((int)v, &cfg->cpus);
-      } else if ((why = cpulist_parse(optarg, &cfg->cpus))) {
-        ge_err_set(e, NULL, 0, "--cpus", "%s '%s'", why, optarg);
-        return -1;
-      }
-      cfg->cpus_flag = flag;
-      cfg->cpus_text = optarg;
-      break;
-    case 'S':
-      if (num(optarg, 1, 9007199254740992LL, &v))
-        goto bad_num;
-      cfg->start_at_us = v;
-      break;
-    case ':':
-      ge_err_set(e, NULL, 0, argv[optind - 1], "needs a value");
-      return -1;
-    default:
-      ge_err_set(e, NULL, 0, name, "unknown option (see --help)");
-      return -1;
-    }
-    continue;
-  bad_type:
-    ge_err_set(e, NULL, 0, "--type", "'%s' is not con or non", optarg);
-    return -1;
-  bad_num:
-    ge_err_set(e, NULL, 0, name, "'%s' is out of range", optarg);
-    return -1;
-  bad_budget:
-    ge_err_set(e, NULL, 0, "--rt-budget",
-               "'%s' is not RUNTIME_US/PERIOD_US with a period of "
-               "1000..1000000 and a runtime above 3 %% of it, at most the "
-               "period",
-               optarg);
+  if (cfg->cpus_flag && strcmp(cfg->cpus_flag, flag) != 0) {
+    ge_err_set(e, NULL, 0, "--cpus", "give --cpu N or --cpus LIST, not both");
     return -1;
   }
+  if (o->kind == K_CPU) {
+    if (num(arg, o->lo, o->hi, &v)) {
+      ge_err_set(e, NULL, 0, name, "'%s' is out of range", arg);
+      return -1;
+    }
+    CPU_ZERO(&cfg->cpus);
+    CPU_SET((int)v, &cfg->cpus);
+  } else if ((why = cpulist_parse(arg, &cfg->cpus))) {
+    ge_err_set(e, NULL, 0, "--cpus", "%s '%s'", why, arg);
+    return -1;
+  }
+  cfg->cpus_flag = flag;
+  cfg->cpus_text = arg;
+  return 0;
+}
+
+static int budget(struct ge_config *cfg, const char *arg, struct ge_err *e) {
+  const char *slash = strchr(arg, '/');
+  char head[24];
+  long long r, p;
+  size_t hl = slash ? (size_t)(slash - arg) : 0;
+  if (slash && hl < sizeof head) {
+    memcpy(head, arg, hl);
+    head[hl] = 0;
+    if (!num(head, 1, 1000000, &r) && !num(slash + 1, 1, 1000000, &p) &&
+        !ge_rt_check_budget(r, p)) {
+      cfg->rt_budget_us = r;
+      cfg->rt_period_us = p;
+      return 0;
+    }
+  }
+  ge_err_set(e, NULL, 0, "--rt-budget",
+             "'%s' is not RUNTIME_US/PERIOD_US with a period of "
+             "1000..1000000 and a runtime above 3 %% of it, at most the "
+             "period",
+             arg);
+  return -1;
+}
+
+/* One option with its value: 0, 1 (help printed) or -1 (e). */
+static int apply(struct ge_config *cfg, const struct opt *o, const char *arg,
+                 struct ge_err *e) {
+  char name[40];
+  long long v;
+  snprintf(name, sizeof name, "--%s", o->name);
+  switch (o->kind) {
+  case K_PATH: put(cfg, o, 0, arg); return 0;
+  case K_FLAG: put(cfg, o, 1, NULL); return 0;
+  case K_HELP: fputs(usage, stdout); return 1;
+  case K_CHOICE: return choice(cfg, o, arg, name, e);
+  case K_CPU:
+  case K_CPUS: return cpus(cfg, o, arg, name, e);
+  case K_BUDGET: return budget(cfg, arg, e);
+  case K_NUM: break;
+  }
+  if (num(arg, o->lo, o->hi, &v)) {
+    ge_err_set(e, NULL, 0, name, "'%s' is out of range", arg);
+    return -1;
+  }
+  put(cfg, o, v * o->unit, NULL);
+  return 0;
+}
+
+/* What the options together must give. */
+static int check(int argc, char **argv, struct ge_config *cfg,
+                 struct ge_err *e) {
   if (cfg->sched_fifo && !cfg->rt_period_us) {
     ge_err_set(e, NULL, 0, "--rt-budget", "is required with --sched fifo");
     return -1;
@@ -230,4 +226,44 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
     return -1;
   }
   return 0;
+}
+
+int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
+                 struct ge_err *e) {
+  struct option opts[NOPT + 1];
+  for (size_t i = 0; i < NOPT; i++)
+    opts[i] = (struct option){table[i].name,
+                              table[i].kind == K_FLAG || table[i].kind == K_HELP
+                                  ? no_argument
+                                  : required_argument,
+                              NULL, OPT_BASE + (int)i};
+  opts[NOPT] = (struct option){0};
+  *cfg = (struct ge_config){
+      .coap_type = GE_CON,
+      .timeout_ns = 5000LL * 1000000,
+      .ack_timeout_ns = 2000LL * 1000000,
+      .late_us = 100,
+      .max_retransmit = 4,
+      .cpu = -1,
+      .start_at_us = -1,
+      .spin_us = -1,
+      .rt_prio = 50,
+  };
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    if (c == ':') {
+      ge_err_set(e, NULL, 0, argv[optind - 1], "needs a value");
+      return -1;
+    }
+    if (c < OPT_BASE || c >= OPT_BASE + (int)NOPT) {
+      ge_err_set(e, NULL, 0, argv[optind - 1], "unknown option (see --help)");
+      return -1;
+    }
+    int rc = apply(cfg, &table[c - OPT_BASE], optarg, e);
+    if (rc)
+      return rc;
+  }
+  return check(argc, argv, cfg, e);
 }

@@ -1,10 +1,10 @@
 /* The loop's counters as a table generated from GE_COUNTERS and
- * GE_GARBAGE_COUNTERS (ge.h), so that the summary JSON and the stderr line
- * cannot disagree with the struct or with each other. */
+ * GE_GARBAGE_COUNTERS (counters.h), so that the summary JSON and the stderr
+ * line cannot disagree with the struct or with each other. */
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ge.h"
+#include "counters.h"
 
 struct field {
   const char *name;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ge.h"
+#include "hist.h"
 
 #define PAGE (1u << GE_HIST_PAGE_BITS)
 

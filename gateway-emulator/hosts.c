@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ge.h"
+#include "files.h"
+#include "ge_format.h"
+#include "hosts.h"
+#include "lines.h"
 
 int ge_parse_port(const char *s, size_t len, uint16_t *port) {
   if (len == 0 || len > 5)
@@ -158,15 +161,13 @@ int ge_hosts_parse_buf(struct ge_hosts *h, const char *name, const char *buf,
 }
 
 int ge_hosts_load(struct ge_hosts *h, const char *path, struct ge_err *e) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    ge_err_set(e, path, 0, NULL, "cannot open: %s", strerror(errno));
-    return -1;
-  }
   struct stat st;
+  int fd = ge_open_input(path, &st, e);
+  if (fd < 0)
+    return -1;
   char *buf = NULL;
   size_t got = 0;
-  if (fstat(fd, &st) || !(buf = malloc((size_t)st.st_size + 1))) {
+  if (!(buf = malloc((size_t)st.st_size + 1))) {
     ge_err_set(e, path, 0, NULL, "cannot read: %s", strerror(errno));
     goto err;
   }

@@ -18,7 +18,11 @@
 
 #include <coap3/coap.h>
 
-#include "ge.h"
+#include "clock.h"
+#include "loop.h"
+#include "recv.h"
+#include "rt.h"
+#include "wire.h"
 
 /* Bound on consecutive sends before replies are drained once, so that a
  * GE that falls behind still timestamps replies. */
@@ -48,70 +52,6 @@ static uint64_t xorshift(uint64_t *s) {
   x ^= x >> 7;
   x ^= x << 17;
   return *s = x;
-}
-
-int ge_loop_init(struct ge_loop *L, const struct ge_config *cfg,
-                 const struct ge_plan *p, const struct ge_hosts *h,
-                 uint32_t salt, uint64_t seed, int out_fd) {
-  memset(L, 0, sizeof *L);
-  L->cfg = cfg;
-  L->plan = p;
-  L->hosts = h;
-  L->salt = salt;
-  L->rng = seed | 1;
-  L->epfd = -1;
-  L->nsock = p->nsock;
-  L->out.fd = -1;
-  size_t np = p->npeer ? p->npeer : 1;
-  ge_cursor_init(&L->cur, p, cfg->trace ? cfg->trace : "trace");
-  L->rq = calloc(np, sizeof *L->rq);
-  L->sq = calloc(np, sizeof *L->sq);
-  L->peer_parsed = calloc(np, sizeof *L->peer_parsed);
-  L->peer_sent = calloc(np, sizeof *L->peer_sent);
-  L->timed_out = calloc((1u << GE_DONE_BITS) / 64, sizeof *L->timed_out);
-  L->pdu = coap_pdu_init(0, 0, 0, GE_DGRAM_MAX);
-  ge_rt_init(&L->rt, cfg);
-  if (!L->rq || !L->sq || !L->peer_parsed || !L->peer_sent || !L->timed_out ||
-      !L->pdu)
-    return -1;
-  return out_fd >= 0 ? ge_out_open(&L->out, out_fd) : 0;
-}
-
-long ge_loop_feed(struct ge_loop *L, unsigned max, struct ge_err *e) {
-  const struct ge_plan *p = L->plan;
-  long got = 0;
-  while (got < (long)max && !L->feed_done) {
-    struct ge_req r;
-    int rc = ge_cursor_read(p, &L->cur, L->hosts, &r, e);
-    if (rc < 0)
-      return -1;
-    if (rc == 0) {
-      ge_err_set(e, L->cur.name, L->cur.it.no, NULL,
-                 "ends after %zu of %zu requests (was the file changed?)",
-                 L->cur.n, p->n);
-      return -1;
-    }
-    uint32_t idx = (uint32_t)L->win.end;
-    uint32_t peer = p->devs[r.dev].peer;
-    struct ge_rec *s = ge_win_push(&L->win);
-    if (!s || ge_rankq_push(&L->rq[peer], idx)) {
-      ge_err_set(e, NULL, 0, "loop", "out of memory");
-      return -1;
-    }
-    const struct ge_peer *pr = &p->peers[peer];
-    uint32_t rank = L->peer_parsed[peer]++;
-    s->ts_us = r.ts_us;
-    s->uri_off = r.uri_off;
-    s->uri_len = r.uri_len;
-    s->dev = r.dev;
-    s->tmpl = r.tmpl;
-    s->mid = ge_plan_mid(pr, rank);
-    s->sock = (uint16_t)ge_plan_sock(pr, rank);
-    got++;
-    if (L->cur.n == p->n)
-      L->feed_done = true;
-  }
-  return got;
 }
 
 int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
@@ -166,30 +106,6 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
     }
   }
   return 0;
-}
-
-void ge_loop_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
-  struct ge_rec *s = ge_win_at(&L->win, idx);
-  s->state = state;
-  s->gen++;
-  L->outstanding--;
-  if (state == GE_OK)
-    L->c.ok++;
-  else if (state == GE_TIMEOUT)
-    L->c.timeouts++;
-  else
-    L->c.errors++;
-  uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
-  if (state == GE_TIMEOUT)
-    L->timed_out[bit / 64] |= 1ULL << (bit % 64);
-  else
-    L->timed_out[bit / 64] &= ~(1ULL << (bit % 64));
-  if (s->recv_ns >= 0) {
-    int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
-    if (ge_hist_add(&L->response, (uint64_t)(recv - sent)) ||
-        ge_hist_add(&L->latency, (uint64_t)(recv - (int64_t)s->ts_us)))
-      L->oom = true;
-  }
 }
 
 static int transmit(struct ge_loop *L, uint32_t idx) {
@@ -252,7 +168,7 @@ static int send_one(struct ge_loop *L, int64_t now) {
   s->state = GE_WAIT;
   if (transmit(L, idx)) {
     L->c.send_errors++;
-    ge_loop_finish(L, idx, GE_ERROR);
+    ge_state_finish(L, idx, GE_ERROR);
     return 0;
   }
   struct ge_timer t = {.idx = idx, .gen = s->gen};
@@ -305,7 +221,7 @@ static int fire_timers(struct ge_loop *L, struct rxbuf *rx, int64_t now,
         return -1;
       continue;
     }
-    ge_loop_finish(L, t.idx, GE_TIMEOUT);
+    ge_state_finish(L, t.idx, GE_TIMEOUT);
   }
   return 0;
 }
@@ -353,8 +269,8 @@ static void rx_init(struct rxbuf *rx) {
 }
 
 /* When the datagram arrived (monotonic ns): the kernel's stamp, moved
- * from CLOCK_REALTIME by `off` (realtime - monotonic, read with the
- * batch); `now` when it has none or one later than now. */
+ * from CLOCK_REALTIME by `off` (realtime - monotonic, read bracketed
+ * with the batch); `now` when it has none or one later than now. */
 static int64_t arrival(struct msghdr *h, int64_t off, int64_t now) {
   for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
@@ -379,7 +295,7 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
     ge_err_set(e, NULL, 0, "recvmmsg", "%s", strerror(errno));
     return -1;
   }
-  int64_t off = ge_real_ns() - now;
+  int64_t off = ge_real_minus_mono();
   for (int i = 0; i < r; i++) {
     struct msghdr *h = &rx->msgs[i].msg_hdr;
     if (h->msg_namelen != sizeof(struct sockaddr_in6) ||
@@ -475,7 +391,7 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
     if (room < GE_GAP_MIN_NS)
       return 1;
     if (!L->feed_done && L->win.end - L->next < GE_FEED_AHEAD) {
-      if (ge_loop_feed(L, GE_FEED_UNIT, e) < 0)
+      if (ge_state_feed(L, GE_FEED_UNIT, e) < 0)
         return -1;
       continue;
     }
@@ -504,6 +420,135 @@ static int force_output(struct ge_loop *L, struct ge_err *e) {
   return 0;
 }
 
+/* Stop asked for, or out of memory: -1 with the reason. */
+static int check_abort(const struct ge_loop *L, struct ge_err *e) {
+  if (L->stop && *L->stop) {
+    ge_err_set(e, NULL, 0, "signal", "interrupted; no results written");
+    return -1;
+  }
+  if (L->oom) {
+    ge_err_set(e, NULL, 0, "loop", "out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+/* Sends what is due (up to GE_SEND_BURST), then reads replies when they
+ * are owed or the schedule has a gap, and keeps the output backlog
+ * bounded. */
+static int send_due(struct ge_loop *L, struct rxbuf *rx, int64_t now,
+                    struct ge_err *e) {
+  if (L->next == L->win.end) {
+    /* nothing parsed ahead: the gaps did not suffice (a GE at its
+     * ceiling), so parse in front of the send */
+    L->feed_forced++;
+    if (ge_state_feed(L, GE_FEED_UNIT, e) < 0)
+      return -1;
+  }
+  unsigned burst = 0;
+  for (; burst < GE_SEND_BURST && L->next < L->win.end && next_due(L) <= now;
+       burst++) {
+    if (send_one(L, now)) {
+      ge_err_set(e, NULL, 0, "loop", "out of memory");
+      return -1;
+    }
+    now = ge_now_ns();
+  }
+  L->undrained += burst;
+  int64_t t = ge_now_ns();
+  if ((L->undrained >= GE_RECV_BATCH || next_due(L) - t >= GE_DRAIN_GAP_NS ||
+       t - L->drained_at >= GE_DRAIN_MAX_NS) &&
+      drain_replies(L, rx, L->undrained, e))
+    return -1;
+  if (L->next - L->out.row > GE_BACKLOG_MAX && force_output(L, e))
+    return -1;
+  return 0;
+}
+
+/* --spin-us: a GE that shares its core (the CD-GE on a small host) blocks
+ * while the next send and the next timer are far away, and spins only
+ * the last spin_us before the send. */
+static int spin_wait(struct ge_loop *L, struct rxbuf *rx, struct ge_err *e) {
+  int64_t due = next_due(L);
+  int64_t wake = due - L->cfg->spin_us * 1000;
+  if (background(L, ge_now_ns(), wake, e) < 0)
+    return -1;
+  if (L->heap.n && L->heap.v[0].deadline < wake)
+    wake = L->heap.v[0].deadline;
+  int64_t d = wake - ge_now_ns();
+  if (d < 1000000)
+    return 0;
+  int wait_ms = d > 1000000000 ? 1000 : (int)(d / 1000000);
+  if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
+    return -1;
+  return 0;
+}
+
+/* All sent: nothing is due until the next timer or reply, so block
+ * instead of spinning on a shared machine (after the streaming work,
+ * which has the gap to itself now). */
+static int wait_all_sent(struct ge_loop *L, struct rxbuf *rx, int64_t now,
+                         struct ge_err *e) {
+  int64_t until = L->heap.n ? L->heap.v[0].deadline : now + 1000000000LL;
+  int left = background(L, now, until, e);
+  if (left < 0)
+    return -1;
+  now = ge_now_ns();
+  int wait_ms = 1000;
+  if (L->heap.n) {
+    int64_t d = L->heap.v[0].deadline - now;
+    wait_ms = d <= 0 ? 0 : (int)((d + 999999) / 1000000);
+    if (wait_ms > 1000)
+      wait_ms = 1000;
+  }
+  if (left)
+    wait_ms = 0;
+  if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
+    return -1;
+  return 0;
+}
+
+/* Due timers, the streaming work in the gap before the next send, and
+ * under SCHED_FIFO with the RT-budget bucket half full: idle in a gap of
+ * the schedule, or yield while the bucket is full (rt.c). */
+static int after_sends(struct ge_loop *L, struct rxbuf *rx, struct ge_err *e) {
+  const size_t n = L->plan->n;
+  int64_t now = ge_now_ns();
+  int ft = fire_timers(L, rx, now, e);
+  if (ft) {
+    if (ft == -1)
+      ge_err_set(e, NULL, 0, "timers", "out of memory");
+    return -1;
+  }
+  if (L->next < n && background(L, now, next_due(L), e) < 0)
+    return -1;
+  if (ge_rt_wants_idle(&L->rt)) {
+    int64_t next = L->next < n ? next_due(L) : ge_now_ns() + 1000000000LL;
+    if (L->heap.n && L->heap.v[0].deadline < next)
+      next = L->heap.v[0].deadline;
+    if (ge_rt_idle(&L->rt, L->epfd, next, e))
+      return -1;
+  }
+  return 0;
+}
+
+/* One turn of the loop: 0, or -1 (e). */
+static int turn(struct ge_loop *L, struct rxbuf *rx, struct ge_err *e) {
+  if (check_abort(L, e))
+    return -1;
+  int64_t now = ge_now_ns();
+  ge_rt_tick(&L->rt, now);
+  if (L->next < L->plan->n) {
+    if (send_due(L, rx, now, e))
+      return -1;
+    if (L->cfg->spin_us >= 0 && L->next < L->plan->n && spin_wait(L, rx, e))
+      return -1;
+  } else if (wait_all_sent(L, rx, now, e)) {
+    return -1;
+  }
+  return after_sends(L, rx, e);
+}
+
 int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
   struct rxbuf *rx = malloc(sizeof *rx);
   if (!rx) {
@@ -511,113 +556,16 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
     return -1;
   }
   rx_init(rx);
-  const size_t n = L->plan->n;
-  int rc = -1;
-  while (L->next < n || L->outstanding > 0) {
-    if (L->stop && *L->stop) {
-      ge_err_set(e, NULL, 0, "signal", "interrupted; no results written");
-      goto out;
-    }
-    if (L->oom) {
-      ge_err_set(e, NULL, 0, "loop", "out of memory");
-      goto out;
-    }
-    int64_t now = ge_now_ns();
-    ge_rt_tick(&L->rt, now);
-    if (L->next < n) {
-      if (L->next == L->win.end) {
-        /* nothing parsed ahead: the gaps did not suffice (a GE at its
-         * ceiling), so parse in front of the send */
-        L->feed_forced++;
-        if (ge_loop_feed(L, GE_FEED_UNIT, e) < 0)
-          goto out;
-      }
-      unsigned burst = 0;
-      for (;
-           burst < GE_SEND_BURST && L->next < L->win.end && next_due(L) <= now;
-           burst++) {
-        if (send_one(L, now)) {
-          ge_err_set(e, NULL, 0, "loop", "out of memory");
-          goto out;
-        }
-        now = ge_now_ns();
-      }
-      L->undrained += burst;
-      int64_t t = ge_now_ns();
-      if ((L->undrained >= GE_RECV_BATCH ||
-           next_due(L) - t >= GE_DRAIN_GAP_NS ||
-           t - L->drained_at >= GE_DRAIN_MAX_NS) &&
-          drain_replies(L, rx, L->undrained, e))
-        goto out;
-      if (L->next - L->out.row > GE_BACKLOG_MAX && force_output(L, e))
-        goto out;
-      /* --spin-us: a GE that shares its core (the CD-GE on a small host)
-       * blocks while the next send and the next timer are far away, and
-       * spins only the last spin_us before the send. */
-      if (L->cfg->spin_us >= 0 && L->next < n) {
-        int64_t now2 = ge_now_ns();
-        int64_t due = next_due(L);
-        if (background(L, now2, due - L->cfg->spin_us * 1000, e) < 0)
-          goto out;
-        now2 = ge_now_ns();
-        int64_t wake = due - L->cfg->spin_us * 1000;
-        if (L->heap.n && L->heap.v[0].deadline < wake)
-          wake = L->heap.v[0].deadline;
-        int64_t d = wake - now2;
-        if (d >= 1000000) {
-          int wait_ms = d > 1000000000 ? 1000 : (int)(d / 1000000);
-          if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
-            goto out;
-        }
-      }
-    } else {
-      /* All sent: nothing is due until the next timer or reply, so block
-       * instead of spinning on a shared machine (after the streaming
-       * work, which has the gap to itself now). */
-      int64_t until = L->heap.n ? L->heap.v[0].deadline : now + 1000000000LL;
-      int left = background(L, now, until, e);
-      if (left < 0)
-        goto out;
-      now = ge_now_ns();
-      int wait_ms = 1000;
-      if (L->heap.n) {
-        int64_t d = L->heap.v[0].deadline - now;
-        wait_ms = d <= 0 ? 0 : (int)((d + 999999) / 1000000);
-        if (wait_ms > 1000)
-          wait_ms = 1000;
-      }
-      if (left)
-        wait_ms = 0;
-      if (poll_replies(L, rx, wait_ms, e) < 0 || drain_replies(L, rx, 0, e))
-        goto out;
-    }
-    int64_t now3 = ge_now_ns();
-    int ft = fire_timers(L, rx, now3, e);
-    if (ft) {
-      if (ft == -1)
-        ge_err_set(e, NULL, 0, "timers", "out of memory");
-      goto out;
-    }
-    if (L->next < n && background(L, now3, next_due(L), e) < 0)
-      goto out;
-    /* Under SCHED_FIFO with the RT-budget bucket half full: idle in a
-     * gap of the schedule, or yield while the bucket is full (rt.c). */
-    if (ge_rt_wants_idle(&L->rt)) {
-      int64_t next = L->next < n ? next_due(L) : ge_now_ns() + 1000000000LL;
-      if (L->heap.n && L->heap.v[0].deadline < next)
-        next = L->heap.v[0].deadline;
-      if (ge_rt_idle(&L->rt, L->epfd, next, e))
-        goto out;
-    }
-  }
-  L->t_end = ge_now_ns();
-  rc = 0;
-out:
+  int rc = 0;
+  while (!rc && (L->next < L->plan->n || L->outstanding > 0))
+    rc = turn(L, rx, e);
+  if (!rc)
+    L->t_end = ge_now_ns();
   free(rx);
   return rc;
 }
 
-void ge_loop_free(struct ge_loop *L) {
+void ge_loop_close(struct ge_loop *L) {
   if (L->socks)
     for (unsigned i = 0; i < L->nsock; i++)
       if (L->socks[i] >= 0)
@@ -625,30 +573,6 @@ void ge_loop_free(struct ge_loop *L) {
   if (L->epfd >= 0)
     close(L->epfd);
   free(L->socks);
-  if (L->rq)
-    for (size_t i = 0; i < L->plan->npeer; i++)
-      ge_rankq_free(&L->rq[i]);
-  if (L->sq)
-    for (size_t i = 0; i < L->plan->npeer; i++)
-      ge_sentq_free(&L->sq[i]);
-  free(L->rq);
-  free(L->sq);
-  free(L->peer_parsed);
-  free(L->peer_sent);
-  free(L->timed_out);
-  ge_win_free(&L->win);
-  ge_out_free(&L->out);
-  ge_hist_free(&L->rit_submitted);
-  ge_hist_free(&L->send_lag);
-  ge_hist_free(&L->response);
-  ge_hist_free(&L->latency);
-  ge_heap_free(&L->heap);
-  if (L->pdu)
-    coap_delete_pdu(L->pdu);
   L->socks = NULL;
-  L->rq = NULL;
-  L->sq = NULL;
-  L->peer_parsed = L->peer_sent = NULL;
-  L->timed_out = NULL;
-  L->pdu = NULL;
+  L->epfd = -1;
 }

@@ -1,77 +1,33 @@
 /* wotbench-ge: load and check everything, pin (or read the affinity
  * inherited), wait for the start instant, run the loop, then write the
- * results atomically.
+ * results atomically. Each step is one function over `struct run`, which
+ * holds everything main owns; cleanup frees whatever the steps reached.
  * Exit 0 completed run, 1 runtime failure, 2 bad input. */
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <coap3/coap.h>
 
-#include "ge.h"
-
-struct tmpfile {
-  const char *final;
-  char path[4096];
-  int fd;
-};
-
-static int tmp_open(struct tmpfile *t, const char *final, const char *field,
-                    struct ge_err *e) {
-  t->final = final;
-  t->fd = -1;
-  int n =
-      snprintf(t->path, sizeof t->path, "%s.tmp.%ld", final, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof t->path) {
-    ge_err_set(e, NULL, 0, field, "path too long");
-    return -1;
-  }
-  t->fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (t->fd < 0) {
-    ge_err_set(e, NULL, 0, field, "cannot create '%s': %s", t->path,
-               strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-static void tmp_discard(struct tmpfile *t) {
-  if (t->fd >= 0) {
-    close(t->fd);
-    unlink(t->path);
-    t->fd = -1;
-  }
-}
-
-static int tmp_commit(struct tmpfile *t, struct ge_err *e) {
-  int rc = close(t->fd);
-  t->fd = -1;
-  if (rc || rename(t->path, t->final)) {
-    ge_err_set(e, t->final, 0, NULL, "cannot finish: %s", strerror(errno));
-    unlink(t->path);
-    return -1;
-  }
-  return 0;
-}
-
-static int64_t realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* Monotonic instant minus realtime instant, read as close together as
- * possible (the realtime read is bracketed by two monotonic reads). */
-static int64_t mono_minus_real(void) {
-  int64_t m1 = ge_now_ns(), r = realtime_ns(), m2 = ge_now_ns();
-  return m1 + (m2 - m1) / 2 - r;
-}
+#include "cli.h"
+#include "clock.h"
+#include "counters.h"
+#include "err.h"
+#include "files.h"
+#include "hosts.h"
+#include "loop.h"
+#include "output.h"
+#include "plan.h"
+#include "rt.h"
+#include "state.h"
+#include "stats.h"
+#include "trace.h"
 
 /* Sleep until 1 ms before t0; the loop itself spins the rest. */
 static int wait_start(int64_t t0, struct ge_err *e) {
@@ -142,120 +98,156 @@ static int install_signals(struct ge_err *e) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+struct run {
   struct ge_config cfg;
-  struct ge_err e = {{0}};
-  struct ge_hosts hosts = {0};
-  struct ge_plan plan = {0};
-  struct ge_trace_src src = {0};
+  struct ge_err e;
+  struct ge_hosts hosts;
+  struct ge_plan plan;
+  struct ge_trace_src src;
   struct ge_loop L;
-  struct tmpfile out = {.fd = -1}, sum = {.fd = -1};
-  int status = 2;
-  bool loop_ready = false;
-
-  coap_startup();
-  coap_set_log_level(LOG_EMERG);
-  int c = ge_cli_parse(argc, argv, &cfg, &e);
-  if (c)
-    goto done_cli;
-  int64_t t_load = ge_now_ns();
-  if (cfg.hosts && ge_hosts_load(&hosts, cfg.hosts, &e))
-    goto done;
-  if (ge_trace_load(&plan, &src, cfg.trace, &hosts, &e))
-    goto done;
+  bool loop_ready; /* ge_state_init ran: L is freeable */
+  struct ge_tmpfile out, sum;
   struct {
     uint32_t salt, mid_seed;
     uint64_t rng;
   } seeds;
-  if (random_bytes(&seeds, sizeof seeds)) {
-    status = 1;
-    ge_err_set(&e, NULL, 0, "getrandom", "%s", strerror(errno));
-    goto done;
+};
+
+/* Inputs read and checked, the plan built: 0, or the exit status. */
+static int load(struct run *r) {
+  const struct ge_config *cfg = &r->cfg;
+  struct ge_plan *p = &r->plan;
+  if (ge_check_outputs(cfg, &r->e))
+    return 2;
+  int64_t t_load = ge_now_ns();
+  if (cfg->hosts && ge_hosts_load(&r->hosts, cfg->hosts, &r->e))
+    return 2;
+  if (ge_trace_load(p, &r->src, cfg->trace, &r->hosts, &r->e))
+    return 2;
+  if (random_bytes(&r->seeds, sizeof r->seeds)) {
+    ge_err_set(&r->e, NULL, 0, "getrandom", "%s", strerror(errno));
+    return 1;
   }
-  if (ge_plan_finish(&plan, seeds.mid_seed)) {
-    ge_err_set(&e, cfg.trace, 0, "send_ts_us",
+  if (ge_plan_finish(p, r->seeds.mid_seed)) {
+    ge_err_set(&r->e, cfg->trace, 0, "send_ts_us",
                "too many requests per device within EXCHANGE_LIFETIME");
-    goto done;
+    return 2;
   }
-  if (!cfg.quiet)
+  if (!cfg->quiet)
     fprintf(stderr,
             "wotbench-ge: %zu requests, %zu devices, %zu peers, %u sockets, "
             "%zu templates loaded in %.2f s\n",
-            plan.n, plan.ndev, plan.npeer, plan.nsock, plan.ntmpl,
+            p->n, p->ndev, p->npeer, p->nsock, p->ntmpl,
             (double)(ge_now_ns() - t_load) / 1e9);
-  if (cfg.dump_plan) {
-    status = ge_plan_dump(&plan, &hosts, cfg.dump_plan, &e) ? 1 : 0;
-    goto done;
-  }
-  if (tmp_open(&out, cfg.out, "--out", &e) ||
-      tmp_open(&sum, cfg.summary, "--summary", &e))
-    goto done;
+  return 0;
+}
+
+/* Output files created, pinned, the loop's state and sockets set up and
+ * the first requests parsed: 0, or the exit status. */
+static int prepare(struct run *r) {
+  struct ge_loop *L = &r->L;
+  if (ge_tmp_open(&r->out, r->cfg.out, "--out", &r->e) ||
+      ge_tmp_open(&r->sum, r->cfg.summary, "--summary", &r->e))
+    return 2;
   cpu_set_t cpus;
-  int affinity = set_affinity(&cfg, &cpus, &e);
-  if (affinity) {
-    status = affinity;
-    goto done;
+  int affinity = set_affinity(&r->cfg, &cpus, &r->e);
+  if (affinity)
+    return affinity;
+  r->loop_ready = true; /* ge_state_init leaves L freeable even on failure */
+  if (ge_state_init(L, &r->cfg, &r->plan, &r->hosts, r->seeds.salt,
+                    r->seeds.rng, r->out.fd)) {
+    ge_err_set(&r->e, NULL, 0, "loop", "out of memory");
+    return 1;
   }
-  status = 1;
-  loop_ready = true; /* ge_loop_init leaves L freeable even on failure */
-  if (ge_loop_init(&L, &cfg, &plan, &hosts, seeds.salt, seeds.rng, out.fd)) {
-    ge_err_set(&e, NULL, 0, "loop", "out of memory");
-    goto done;
+  L->stop = &stop_requested;
+  L->cpus = cpus;
+  if (install_signals(&r->e) || ge_loop_open(L, &r->e) ||
+      ge_state_feed(L, GE_FEED_AHEAD, &r->e) < 0)
+    return 1;
+  return 0;
+}
+
+/* Loaded and pinned: real-time from here (or the reason why not); an
+ * unprivileged GE waits for it until 2 ms before its start instant. Then
+ * t0: --start-at (slept for) or now. 0, or the exit status. */
+static int start(struct run *r) {
+  struct ge_loop *L = &r->L;
+  int64_t at = r->cfg.start_at_us;
+  int64_t offset = -ge_real_minus_mono();
+  ge_rt_enter(&L->rt,
+              at >= 0 ? at * 1000 + offset - GE_RT_WAIT_SLACK_NS : ge_now_ns());
+  if (at < 0) {
+    L->t0 = ge_now_ns();
+    L->start_epoch_us = (L->t0 - offset) / 1000;
+    return 0;
   }
-  L.stop = &stop_requested;
-  L.cpus = cpus;
-  if (install_signals(&e) || ge_loop_open(&L, &e) ||
-      ge_loop_feed(&L, GE_FEED_AHEAD, &e) < 0)
-    goto done;
-  /* Loaded and pinned: real-time from here (or the reason why not); an
-   * unprivileged GE waits for it until 2 ms before its start instant. */
-  int64_t offset = mono_minus_real();
-  ge_rt_enter(&L.rt, cfg.start_at_us >= 0
-                         ? cfg.start_at_us * 1000 + offset - GE_RT_WAIT_SLACK_NS
-                         : ge_now_ns());
-  if (cfg.start_at_us >= 0) {
-    L.t0 = cfg.start_at_us * 1000 + offset;
-    L.start_epoch_us = cfg.start_at_us;
-    int64_t late = ge_now_ns() - L.t0;
-    if (late > 0) {
-      ge_err_set(&e, NULL, 0, "--start-at",
-                 "the start instant passed %.3f ms ago", (double)late / 1e6);
-      goto done;
-    }
-    int64_t t_wait = ge_now_ns();
-    if (wait_start(L.t0, &e))
-      goto done;
-    ge_rt_blocked(&L.rt, t_wait, ge_now_ns());
-  } else {
-    L.t0 = ge_now_ns();
-    L.start_epoch_us = (L.t0 - offset) / 1000;
+  L->t0 = at * 1000 + offset;
+  L->start_epoch_us = at;
+  int64_t late = ge_now_ns() - L->t0;
+  if (late > 0) {
+    ge_err_set(&r->e, NULL, 0, "--start-at",
+               "the start instant passed %.3f ms ago", (double)late / 1e6);
+    return 1;
   }
-  int run = ge_loop_run(&L, &e);
-  ge_rt_leave(&L.rt, ge_now_ns());
-  if (run)
-    goto done;
-  if (ge_out_finish(&L, &e) || ge_stats_write(&L, sum.fd, &e) ||
-      tmp_commit(&out, &e) || tmp_commit(&sum, &e))
-    goto done;
-  if (!cfg.quiet)
-    ge_counters_print(stderr, &L.c, plan.n, (double)(L.t_end - L.t0) / 1e9);
-  status = 0;
-done:
-  tmp_discard(&out);
-  tmp_discard(&sum);
-  if (loop_ready)
-    ge_loop_free(&L);
-  ge_plan_free(&plan);
-  ge_trace_unmap(&src);
-  ge_hosts_free(&hosts);
+  int64_t t_wait = ge_now_ns();
+  if (wait_start(L->t0, &r->e))
+    return 1;
+  ge_rt_blocked(&L->rt, t_wait, ge_now_ns());
+  return 0;
+}
+
+/* The run, then the CSV and the summary committed: 0, or the exit
+ * status. */
+static int run_and_commit(struct run *r) {
+  struct ge_loop *L = &r->L;
+  int rc = ge_loop_run(L, &r->e);
+  ge_rt_leave(&L->rt, ge_now_ns());
+  if (rc || ge_out_finish(L, &r->e) || ge_stats_write(L, r->sum.fd, &r->e) ||
+      ge_tmp_commit(&r->out, &r->e) || ge_tmp_commit(&r->sum, &r->e))
+    return 1;
+  if (!r->cfg.quiet)
+    ge_counters_print(stderr, &L->c, r->plan.n,
+                      (double)(L->t_end - L->t0) / 1e9);
+  return 0;
+}
+
+/* The steps after the command line, in order: the exit status. */
+static int steps(struct run *r) {
+  int status = load(r);
+  if (status)
+    return status;
+  if (r->cfg.dump_plan)
+    return ge_out_dump_plan(&r->plan, &r->hosts, r->cfg.dump_plan, &r->e) != 0;
+  if ((status = prepare(r)) || (status = start(r)))
+    return status;
+  return run_and_commit(r);
+}
+
+static void cleanup(struct run *r) {
+  ge_tmp_discard(&r->out);
+  ge_tmp_discard(&r->sum);
+  if (r->loop_ready) {
+    ge_loop_close(&r->L);
+    ge_state_free(&r->L);
+  }
+  ge_plan_free(&r->plan);
+  ge_trace_unmap(&r->src);
+  ge_hosts_free(&r->hosts);
+}
+
+int main(int argc, char **argv) {
+  static struct run r; /* about 10 KB (two paths): off the stack */
+  r.out.fd = r.sum.fd = -1;
+  coap_startup();
+  coap_set_log_level(LOG_EMERG);
+  int c = ge_cli_parse(argc, argv, &r.cfg, &r.e);
+  int status = c > 0 ? 0 : 2;
+  if (!c) {
+    status = steps(&r);
+    cleanup(&r);
+  }
   coap_cleanup();
   if (status)
-    fprintf(stderr, "error: %s\n", e.msg);
+    fprintf(stderr, "error: %s\n", r.e.msg);
   return status;
-done_cli:
-  coap_cleanup();
-  if (c > 0)
-    return 0;
-  fprintf(stderr, "error: %s\n", e.msg);
-  return 2;
 }

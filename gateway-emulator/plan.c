@@ -1,12 +1,11 @@
 /* The loaded plan: device and peer tables, request templates, and the
  * socket / message-ID plan that lets any number of requests be
- * outstanding per device without reusing a MID within EXCHANGE_LIFETIME. */
-#include <errno.h>
-#include <stdio.h>
+ * outstanding per device without reusing a MID within EXCHANGE_LIFETIME.
+ * (Printed by --dump-plan: output.c.) */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ge.h"
+#include "plan.h"
 
 static uint64_t hash_bytes(const void *data, size_t len, uint64_t h) {
   const uint8_t *s = data;
@@ -262,43 +261,6 @@ int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
       return -1;
     q -= pr->k;
   }
-}
-
-/* Streams the plan: one pass of a cursor, ranks counted per peer. */
-int ge_plan_dump(const struct ge_plan *p, const struct ge_hosts *h,
-                 const char *path, struct ge_err *e) {
-  uint32_t *rank = calloc(p->npeer ? p->npeer : 1, sizeof *rank);
-  FILE *f = rank ? fopen(path, "w") : NULL;
-  if (!f) {
-    ge_err_set(e, path, 0, NULL, "cannot create: %s",
-               rank ? strerror(errno) : "out of memory");
-    free(rank);
-    return -1;
-  }
-  fprintf(f, "index,device_id,peer,socket,mid,window_max,k\n");
-  struct ge_cursor c;
-  struct ge_req r;
-  ge_cursor_init(&c, p, path);
-  int got;
-  while ((got = ge_cursor_read(p, &c, h, &r, e)) == 1) {
-    const struct ge_device *d = &p->devs[r.dev];
-    const struct ge_peer *pr = &p->peers[d->peer];
-    uint32_t n = rank[d->peer]++;
-    fprintf(f, "%zu,%u,%u,%u,%u,%u,%u\n", c.n - 1, d->id, d->peer,
-            ge_plan_sock(pr, n), ge_plan_mid(pr, n), pr->window_max, pr->k);
-    if ((c.n & 4095) == 0)
-      ge_text_release(p, &c.released, (size_t)(c.it.p - p->text));
-  }
-  free(rank);
-  if (got < 0) {
-    fclose(f);
-    return -1;
-  }
-  if (ferror(f) | fclose(f)) {
-    ge_err_set(e, path, 0, NULL, "write failed: %s", strerror(errno));
-    return -1;
-  }
-  return 0;
 }
 
 void ge_plan_free(struct ge_plan *p) {

@@ -5,7 +5,8 @@
 
 #include <coap3/coap.h>
 
-#include "ge.h"
+#include "ge_format.h"
+#include "recv.h"
 
 static void queue_ack(struct ge_loop *L, const struct sockaddr_in6 *to,
                       unsigned sock, uint16_t mid) {
@@ -50,7 +51,7 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
                          .idx = (uint32_t)idx,
                          .gen = s->gen};
     if (ge_heap_push(&L->heap, t))
-      ge_loop_finish(L, (uint32_t)idx, GE_TIMEOUT);
+      ge_state_finish(L, (uint32_t)idx, GE_TIMEOUT);
     return;
   }
   if (!s || (s->state != GE_WAIT && s->state != GE_SEPARATE)) {
@@ -58,7 +59,33 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
     return;
   }
   L->c.rsts++;
-  ge_loop_finish(L, (uint32_t)idx, GE_ERROR);
+  ge_state_finish(L, (uint32_t)idx, GE_ERROR);
+}
+
+/* The request index in a token of this run, of a request sent already
+ * (requests go out in order); -1 when it is none. */
+static int64_t token_index(const struct ge_loop *L, coap_bin_const_t tok) {
+  if (tok.length != GE_TOKEN_LEN)
+    return -1;
+  const uint8_t *t = tok.s;
+  uint32_t salt =
+      (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
+  uint32_t idx =
+      (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 | t[7];
+  return salt == L->salt && idx < L->next ? (int64_t)idx : -1;
+}
+
+/* A response to request idx whose row is written and its record freed:
+ * what is left is whether it timed out, for the last 2^GE_DONE_BITS
+ * requests (older ones are counted late); its source cannot be checked
+ * any more. */
+static void row_written(struct ge_loop *L, uint32_t idx) {
+  uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
+  if (L->next - idx > (1u << GE_DONE_BITS) ||
+      (L->timed_out[bit / 64] >> (bit % 64) & 1))
+    L->c.late_response++;
+  else
+    L->c.duplicate_response++;
 }
 
 void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
@@ -88,33 +115,16 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
     L->c.unexpected_message++; /* a request, or a non-empty RST */
     return;
   }
-  coap_bin_const_t tok = coap_pdu_get_token(L->pdu);
-  uint32_t idx = 0;
-  bool ours = tok.length == GE_TOKEN_LEN;
-  if (ours) {
-    const uint8_t *t = tok.s;
-    uint32_t salt = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
-                    (uint32_t)t[2] << 8 | t[3];
-    idx = (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 |
-          t[7];
-    ours = salt == L->salt && idx < L->next; /* requests go out in order */
-  }
-  if (!ours) {
+  int64_t tidx = token_index(L, coap_pdu_get_token(L->pdu));
+  if (tidx < 0) {
     L->c.unknown_token++;
     return;
   }
+  uint32_t idx = (uint32_t)tidx;
   if (idx < L->win.base) {
-    /* Its row is written and its record freed: what is left is whether
-     * it timed out, for the last 2^GE_DONE_BITS requests (older ones are
-     * counted late); its source cannot be checked any more. */
     if (type == GE_CON)
       queue_ack(L, src, sock, mid);
-    uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
-    if (L->next - idx > (1u << GE_DONE_BITS) ||
-        (L->timed_out[bit / 64] >> (bit % 64) & 1))
-      L->c.late_response++;
-    else
-      L->c.duplicate_response++;
+    row_written(L, idx);
     return;
   }
   struct ge_rec *s = ge_win_at(&L->win, idx);
@@ -137,5 +147,5 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
   s->recv_ns = now - L->t0;
   s->code = code;
   s->service_us = service_option(L->pdu);
-  ge_loop_finish(L, idx, code >> 5 == 2 ? GE_OK : GE_ERROR);
+  ge_state_finish(L, idx, code >> 5 == 2 ? GE_OK : GE_ERROR);
 }

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ge.h"
+#include "reuse.h"
+#include "wire.h"
 
 static uint8_t front_byte(const struct ge_sentq *q) {
   return *(const uint8_t *)ge_ring_at(&q->r, 1, 0);

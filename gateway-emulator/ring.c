@@ -1,12 +1,12 @@
 /* A FIFO of fixed-size elements in a power-of-two ring that doubles when
  * full: the per-peer queues of window.c (trace indices by rank) and
  * reuse.c (varint send instants). Only the growth lives here; the push,
- * pop and indexing are inline in ge.h. */
+ * pop and indexing are inline in ring.h. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ge.h"
+#include "ring.h"
 
 int ge_ring_grow(struct ge_ring *r, size_t size, size_t first) {
   size_t ncap = r->cap ? r->cap * 2 : first;

@@ -25,8 +25,11 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
-#include "ge.h"
+#include "clock.h"
+#include "json.h"
+#include "rt.h"
 
 #define GE_RT_MARGIN_PPM 30000    /* 3 % of the period */
 #define GE_RT_YIELD_NS 100000     /* one forced yield */

@@ -10,7 +10,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "ge.h"
+#include "ge_format.h"
+#include "json.h"
+#include "stats.h"
 
 /* Peak resident set of this program in kB: VmHWM of its own address
  * space. getrusage's ru_maxrss is kept across fork + exec, so it would
@@ -39,6 +41,9 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
                 ge_hist_bytes(&L->rit_submitted) + ge_hist_bytes(&L->send_lag) +
                 ge_hist_bytes(&L->response) + ge_hist_bytes(&L->latency);
   size_t sentq = 0;
+  /* whole chunks of the peak, and the spare one */
+  uint64_t win_bytes = ((L->win.peak + GE_CHUNK - 1) / GE_CHUNK + 1) *
+                       GE_CHUNK * sizeof(struct ge_rec);
   for (size_t i = 0; i < p->npeer; i++)
     sentq += ge_sentq_bytes(&L->sq[i]);
   fprintf(f, "  \"peak_rss_bytes\": %lld,\n", rss < 0 ? -1 : rss * 1024);
@@ -48,26 +53,10 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
           "\"output_writes\": %llu, \"feed_forced\": %llu, "
           "\"output_forced\": %llu, \"timer_heap_capacity\": %zu, "
           "\"hist_bytes\": %zu, \"reuse_fifo_bytes\": %zu},\n",
-          (unsigned long long)L->win.peak,
-          (unsigned long long)(((L->win.peak + GE_CHUNK - 1) / GE_CHUNK + 1) *
-                               GE_CHUNK * sizeof(struct ge_rec)),
+          (unsigned long long)L->win.peak, (unsigned long long)win_bytes,
           L->out.peak, (unsigned long long)L->out.writes,
           (unsigned long long)L->feed_forced,
           (unsigned long long)L->output_forced, L->heap.cap, hist, sentq);
-}
-
-void ge_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
 }
 
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {

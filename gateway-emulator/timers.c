@@ -3,7 +3,7 @@
  * generation moved on is simply dropped (lazy deletion). */
 #include <stdlib.h>
 
-#include "ge.h"
+#include "timers.h"
 
 int ge_heap_push(struct ge_heap *h, struct ge_timer t) {
   if (h->n == h->cap) {

@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ge.h"
+#include "files.h"
+#include "ge_format.h"
+#include "trace.h"
+#include "wire.h"
 
 struct field {
   const char *s;
@@ -123,135 +126,185 @@ static bool is_header(struct ge_cursor *c, const struct field *f0) {
   return f0->len == 9 && !memcmp(f0->s, "device_id", 9);
 }
 
+/* One content line being parsed: where it is (for errors), its fields,
+ * and what each step made of them. */
+struct line {
+  const char *name;
+  size_t no;
+  struct field f[5];
+  size_t nf;
+  uint64_t id, ts;
+  int code;
+  const char *uri, *auth, *slash, *qm; /* coap://AUTH/PATH?QUERY */
+  size_t alen, plen, qlen;
+  struct field pay;
+};
+
+/* At most 40 bytes of a field, for an error message. */
+#define SHOWN(fl) (int)((fl).len > 40 ? 40 : (fl).len), (fl).s
+
+/* device_id and send_ts_us (integers in range, times non-decreasing) and
+ * the method. */
+static int check_columns(struct ge_cursor *c, struct line *ln,
+                         struct ge_err *e) {
+  if (!digits(ln->f[0], GE_MAX_DEVICE_ID, &ln->id)) {
+    ge_err_set(e, ln->name, ln->no, "device_id",
+               "'%.*s' is not an integer in 0..2147483647", SHOWN(ln->f[0]));
+    return -1;
+  }
+  if (!digits(ln->f[1], GE_MAX_SEND_TS_US, &ln->ts)) {
+    ge_err_set(e, ln->name, ln->no, "send_ts_us",
+               "'%.*s' is not an integer in 0..2^53", SHOWN(ln->f[1]));
+    return -1;
+  }
+  if (ln->ts < c->prev_ts) {
+    ge_err_set(e, ln->name, ln->no, "send_ts_us",
+               "%llu is before the previous line's %llu (must be "
+               "non-decreasing)",
+               (unsigned long long)ln->ts, (unsigned long long)c->prev_ts);
+    return -1;
+  }
+  c->prev_ts = ln->ts;
+  ln->code = ge_wire_method(ln->f[2].s, ln->f[2].len);
+  if (ln->code < 0) {
+    ge_err_set(e, ln->name, ln->no, "method",
+               "'%.*s' is not GET, PUT, POST or DELETE", SHOWN(ln->f[2]));
+    return -1;
+  }
+  return 0;
+}
+
+/* coap://HOST[:PORT]/path[?query], within the length limits. */
+static int check_uri(struct line *ln, struct ge_err *e) {
+  const char *u = ln->f[3].s, *ue = ln->f[3].s + ln->f[3].len, *why;
+  if (ln->f[3].len < 7 || memcmp(u, "coap://", 7) != 0) {
+    ge_err_set(e, ln->name, ln->no, "uri", "must start with coap://");
+    return -1;
+  }
+  ln->uri = u;
+  ln->auth = u + 7;
+  ln->slash = memchr(ln->auth, '/', (size_t)(ue - ln->auth));
+  if (!ln->slash) {
+    ge_err_set(e, ln->name, ln->no, "uri",
+               "missing path (expected coap://HOST[:PORT]/path)");
+    return -1;
+  }
+  ln->qm = memchr(ln->slash, '?', (size_t)(ue - ln->slash));
+  const char *pe = ln->qm ? ln->qm : ue;
+  ln->plen = (size_t)(pe - ln->slash);
+  ln->qlen = ln->qm ? (size_t)(ue - ln->qm - 1) : 0;
+  ln->alen = (size_t)(ln->slash - ln->auth);
+  if (ln->plen > GE_MAX_PATH_BYTES || ln->qlen > GE_MAX_PATH_BYTES) {
+    ge_err_set(e, ln->name, ln->no, "uri", "path or query longer than %d bytes",
+               GE_MAX_PATH_BYTES);
+    return -1;
+  }
+  if ((why = check_uri_part(ln->auth, (size_t)(ue - ln->auth)))) {
+    ge_err_set(e, ln->name, ln->no, "uri", "%s", why);
+    return -1;
+  }
+  return 0;
+}
+
+/* The optional fifth field: printable, at most GE_MAX_PAYLOAD_BYTES. */
+static int check_payload(struct line *ln, struct ge_err *e) {
+  ln->pay = (struct field){"", 0};
+  if (ln->nf < 5)
+    return 0;
+  ln->pay = ln->f[4];
+  if (ln->pay.len > GE_MAX_PAYLOAD_BYTES) {
+    ge_err_set(e, ln->name, ln->no, "payload", "longer than %d bytes",
+               GE_MAX_PAYLOAD_BYTES);
+    return -1;
+  }
+  for (size_t i = 0; i < ln->pay.len; i++)
+    if (ln->pay.s[i] < 0x20 || ln->pay.s[i] > 0x7e) {
+      ge_err_set(e, ln->name, ln->no, "payload", "non-printable byte");
+      return -1;
+    }
+  return 0;
+}
+
+/* A device seen before at another authority text: it must still resolve
+ * to the same endpoint. */
+static int same_endpoint(const struct ge_plan *p, int64_t d,
+                         const struct sockaddr_in6 *addr, const struct line *ln,
+                         struct ge_err *e) {
+  const struct sockaddr_in6 *had = &p->peers[p->devs[d].peer].addr;
+  if (had->sin6_port == addr->sin6_port &&
+      !memcmp(&had->sin6_addr, &addr->sin6_addr, 16))
+    return 0;
+  const struct ge_device *dv = &p->devs[d];
+  ge_err_set(e, ln->name, ln->no, "uri",
+             "device %llu was at '%.*s' on an earlier line; every "
+             "line of a device must name the same host and port",
+             (unsigned long long)ln->id, (int)dv->auth_len,
+             p->abytes + dv->auth_off);
+  return -1;
+}
+
+/* The line's device: found by id (same authority text), or its authority
+ * resolved and the device added (scan) or checked against the endpoint
+ * it had. The device index, or -1 (e). */
+static int64_t bind_device(struct ge_plan *p, const struct ge_hosts *h,
+                           const struct line *ln, struct ge_err *e) {
+  int64_t d = ge_plan_find_device(p, (uint32_t)ln->id);
+  if (d >= 0 && p->devs[d].auth_len == ln->alen &&
+      !memcmp(p->abytes + p->devs[d].auth_off, ln->auth, ln->alen))
+    return d;
+  struct sockaddr_in6 addr;
+  const char *why = resolve(ln->auth, ln->alen, h, &addr);
+  if (why) {
+    ge_err_set(e, ln->name, ln->no, "uri", "'%.*s': %s", (int)ln->alen,
+               ln->auth, why);
+    return -1;
+  }
+  if (d >= 0)
+    return same_endpoint(p, d, &addr, ln, e) ? -1 : d;
+  d = ge_plan_add_device(p, (uint32_t)ln->id, ln->auth, (uint32_t)ln->alen,
+                         &addr);
+  if (d < 0)
+    ge_err_set(e, ln->name, ln->no, NULL, "%s",
+               p->frozen ? "device not in the scanned trace (was the "
+                           "file changed?)"
+                         : "out of memory");
+  return d;
+}
+
 /* One content line -> *r: 1, or 0 for the header line, or -1 (e). */
 static int parse_line(struct ge_plan *p, struct ge_cursor *c,
                       const struct ge_hosts *h, const char *s, const char *le,
                       struct ge_req *r, struct ge_err *e) {
-  const char *name = c->name, *buf = p->text;
-  const size_t line = c->it.no;
+  struct line ln = {.name = c->name, .no = c->it.no};
   const char *why;
-  struct field f[5];
-  size_t nf;
-  if (split(s, le, f, &nf)) {
-    ge_err_set(e, name, line, "payload", "contains a comma");
+  if (split(s, le, ln.f, &ln.nf)) {
+    ge_err_set(e, ln.name, ln.no, "payload", "contains a comma");
     return -1;
   }
-  if (is_header(c, &f[0]))
+  if (is_header(c, &ln.f[0]))
     return 0;
-  if (nf < 4) {
+  if (ln.nf < 4) {
     static const char *const names[] = {"device_id", "send_ts_us", "method",
                                         "uri"};
-    ge_err_set(e, name, line, names[nf], "missing (expected %s[,payload])",
-               GE_TRACE_COLUMNS);
+    ge_err_set(e, ln.name, ln.no, names[ln.nf],
+               "missing (expected %s[,payload])", GE_TRACE_COLUMNS);
     return -1;
   }
-  uint64_t id, ts;
-  if (!digits(f[0], GE_MAX_DEVICE_ID, &id)) {
-    ge_err_set(e, name, line, "device_id",
-               "'%.*s' is not an integer in 0..2147483647",
-               (int)(f[0].len > 40 ? 40 : f[0].len), f[0].s);
+  if (check_columns(c, &ln, e) || check_uri(&ln, e) || check_payload(&ln, e))
     return -1;
-  }
-  if (!digits(f[1], GE_MAX_SEND_TS_US, &ts)) {
-    ge_err_set(e, name, line, "send_ts_us",
-               "'%.*s' is not an integer in 0..2^53",
-               (int)(f[1].len > 40 ? 40 : f[1].len), f[1].s);
+  int64_t d = bind_device(p, h, &ln, e);
+  if (d < 0)
     return -1;
-  }
-  if (ts < c->prev_ts) {
-    ge_err_set(e, name, line, "send_ts_us",
-               "%llu is before the previous line's %llu (must be "
-               "non-decreasing)",
-               (unsigned long long)ts, (unsigned long long)c->prev_ts);
-    return -1;
-  }
-  c->prev_ts = ts;
-  int code = ge_wire_method(f[2].s, f[2].len);
-  if (code < 0) {
-    ge_err_set(e, name, line, "method",
-               "'%.*s' is not GET, PUT, POST or DELETE",
-               (int)(f[2].len > 40 ? 40 : f[2].len), f[2].s);
-    return -1;
-  }
-  const char *u = f[3].s, *ue = f[3].s + f[3].len;
-  if (f[3].len < 7 || memcmp(u, "coap://", 7)) {
-    ge_err_set(e, name, line, "uri", "must start with coap://");
-    return -1;
-  }
-  const char *auth = u + 7;
-  const char *slash = memchr(auth, '/', (size_t)(ue - auth));
-  if (!slash) {
-    ge_err_set(e, name, line, "uri",
-               "missing path (expected coap://HOST[:PORT]/path)");
-    return -1;
-  }
-  const char *qm = memchr(slash, '?', (size_t)(ue - slash));
-  const char *pe = qm ? qm : ue;
-  size_t plen = (size_t)(pe - slash), qlen = qm ? (size_t)(ue - qm - 1) : 0;
-  if (plen > GE_MAX_PATH_BYTES || qlen > GE_MAX_PATH_BYTES) {
-    ge_err_set(e, name, line, "uri", "path or query longer than %d bytes",
-               GE_MAX_PATH_BYTES);
-    return -1;
-  }
-  if ((why = check_uri_part(auth, (size_t)(ue - auth)))) {
-    ge_err_set(e, name, line, "uri", "%s", why);
-    return -1;
-  }
-  struct field pay = {"", 0};
-  if (nf == 5) {
-    pay = f[4];
-    if (pay.len > GE_MAX_PAYLOAD_BYTES) {
-      ge_err_set(e, name, line, "payload", "longer than %d bytes",
-                 GE_MAX_PAYLOAD_BYTES);
-      return -1;
-    }
-    for (size_t i = 0; i < pay.len; i++)
-      if (pay.s[i] < 0x20 || pay.s[i] > 0x7e) {
-        ge_err_set(e, name, line, "payload", "non-printable byte");
-        return -1;
-      }
-  }
-  size_t alen = (size_t)(slash - auth);
-  int64_t d = ge_plan_find_device(p, (uint32_t)id);
-  if (d < 0 || p->devs[d].auth_len != alen ||
-      memcmp(p->abytes + p->devs[d].auth_off, auth, alen)) {
-    struct sockaddr_in6 addr;
-    if ((why = resolve(auth, alen, h, &addr))) {
-      ge_err_set(e, name, line, "uri", "'%.*s': %s", (int)alen, auth, why);
-      return -1;
-    }
-    if (d < 0) {
-      d = ge_plan_add_device(p, (uint32_t)id, auth, (uint32_t)alen, &addr);
-      if (d < 0) {
-        ge_err_set(e, name, line, NULL, "%s",
-                   p->frozen ? "device not in the scanned trace (was the "
-                               "file changed?)"
-                             : "out of memory");
-        return -1;
-      }
-    } else {
-      const struct sockaddr_in6 *had = &p->peers[p->devs[d].peer].addr;
-      if (had->sin6_port != addr.sin6_port ||
-          memcmp(&had->sin6_addr, &addr.sin6_addr, 16)) {
-        const struct ge_device *dv = &p->devs[d];
-        ge_err_set(e, name, line, "uri",
-                   "device %llu was at '%.*s' on an earlier line; every "
-                   "line of a device must name the same host and port",
-                   (unsigned long long)id, (int)dv->auth_len,
-                   p->abytes + dv->auth_off);
-        return -1;
-      }
-    }
-  }
-  int64_t t = ge_plan_template(p, (uint8_t)code, slash, plen, qm ? qm + 1 : "",
-                               qlen, pay.s, pay.len, &why);
+  int64_t t = ge_plan_template(p, (uint8_t)ln.code, ln.slash, ln.plen,
+                               ln.qm ? ln.qm + 1 : "", ln.qlen, ln.pay.s,
+                               ln.pay.len, &why);
   if (t < 0) {
-    ge_err_set(e, name, line, "uri", "%s", why);
+    ge_err_set(e, ln.name, ln.no, "uri", "%s", why);
     return -1;
   }
-  r->ts_us = ts;
-  r->uri_off = (uint64_t)(u - buf);
-  r->uri_len = (uint16_t)f[3].len;
+  r->ts_us = ln.ts;
+  r->uri_off = (uint64_t)(ln.uri - p->text);
+  r->uri_len = (uint16_t)ln.f[3].len;
   r->dev = (uint32_t)d;
   r->tmpl = (uint32_t)t;
   return 1;
@@ -388,17 +441,10 @@ int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
                   const struct ge_hosts *h, struct ge_err *e) {
   src->map = NULL;
   src->len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    ge_err_set(e, path, 0, NULL, "cannot open: %s", strerror(errno));
-    return -1;
-  }
   struct stat st;
-  if (fstat(fd, &st)) {
-    ge_err_set(e, path, 0, NULL, "cannot stat: %s", strerror(errno));
-    close(fd);
+  int fd = ge_open_input(path, &st, e);
+  if (fd < 0)
     return -1;
-  }
   if (st.st_size == 0) {
     close(fd);
     ge_err_set(e, path, 1, "device_id", "the trace has no requests");

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ge.h"
+#include "window.h"
 
 static int ring_grow(struct ge_window *w) {
   size_t ncap = w->cap ? w->cap * 2 : 16;
-  struct ge_rec **nr = calloc(ncap, sizeof *nr);
+  struct ge_rec **nr = calloc(ncap, sizeof(struct ge_rec *));
   if (!nr)
     return -1;
   if (w->end > w->base)

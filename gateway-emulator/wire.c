@@ -7,7 +7,8 @@
 
 #include <coap3/coap.h>
 
-#include "ge.h"
+#include "ge_format.h"
+#include "wire.h"
 
 void ge_wire_header(uint8_t out[GE_HDR_LEN], uint8_t type, uint8_t code,
                     uint16_t mid, uint32_t salt, uint32_t idx) {

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     abort();
   if (cpulist_parse(text, &back) != NULL || !CPU_EQUAL(&set, &back))
     abort();
-  if (cpulist_format(&back, again, sizeof(again)) != n || strcmp(text, again))
+  if (cpulist_format(&back, again, sizeof(again)) != n ||
+      strcmp(text, again) != 0)
     abort();
   if (cpulist_format(&set, again, (size_t)n) != -1 || again[0] != '\0')
     abort();

@@ -6,7 +6,11 @@
 
 #include <coap3/coap.h>
 
-#include "ge.h"
+#include "plan.h"
+#include "recv.h"
+#include "state.h"
+#include "trace.h"
+#include "wire.h"
 
 static const char trace[] = "device_id,send_ts_us,method,uri\n"
                             "0,0,GET,coap://127.0.0.1:5700/a\n"
@@ -28,8 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ge_plan_finish(&p, 1))
     abort();
   struct ge_loop L;
-  if (ge_loop_init(&L, &cfg, &p, NULL, 0xdeadbeef, 5, -1) ||
-      ge_loop_feed(&L, 4, &e) != 4)
+  if (ge_state_init(&L, &cfg, &p, NULL, 0xdeadbeef, 5, -1) ||
+      ge_state_feed(&L, 4, &e) != 4)
     abort();
   /* the first three requests are in flight */
   for (uint32_t i = 0; i < 3; i++) {
@@ -53,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (L.outstanding > 3 || L.ackq.n > GE_RECV_BATCH)
     abort();
   free(buf);
-  ge_loop_free(&L);
+  ge_state_free(&L);
   ge_plan_free(&p);
   return 0;
 }

@@ -6,7 +6,10 @@
 
 #include <coap3/coap.h>
 
-#include "ge.h"
+#include "hosts.h"
+#include "plan.h"
+#include "trace.h"
+#include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char hosts_csv[] = "host,address\ndev-1,127.0.0.1:5700\n"

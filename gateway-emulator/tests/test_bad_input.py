@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import resource
+import signal
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
+from gehelpers import SAN_ENV
 
 OK = "0,0,GET,coap://127.0.0.1:5999/a"
 
@@ -122,3 +127,116 @@ def test_unwritable_output_is_refused_before_sending(ge_bin, tmp_path):
                         "--summary", str(tmp_path / "s.json"), "--quiet"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.startswith("error: --out: cannot create")
     assert not list(tmp_path.glob("s.json*"))
+
+
+# --- outputs that would destroy an input or be lost (issue 23) ------------------
+
+@pytest.fixture(params=["release", "asan"])
+def any_ge(request) -> Path:
+    """The GE binary, and the same under ASan/UBSan."""
+    return request.getfixturevalue("ge_bin" if request.param == "release" else "ge_asan_bin")
+
+
+def ge_quick(ge: Path, *args: str, limit_bytes: int | None = None) -> subprocess.CompletedProcess:
+    """The GE against a closed loopback port (NON, 50 ms timeout): done in well under a second."""
+    def fsize() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    return subprocess.run([str(ge), "--type", "non", "--timeout-ms", "50", "--quiet", *args],
+                          capture_output=True, text=True, timeout=30, env={**os.environ, **SAN_ENV},
+                          preexec_fn=fsize if limit_bytes is not None else None)
+
+
+def listing(folder: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Each entry's file type and (for regular files) content."""
+    out = {}
+    for p in sorted(folder.iterdir()):
+        st = p.lstat()
+        out[p.name] = (stat.S_IFMT(st.st_mode), p.read_bytes() if stat.S_ISREG(st.st_mode) else None)
+    return out
+
+
+def one_line(p: subprocess.CompletedProcess, status: int, start: str) -> None:
+    assert p.returncode == status, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(start), p.stderr
+
+
+@pytest.mark.parametrize("flag", ["--out", "--summary", "--dump-plan"])
+def test_output_that_is_the_trace_is_refused_and_the_trace_kept(flag, any_ge, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text(OK + "\n")
+    others = {"--out": tmp_path / "o.csv", "--summary": tmp_path / "s.json"}
+    others[flag] = trace
+    args = [a for f, p in others.items() for a in (f, str(p))]
+    if flag == "--dump-plan":
+        args = ["--dump-plan", str(trace)]
+    before = listing(tmp_path)
+    p = ge_quick(any_ge, "--trace", str(trace), *args)
+    one_line(p, 2, f"error: {trace}: {flag}: is the same file as --trace")
+    assert listing(tmp_path) == before
+
+
+def test_output_that_is_the_hosts_file_or_the_other_output_is_refused(any_ge, tmp_path):
+    trace, hosts = tmp_path / "t.csv", tmp_path / "h.csv"
+    trace.write_text("0,0,GET,coap://dev-1/a\n")
+    hosts.write_text("dev-1,127.0.0.1:5999\n")
+    before = listing(tmp_path)
+    p = ge_quick(any_ge, "--trace", str(trace), "--hosts", str(hosts), "--out", str(hosts),
+                 "--summary", str(tmp_path / "s.json"))
+    one_line(p, 2, f"error: {hosts}: --out: is the same file as --hosts")
+    o = tmp_path / "o.csv"
+    p = ge_quick(any_ge, "--trace", str(trace), "--hosts", str(hosts), "--out", str(o), "--summary", str(o))
+    one_line(p, 2, f"error: {o}: --summary: is the same file as --out")
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("flag", ["--out", "--summary"])
+@pytest.mark.parametrize("kind", ["fifo", "chardev", "symlink", "folder"])
+def test_output_that_is_not_a_regular_file_is_refused_and_left_as_it_is(flag, kind, any_ge, tmp_path):
+    """A rename onto /dev/full replaced the device with a regular file (a stand-in here)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(OK + "\n")
+    node = tmp_path / "node"
+    if kind == "fifo":
+        os.mkfifo(node)
+    elif kind == "chardev":
+        try:
+            os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 7))   # the numbers of /dev/full
+        except PermissionError:
+            pytest.skip("mknod needs CAP_MKNOD")
+    elif kind == "symlink":
+        node.symlink_to(trace)
+    else:
+        node.mkdir()
+    files = {"--out": tmp_path / "o.csv", "--summary": tmp_path / "s.json", flag: node}
+    before = listing(tmp_path)
+    p = ge_quick(any_ge, "--trace", str(trace), *[a for f, q in files.items() for a in (f, str(q))])
+    one_line(p, 2, f"error: {node}: {flag}: is not a regular file")
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("flag", ["--trace", "--hosts"])
+def test_input_that_is_a_fifo_is_refused_without_blocking(flag, any_ge, tmp_path):
+    trace, fifo = tmp_path / "t.csv", tmp_path / "fifo"
+    trace.write_text(OK + "\n")
+    os.mkfifo(fifo)
+    inputs = {"--trace": str(trace), flag: str(fifo)}
+    before = listing(tmp_path)
+    p = ge_quick(any_ge, *[a for f, q in inputs.items() for a in (f, q)],
+                 "--out", str(tmp_path / "o.csv"), "--summary", str(tmp_path / "s.json"))
+    one_line(p, 2, f"error: {fifo}: is not a regular file")
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("limit,lost", [(100, "o.csv"), (1000, "s.json")])
+def test_failed_write_exits_nonzero_naming_the_file_and_leaves_nothing(limit, lost, any_ge, tmp_path):
+    """A write the file system refuses (here RLIMIT_FSIZE: EFBIG) is a failed run, never exit 0."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(OK + "\n")
+    before = listing(tmp_path)
+    p = ge_quick(any_ge, "--trace", str(trace), "--out", str(tmp_path / "o.csv"),
+                 "--summary", str(tmp_path / "s.json"), limit_bytes=limit)
+    one_line(p, 1, f"error: {tmp_path / lost}: write failed: ")
+    assert listing(tmp_path) == before

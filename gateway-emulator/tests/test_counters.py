@@ -1,5 +1,5 @@
 """The GE's counters are one table (GE_COUNTERS and GE_GARBAGE_COUNTERS in
-ge.h): the struct, the summary JSON, the stderr line and README.md follow
+counters.h): the struct, the summary JSON, the stderr line and README.md follow
 it, so adding a counter is one line."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 
 from gehelpers import ROOT, free_port, write_trace
 
-GE_H = (ROOT / "gateway-emulator" / "ge.h").read_text()
+GE_H = (ROOT / "gateway-emulator" / "counters.h").read_text()
 README = (ROOT / "gateway-emulator" / "README.md").read_text()
 
 

@@ -1,0 +1,34 @@
+/* Command line -> the immutable configuration (the first tier of state). */
+#ifndef GE_CLI_H
+#define GE_CLI_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../device/cpulist.h" /* one --cpus LIST syntax for both programs */
+#include "err.h"
+
+struct ge_config {
+  const char *trace, *out, *summary, *hosts, *dump_plan;
+  uint8_t coap_type; /* 0 = CON, 1 = NON (RFC 7252 type numbers) */
+  int64_t timeout_ns, ack_timeout_ns, late_us;
+  unsigned max_retransmit;
+  const char *cpus_flag; /* "--cpu" or "--cpus" as given; NULL: not pinned */
+  const char *cpus_text; /* its value */
+  cpu_set_t cpus;        /* its CPUs */
+  int cpu;               /* the one CPU of a one-CPU set; -1: none */
+  int64_t start_at_us;   /* -1: start as soon as loaded */
+  int64_t spin_us;       /* -1: always spin; else block while the next send
+                            is more than this far away */
+  bool sched_fifo;       /* --sched fifo */
+  int rt_prio;           /* --rt-prio, 1..99 */
+  int64_t rt_budget_us, rt_period_us; /* --rt-budget R/P; 0: not given */
+  bool quiet;
+};
+
+/* 0 ok, 1 help printed, -1 bad usage (message in e). */
+int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
+                 struct ge_err *e);
+
+#endif

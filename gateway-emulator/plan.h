@@ -1,0 +1,96 @@
+/* The second tier of state: the plan, what the trace asks for, resolved
+ * and numbered (device and endpoint tables, request templates, the socket
+ * and message-ID plan). Immutable once ge_plan_finish froze it. */
+#ifndef GE_PLAN_H
+#define GE_PLAN_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "wire.h"
+
+struct ge_template {
+  uint64_t hash;
+  uint32_t off, len;         /* encoded options + payload in tbytes */
+  uint32_t key_off, key_len; /* method byte + path?query + \n + payload */
+  uint8_t code;              /* CoAP method code */
+};
+struct ge_device {
+  uint32_t id, peer;
+  uint32_t auth_off, auth_len; /* first authority text seen, in abytes */
+};
+/* A peer is one destination endpoint; message IDs are planned per peer
+ * because a server deduplicates by (source endpoint, MID). */
+struct ge_peer {
+  struct sockaddr_in6 addr;
+  uint32_t count;      /* requests to this peer */
+  uint32_t window_max; /* most requests in any EXCHANGE_LIFETIME */
+  uint32_t in_window;  /* scan: requests in the current window */
+  uint32_t k;          /* local sockets this peer rotates through */
+  uint16_t mid0;
+};
+/* The plan holds no per-request array: requests are read from the mapped
+ * trace text by a cursor (trace.c), twice: once to check and count
+ * everything before anything is sent, once while sending. */
+struct ge_plan {
+  const char *text; /* the mapped trace (URIs are printed from it) */
+  size_t text_len;
+  size_t n;
+  uint64_t ts_first, ts_last;
+  struct ge_hist rit_expected; /* trace inter-arrival times */
+
+  struct ge_device *devs;
+  size_t ndev, devcap;
+  uint32_t *dev_hash;
+  size_t dev_hash_cap;
+  char *abytes; /* authority texts of the devices */
+  size_t abytes_len, abytes_cap;
+
+  struct ge_peer *peers;
+  size_t npeer, peercap;
+  uint32_t *peer_hash;
+  size_t peer_hash_cap;
+
+  struct ge_template *tmpls;
+  size_t ntmpl, tmplcap;
+  uint32_t *tmpl_hash;
+  size_t tmpl_hash_cap;
+  uint8_t *tbytes;
+  size_t tbytes_len, tbytes_cap;
+
+  unsigned nsock;
+  bool frozen;      /* after the scan: a lookup that would add is an error */
+  bool text_mapped; /* text is a file mapping (pages may be given back) */
+};
+
+int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id);
+/* New device bound to addr (auth: its authority text, copied). */
+int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, const char *auth,
+                           uint32_t auth_len, const struct sockaddr_in6 *addr);
+/* Template index for (method, path, query, payload); -1 with why. */
+int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
+                         size_t plen, const char *query, size_t qlen,
+                         const char *payload, size_t paylen, const char **why);
+/* Sockets and the first message ID of every peer (needs the counts and
+ * window maxima of the scan); freezes the tables. */
+int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed);
+int64_t ge_plan_peer_of_addr(const struct ge_plan *p,
+                             const struct sockaddr_in6 *a);
+/* The n-th request of a peer (its rank) goes out on this socket with this
+ * message ID. */
+static inline unsigned ge_plan_sock(const struct ge_peer *pr, uint32_t rank) {
+  return (unsigned)((rank / GE_MID_SPACE) % pr->k);
+}
+static inline uint16_t ge_plan_mid(const struct ge_peer *pr, uint32_t rank) {
+  return (uint16_t)(pr->mid0 + rank);
+}
+/* Rank of the request sent on socket s to peer with this MID, given that
+ * the peer's first `sent` requests went out; -1 when none. */
+int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
+                           uint16_t mid, uint32_t sent);
+void ge_plan_free(struct ge_plan *p);
+
+#endif

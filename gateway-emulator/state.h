@@ -1,0 +1,92 @@
+/* The third tier of state: the loop's own struct, with a bounded window
+ * of per-request records; setting it up, parsing requests into it ahead
+ * of their sends, ending a request, and freeing it. No syscalls: the
+ * datagram fuzzer runs on this state alone (loop.c adds the sockets). */
+#ifndef GE_STATE_H
+#define GE_STATE_H
+
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "counters.h"
+#include "err.h"
+#include "hist.h"
+#include "hosts.h"
+#include "output.h"
+#include "plan.h"
+#include "reuse.h"
+#include "rt.h"
+#include "timers.h"
+#include "trace.h"
+#include "window.h"
+
+#define GE_RECV_BATCH 32   /* datagrams per recvmmsg */
+#define GE_FEED_AHEAD 4096 /* requests parsed ahead of the sends */
+/* Responses to requests whose rows are written already: whether they had
+ * timed out (late_response) is kept for the last 2^24 requests. */
+#define GE_DONE_BITS 24
+
+/* Empty ACKs owed for CON responses of one receive batch. */
+struct ge_ackq {
+  struct {
+    struct sockaddr_in6 to;
+    uint16_t sock, mid;
+  } v[GE_RECV_BATCH];
+  unsigned n;
+};
+
+struct ge_loop {
+  const struct ge_config *cfg;
+  const struct ge_plan *plan;
+  const struct ge_hosts *hosts;
+  struct ge_cursor cur; /* the next line to parse */
+  bool feed_done;
+  struct ge_window win;
+  struct ge_rankq *rq;   /* per peer */
+  struct ge_sentq *sq;   /* per peer (used when it outnumbers a cycle) */
+  uint32_t *peer_parsed; /* per peer: requests parsed so far */
+  uint32_t *peer_sent;   /* per peer: requests sent so far */
+  uint64_t *timed_out;   /* ring of 2^GE_DONE_BITS bits */
+  struct ge_out out;
+  struct ge_hist rit_submitted, send_lag, response, latency;
+  int64_t sent_first_us, sent_prev_us;
+  uint64_t feed_forced;   /* parses forced in front of a due send */
+  uint64_t output_forced; /* rows formatted in front of the sends (backlog) */
+  bool oom;
+  struct ge_heap heap;
+  struct ge_counters c;
+  struct ge_ackq ackq;
+  struct coap_pdu_t *pdu; /* one reusable parse target */
+  uint32_t salt;
+  uint64_t rng;
+  int *socks;
+  unsigned nsock;
+  int epfd;
+  int64_t t0, t_end; /* monotonic ns */
+  int64_t start_epoch_us;
+  cpu_set_t cpus; /* the CPU affinity in force during the run */
+  struct ge_rt rt;
+  size_t next, outstanding;
+  size_t undrained;   /* sends since the replies were last read */
+  int64_t drained_at; /* monotonic ns of that last read */
+  const volatile sig_atomic_t *stop; /* SIGINT / SIGTERM: abandon the run */
+};
+
+/* State without sockets; out_fd < 0: no CSV. On failure (-1: out of
+ * memory) L is still freeable. */
+int ge_state_init(struct ge_loop *L, const struct ge_config *cfg,
+                  const struct ge_plan *p, const struct ge_hosts *h,
+                  uint32_t salt, uint64_t seed, int out_fd);
+/* Parses up to max more requests into the window: the count, or -1. */
+long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e);
+/* Request idx ends in `state` (GE_OK, GE_ERROR or GE_TIMEOUT). */
+void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state);
+/* Everything but the sockets (ge_loop_close). */
+void ge_state_free(struct ge_loop *L);
+
+#endif
