@@ -41,7 +41,7 @@ import numpy.typing as npt
 from scipy import stats
 
 __all__ = ["RdStats", "Window", "Cusum", "ContentionResult", "detect_contention", "hodges_lehmann",
-           "cusum_design"]
+           "cusum_design", "baseline_problem"]
 
 #: (baseline quantile of tau, design exceedance p1) of the CUSUMs run side by
 #: side, alpha split evenly: a sustained rise of most CD requests (issue 12)
@@ -116,7 +116,8 @@ class Cusum:
 @dataclass(frozen=True)
 class ContentionResult:
     status: str
-    """``contention``, ``none``, ``inconclusive`` or ``unknown``."""
+    """``contention``, ``none``, ``inconclusive``, ``unknown`` or
+    ``disturbed`` (the baseline itself is not a quiet CD pair's)."""
     reason: str
     baseline: RdStats
     measure: RdStats
@@ -307,6 +308,10 @@ def detect_contention(
     confidence: float = 0.95,
     designs: tuple[tuple[float, float], ...] = DESIGNS,
     seed: int = 0,
+    service_us: float | None = None,
+    baseline_rd_max: float = math.inf,
+    baseline_excess_us: float = 0.0,
+    baseline_max_lost: float = 1.0,
 ) -> ContentionResult:
     """Test the CD node's R_d during ``measure`` against ``calibration``.
 
@@ -314,9 +319,14 @@ def detect_contention(
     NaN for requests without a response, which are left out). Phases are
     ``[a, b)``. ``window_us`` (description only) grows to hold about ten CD
     requests when the CD inter-arrival time is long.
+
+    The baseline is checked first (:func:`baseline_problem`, with the CD
+    node's S ``service_us``): if disturbed, the status says so and nothing is tested.
     """
     t = np.asarray(intended_us, dtype=np.float64)
     r = np.asarray(rd, dtype=np.float64)
+    asked = (t >= calibration[0]) & (t < calibration[1]) if calibration is not None else np.zeros(t.shape, bool)
+    lost = int(np.count_nonzero(asked & ~np.isfinite(r)))
     keep = np.isfinite(t) & np.isfinite(r)
     t, r = t[keep], r[keep]
     order = np.argsort(t, kind="stable")
@@ -331,6 +341,12 @@ def detect_contention(
     b, m = RdStats.of(base), RdStats.of(meas)
     common: dict[str, Any] = dict(baseline=b, measure=m, confidence=confidence, alpha=alpha,
                                   min_effect=min_effect, window_us=float(window_us))
+    bad = baseline_problem(base, lost, int(np.count_nonzero(asked)), service_us, baseline_rd_max,
+                           baseline_excess_us, baseline_max_lost)
+    if bad is not None:
+        return ContentionResult(
+            "disturbed", bad, shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan,
+            prob_superiority=math.nan, windows=(), onset_us=None, **common)
     if base.size < min_samples or meas.size < min_samples:
         what = []
         if base.size < min_samples:
@@ -357,6 +373,41 @@ def detect_contention(
     return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=float(mw.pvalue),
                             prob_superiority=float(mw.statistic) / (meas.size * base.size), windows=windows,
                             onset_us=onset, cusum=cus, **common)
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1e3:.3g} ms" if abs(us) < 1e6 else f"{us / 1e6:.3g} s"
+
+
+def baseline_problem(base: np.ndarray, lost: int, asked: int, service_us: float | None, rd_max: float,
+                     excess_us: float, max_lost: float) -> str | None:
+    """Why the calibration's R_d cannot serve as the quiet baseline, or None.
+
+    A quiet CD pair answers every request in S plus the path's few hundred
+    microseconds, so R_d sits near 0 with a short tail. tau is the
+    baseline's q95: a baseline whose q95 of R - S is beyond
+    ``max(rd_max * S, excess_us)`` would set tau above the contention the
+    test is for (R_d +0.8 to +1.2 in docs/validate-cd.md: the CD node's
+    response time doubling), and unanswered calibration requests leave a
+    baseline of the survivors. Either means the CD node or its host was
+    disturbed while it calibrated (a frozen node gave q95 R_d 1,173)."""
+    problems = []
+    if asked and lost > max_lost * asked:
+        problems.append(f"{lost} of {asked} calibration requests ({lost / asked:.0%}) got no answer "
+                        f"(at most {max_lost:.0%})")
+    if base.size and service_us is not None and service_us > 0:
+        bound = max(rd_max, excess_us / service_us)
+        p50, p95, top = np.percentile(base, [50, 95, 100])
+        if p95 > bound:
+            problems.append(
+                f"calibration R_d median {p50:.4g}, q95 {p95:.4g}, max {top:.4g} over {base.size} samples: "
+                f"q95 R - S {_ms(p95 * service_us)} is beyond what the CD node's S {_ms(service_us)} "
+                f"predicts (at most max({rd_max:g} x S, {_ms(excess_us)}) = R_d {bound:.4g}), so tau would "
+                f"hide the contention the test is for")
+    if not problems:
+        return None
+    return ("contention cannot be judged: the CD baseline is disturbed: " + "; ".join(problems)
+            + "; the CD node or its host was not quiet during the calibration (rerun the test)")
 
 
 def _verdict(c: Cusum, b: RdStats, m: RdStats, measure: tuple[float, float], p: float, shift: float,

@@ -203,6 +203,7 @@ def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None 
     # Every value the search may probe is valid before anything starts: the
     # extremes stand for the rest (only the varied key changes).
     # Images, impairment support and placement too (as `wotbench run` does).
+    res.check_results_root(results)      # a bad --results is refused before anything starts
     client = dockerenv.client()
     for x in (cap.start, cap.maximum):
         for rs in probe_runs(runs, cap, x):

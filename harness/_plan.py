@@ -24,6 +24,7 @@ node inventory (:mod:`wotbench._inventory`) and the spec's ``cluster``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,8 @@ def cpuset(cores: Iterable[int]) -> str:
 
 #: Linux numbers at most 8,192 CPUs (CONFIG_NR_CPUS): a larger id is not a core.
 MAX_CPU_ID = 8191
+#: A core or a range of cores, in ASCII digits (``int`` alone also takes ``１``, `` 1`` and ``1_0``).
+_CORE_RANGE = re.compile(r"([0-9]{1,5})(?:-([0-9]{1,5}))?", re.ASCII)
 
 
 def cpu_ids(text: str | None) -> list[int]:
@@ -64,8 +67,10 @@ def cpu_ids(text: str | None) -> list[int]:
     (ValueError when it is not one, or names a core past MAX_CPU_ID)."""
     out: list[int] = []
     for part in text.split(",") if text else ():
-        a, _, b = part.partition("-")
-        lo, hi = int(a), int(b or a)
+        m = _CORE_RANGE.fullmatch(part)
+        if m is None:
+            raise ValueError(f"{part[:20]!r} is not a core or a range of cores")
+        lo, hi = int(m[1]), int(m[2] or m[1])
         if not 0 <= lo <= hi <= MAX_CPU_ID:
             raise ValueError(f"core range {part!r} outside 0-{MAX_CPU_ID}")
         out += range(lo, hi + 1)

@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+from wotbench import _outpath as outpath
 from wotbench import layout
 from wotbench._errors import UserError
 from wotbench._version import __version__
@@ -36,10 +37,11 @@ def new_run_id(name: str, now: float | None = None) -> str:
 def check_results_root(root: Path) -> None:
     """The results folder, or the nearest folder above it that exists (the
     run makes the rest), takes a new file; else a UserError naming it,
-    before anything of a run starts. Leaves nothing behind."""
-    if root.exists() and not root.is_dir():
+    before anything of a run starts: also for an empty path, a symlink
+    loop or a system folder (wotbench._outpath). Leaves nothing behind."""
+    where = outpath.resolve(root, "--results")
+    if where.exists() and not where.is_dir():
         raise UserError("is not a folder", str(root), field="--results")
-    where = root.absolute()
     while not where.exists() and where != where.parent:
         where = where.parent
     try:
@@ -55,7 +57,11 @@ def check_results_root(root: Path) -> None:
 def atomic_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """A file to write ``path`` through: readers see the old state or, once
     the block ends without an exception, the whole new one (temp file,
-    fsync, rename); on an exception nothing is left behind."""
+    fsync, rename); on an exception nothing is left behind. What is at
+    ``path`` must be nothing, a regular file or a symlink (the rename
+    replaces the link, never writes through it): a rename onto a device,
+    FIFO or folder would replace it, so that is a UserError."""
+    outpath.check_file_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wotbench import layout
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("run", help="run an experiment spec on a Docker testbed")
@@ -30,6 +28,9 @@ def register(sub: Any) -> None:
     p.add_argument("--run", help="only this run id (even if its harness still runs)")
     p.add_argument("--all", action="store_true",
                    help="also the runs of harness processes still running on this host")
+    from wotbench import _clean
+
+    _clean.register_flags(p)
     p.set_defaults(func=cmd_clean)
 
 
@@ -63,13 +64,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if cores is not None:      # this host's cores replaced; the other nodes' stay
         local = replace(inventory.local, cores=cores, cores_from="--cores")
         inventory = Inventory(inventory.swarm, tuple(local if n.local else n for n in inventory.nodes))
+    # The host's memory and limits; its core count is the one planned for (--cores).
+    host = replace(budget.Host.read(), cores=len(cores)) if cores is not None else None
     for rs in runs:
         if rs.repetition > 1:
             continue
         if len(runs) > 1:
             print(f"== {rs.label}")
         try:
-            budget.check(rs.spec, None, swarm=inventory.swarm)
+            budget.check(rs.spec, None, host, swarm=inventory.swarm)
             hs, auto = decide_instances(rs.spec, inventory)
             layout = layout_for(hs, inventory)
             hogs = render_schedule(schedule(hs, layout_of(layout, hs.device_count, hs.gateway.instances,
@@ -97,56 +100,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RunFailed as exc:
         if isinstance(exc.cause, UserError):
             raise exc.cause from None
-        print(f"error: run failed: {exc} (details: {exc.run_dir / layout.INCOMPLETE})", file=sys.stderr)
+        where = f" (details: {exc.details})" if exc.details is not None else ""   # never a file that is not there
+        print(f"error: run failed: {exc}{where}", file=sys.stderr)
         return 1
     for d in dirs:
         print(os.fspath(d))
     return 0
 
 
-def _node_engines(c: Any) -> list[tuple[str, Any]]:
-    """The engines of a swarm's other nodes that carry an engine label
-    (docs/multi-host.md); none outside a swarm. A node whose engine does
-    not answer is reported, and skipped."""
-    from wotbench import _dockerenv as dockerenv
-    from wotbench._errors import UserError
-    from wotbench._inventory import read_inventory
-
-    out = []
-    for node in read_inventory(c).nodes:
-        url = dict(node.labels).get(dockerenv.LABEL_ENGINE)
-        if node.local or not url:
-            continue
-        try:
-            out.append((node.hostname, dockerenv.engine_client(url, node.hostname)))
-        except UserError as err:
-            print(f"warning: node {node.hostname} skipped: {err.what}", file=sys.stderr)
-    return out
-
-
 def cmd_clean(args: argparse.Namespace) -> int:
-    from wotbench import _dockerenv as dockerenv
-    from wotbench._errors import UserError
+    from wotbench import _clean
 
-    c = dockerenv.client()
-    keep = set() if args.run or args.all else dockerenv.live_runs(c)
-    n_ct = n_net = 0
-    stuck: list[str] = []
-    for host, engine in _node_engines(c):      # a swarm's other nodes first, then the manager
-        try:
-            k = keep | (set() if args.run or args.all else dockerenv.live_runs(engine))
-            a, b, s = dockerenv.remove_labelled(engine, args.run, keep=k, swarm_networks=False, local=False)
-        except UserError as err:
-            print(f"warning: node {host} skipped: {err.what}", file=sys.stderr)
-            continue
-        n_ct, n_net, stuck = n_ct + a, n_net + b, stuck + [f"{host}: {x}" for x in s]
-    a, b, s = dockerenv.remove_labelled(c, args.run, keep=keep)
-    n_ct, n_net, stuck = n_ct + a, n_net + b, stuck + s
-    print(f"removed {n_ct} container(s) and {n_net} network(s)")
-    if keep:
-        print(f"left alone (their harness is still running): {', '.join(sorted(keep))}")
-    if stuck:
-        print(f"not removable (stale endpoint in the engine, moby#42119; restart dockerd): "
-              f"{', '.join(stuck)}", file=sys.stderr)
-        return 1
-    return 0
+    return _clean.cmd_clean(args)

@@ -39,12 +39,15 @@ __all__ = ["RunFailed", "Interrupted", "RunOptions", "Run", "plan_for", "preflig
 
 class RunFailed(Exception):
     """A test failed for a reason other than bad input; its results dir
-    keeps INCOMPLETE with the traceback."""
+    keeps INCOMPLETE with the traceback (``details``), unless it failed
+    before the folder was made (then ``details`` is None)."""
 
     def __init__(self, run_dir: Path, cause: Exception) -> None:
         super().__init__(describe(cause))
         self.run_dir = run_dir
         self.cause = cause
+        incomplete = RunDir(run_dir).incomplete
+        self.details: Path | None = incomplete if incomplete.is_file() else None
 
 
 def describe(exc: BaseException) -> str:
@@ -181,6 +184,11 @@ def _refuse_busy_ge_cores(cores: Sequence[int], busy: dict[int, str]) -> None:
 
 def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
     res.check_results_root(opts.results_root)
+    for rs in runs:                              # what needs no engine is refused before one is asked
+        try:
+            budget.check(rs.spec, opts.results_root, swarm=True)
+        except UserError as err:
+            raise phases.locate(err, rs)
     client = dockerenv.client()
     inventory = read_inventory(client)
     for rs in runs:

@@ -191,12 +191,14 @@ class CdData:
     rd: np.ndarray
     phases: Phases
     th: Thresholds
+    service_us: float | None = None
+    """S the CD node echoed (median): its baseline is checked against it."""
 
     def detect(self, alpha: float | None = None) -> Any:
         """The run's contention test, as its report made it (or at ``alpha``)."""
         from wotbench.reporting import cd_detect
 
-        return cd_detect(self.t_us, self.rd, self.phases, self.th, alpha)
+        return cd_detect(self.t_us, self.rd, self.phases, self.th, alpha, self.service_us)
 
 
 def cd_data(run_dir: Path) -> CdData | None:
@@ -208,7 +210,8 @@ def cd_data(run_dir: Path) -> CdData | None:
         return None
     t, _, rd = cd_series(cd_csv)
     th = load_saved(run_dir / layout.SPEC).validity
-    return CdData(t.intended, rd, load_run(run_dir).phases, th)
+    svc = t.service[np.isfinite(t.service)]
+    return CdData(t.intended, rd, load_run(run_dir).phases, th, float(np.median(svc)) if svc.size else None)
 
 
 def evaluate(index: int, cls: str, run_dir: Path, data: CdData | None, base: Path) -> Trial:
@@ -385,6 +388,7 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     if not order:
         raise UserError("nothing to run: --trials and --quiet are both 0", file=os.fspath(spec),
                         field="--trials")
+    res.check_results_root(results)      # a bad --results is refused before anything starts
     client = dockerenv.client()
     for c in set(order):
         preflight(specs[c].spec, client)

@@ -19,7 +19,7 @@ __all__ = [
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
     "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
     "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
-    "NODES", "PROBE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
+    "NODES", "PROBE", "TRACE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
 
 # --- top level -------------------------------------------------------------
@@ -44,6 +44,7 @@ NODES = "nodes"                   # nodes/<hostname>/: per-host files of a run a
 PROBE = "probe"                   # probe/: inputs and raw output of the GE node's probes (swarm)
 
 # --- inside the folders ------------------------------------------------------
+TRACE = "trace.csv"               # workload/: the whole trace (tracegen's name)
 HOSTS = "hosts.csv"               # ge/: trace host -> address, for every GE
 CD_OUTPUT = "cd-ge.csv"           # cd/: CD-GE output on the run's clock (t0)
 CD_RAW = "cd-ge.raw.csv"          # cd/: as the CD-GE wrote it (its own t0), removed once shifted
@@ -140,6 +141,7 @@ class RunDir:
     interference = _at(INTERFERENCE)
     pumba_log = _at(PUMBA_LOG)
     workload = _at(WORKLOAD)
+    trace = _at(WORKLOAD, TRACE)
     ge_dir = _at(GE)
     cd_dir = _at(CD)
     monitor_dir = _at(MONITOR)

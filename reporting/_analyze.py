@@ -22,8 +22,8 @@ from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warn
 from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._interference import read_interference
-from wotbench.reporting._load import (ANALYSIS_COLUMNS, Phases, RunFiles, find_files, ge_data, read_monitor,
-                                      read_phases)
+from wotbench.reporting._load import (ANALYSIS_COLUMNS, GeData, Phases, RunFiles, find_files, ge_data,
+                                      read_monitor, read_phases, trace_counts)
 from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
 from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
 from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, cd_service_us, host_sections,
@@ -150,16 +150,18 @@ def _ge_sections(files: RunFiles, th: Thresholds
     phases = read_phases(files, data)
     peak = PeakBins(phases.measure)
     ges, devices, plots, behind = [], [], [], []
-    for g, summary in zip(data, files.ge_summaries):
+    for g, summary, trace in zip(data, files.ge_summaries, files.ge_traces):
         s = GeStream(phases.measure, th, peak)
         for arrays in prefetched(g.batches(ANALYSIS_COLUMNS)):
             s.add(arrays)
         out = s.finish()
         sec = out.ge
         sec["ge"] = g.ge
-        doc = ge_summary(summary)
+        doc, summary_error = ge_summary(summary)
         sec["counters"] = ge_counters(doc)
         sec["sched"] = ge_sched(doc)
+        sec["evidence"] = _evidence(files, g, summary, summary_error, doc, trace, phases.measure)
+        _target_from_trace(sec, sec["evidence"])
         sec["behind_rps"] = s.behind_rps()
         behind.append(sec["behind_rps"])
         ges.append(sec)
@@ -176,6 +178,42 @@ def _ge_sections(files: RunFiles, th: Thresholds
         need = ges_needed_from_peak(peak.binned_peak_rps(WINDOW_US), behind, exact=False)
     timing["analyse_s"] = time.perf_counter() - t
     return ges, devices, plots, phases, need, timing
+
+
+def _rel(files: RunFiles, p: Path | None) -> str | None:
+    return None if p is None else (p.relative_to(files.root).as_posix() if p.is_relative_to(files.root) else str(p))
+
+
+def _evidence(files: RunFiles, g: GeData, summary: Path | None, summary_error: str | None,
+              doc: dict[str, Any] | None, trace: Path | None, window: tuple[float, float]) -> dict[str, Any]:
+    """What a GE's output is held against: its trace (lines, and those in the
+    measurement phase: the target), its summary's request count, and
+    observed.json's rows; each None when missing (``*_error`` when damaged)."""
+    out: dict[str, Any] = {"output": _rel(files, g.csv), "rows": g.num_rows, "trace": _rel(files, trace),
+                           "trace_lines": None, "trace_in_measure": None, "trace_error": None,
+                           "summary": _rel(files, summary), "summary_requests": None,
+                           "summary_error": summary_error}
+    if trace is not None:
+        try:
+            tc = trace_counts(trace, window)
+            out["trace_lines"], out["trace_in_measure"] = tc.lines, tc.in_window
+        except UserError as err:
+            out["trace_error"] = str(err)
+    if doc is not None:
+        out["summary_requests"] = doc["requests"]
+    return out
+
+
+def _target_from_trace(sec: dict[str, Any], ev: dict[str, Any]) -> None:
+    """The target send rate is the trace's (its requests intended in the
+    measurement phase), never the output's: an output that lost rows would
+    otherwise lower its own target. Unknown without the trace."""
+    dur = sec["duration_s"]
+    n = ev["trace_in_measure"]
+    target = n / dur if n is not None and dur > 0 else None
+    sec["target_rate"] = target
+    got = sec["achieved_rate"]
+    sec["rate_dev"] = (got - target) / target if target and got is not None else None
 
 
 def _device_summary(devices: list[dict[str, Any]]) -> dict[str, Any]:

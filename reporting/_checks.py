@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from wotbench import layout
+from wotbench.reporting._countchecks import check_output, trace_names
 from wotbench.reporting._hostchecks import (cd_sections, contention_per_host, monitor_per_host, no_collectl,
-                                            placement_per_host, swarm_problems, swarm_seen)
+                                            placement_per_host, placement_unknown, swarm_problems, swarm_seen)
 from wotbench.spec import Thresholds
 
 __all__ = ["CHECKS", "RECORD_CHECKS", "Thresholds", "run_checks", "stability_warnings"]
@@ -35,7 +36,10 @@ def _us(us: float) -> str:
 def check_measure_length(a: A, th: Thresholds) -> Check:
     ph, n = a["phases"], a["measure_counts"]["requests"]
     dur = ph["measure"][1] - ph["measure"][0]
-    src = f" (no {layout.PHASES}: the whole trace counts as measurement)" if ph["inferred"] else ""
+    if ph["inferred"]:      # the windows are the run's record: without it, nothing says where they were
+        return False, (f"no {layout.PHASES}: the measurement phase is unknown (the whole output, "
+                       f"{_s(dur)} with {n} requests, was analysed as one)")
+    src = ""
     if dur < th.min_measure_us:
         return False, f"measurement phase {_s(dur)} is shorter than {_s(th.min_measure_us)}{src}"
     if n < th.min_requests:
@@ -49,12 +53,15 @@ def check_rate(a: A, th: Thresholds) -> Check:
         dev = g["rate_dev"]
         if dev is None or abs(dev) > th.rate_tolerance:
             got = f"{g['achieved_rate']:.1f}/s" if g["achieved_rate"] is not None else "no rate"
-            tgt = f"{g['target_rate']:.1f}/s" if g["target_rate"] is not None else "?"
+            ev = g.get("evidence") or {}
+            tgt = (f"{g['target_rate']:.1f}/s" if g["target_rate"] is not None else
+                   f"unknown ({ev.get('trace_error') or 'no trace: ' + trace_names(g['ge'])})")
             bad.append(f"GE {g['ge']} sent {got} vs target {tgt}"
                        + (f" ({dev:+.1%})" if dev is not None else ""))
     if bad:
         return False, "; ".join(bad) + f" (tolerance {th.rate_tolerance:.0%})"
-    return True, f"achieved send rate within {th.rate_tolerance:.0%} of the target for every GE"
+    return True, (f"achieved send rate within {th.rate_tolerance:.0%} of the target (the trace's requests "
+                  "in the measurement phase) for every GE")
 
 
 def check_rit(a: A, th: Thresholds) -> Check:
@@ -121,17 +128,23 @@ def check_contention(a: A, th: Thresholds) -> Check:
         return contention_per_host(a, th)
     cd = a["cd"]
     if cd is None:
-        return (not th.require_cd), f"no CD data ({layout.CD}/{layout.CD_OUTPUT}): contention was not tested"
+        return (not th.require_cd), (f"no CD data ({layout.CD}/{layout.CD_OUTPUT}): contention was not tested"
+                                     + _not_required(th.require_cd, "require_cd"))
     status = cd["contention"]["status"]
     reason = cd["contention"]["reason"]
-    if status == "contention":
+    if status in ("contention", "disturbed"):   # a disturbed baseline: the CD pair cannot judge
         return False, reason
     if status == "unknown":
-        return (not th.require_cd), reason
+        return (not th.require_cd), reason + _not_required(th.require_cd, "require_cd")
     if status == "inconclusive":
         return th.allow_inconclusive, reason + ("" if th.allow_inconclusive else
                                                  " (validity.allow_inconclusive: false)")
     return True, reason
+
+
+def _not_required(required: bool, key: str) -> str:
+    """What a passing check without its evidence says: the spec opted out."""
+    return "" if required else f" (not required: validity.{key} is false)"
 
 
 def check_monitor(a: A, th: Thresholds) -> Check:
@@ -140,9 +153,11 @@ def check_monitor(a: A, th: Thresholds) -> Check:
     m = a["monitor"]
     if not m["present"]:
         why = ": collectl is not installed" if no_collectl(a, None) else ""
-        return (not th.require_monitor), f"no monitor data ({layout.MONITOR}/{layout.HOST_MONITOR}){why}"
+        return (not th.require_monitor), (f"no monitor data ({layout.MONITOR}/{layout.HOST_MONITOR}){why}"
+                                          + _not_required(th.require_monitor, "require_monitor"))
     if not m["covers_measure"]:
-        return (not th.require_monitor), "monitor data does not cover the measurement phase"
+        return (not th.require_monitor), ("monitor data does not cover the measurement phase"
+                                          + _not_required(th.require_monitor, "require_monitor"))
     return True, f"monitor data present ({m['samples']} samples in the measurement phase)"
 
 
@@ -150,8 +165,8 @@ def check_placement(a: A, th: Thresholds) -> Check:
     if a.get("swarm"):
         return placement_per_host(a, th)
     p = a["placement"]
-    if p is None:
-        return True, f"placement unknown (no {layout.MANIFEST})"
+    if p is None or p.get("error"):
+        return False, placement_unknown(p)
     if not p["degraded"]:
         return True, "placement as planned: dedicated GE cores"
     notes = "; ".join(p["notes"])
@@ -212,8 +227,10 @@ def check_harness(a: A, th: Thresholds) -> Check:
     to the end and every device host's probe answered."""
     h = a["harness"]
     if not h["recorded"]:
-        return True, (f"no {layout.OBSERVED} (GE files alone, or an older run): "
-                      "harness observations not checked")
+        if h.get("error"):
+            return False, f"{layout.OBSERVED} is damaged: {h['error']}: what the harness saw cannot be judged"
+        return False, (f"no {layout.OBSERVED}: what the harness saw (containers running to the end, GE exits) "
+                       "is missing, so it cannot be judged")
     problems = (swarm_problems(a) + _node_problems(h) + _restart_problems(h) + _cut_off_problems(h)
                 + _ge_problems(h) + _start_problems(h))
     if problems:
@@ -233,8 +250,11 @@ def check_ge_counters(a: A, th: Thresholds) -> Check:
             bad.append(f"GE {g['ge']}: {late} of {n} sends ({late / n:.2%}) later than "
                        f"{_us(th.late_send_us)} (max {th.max_late_sends:.1%})")
         c = g["counters"]
+        err = (g.get("evidence") or {}).get("summary_error")
         if c is None:
-            seen.append(f"GE {g['ge']}: no summary JSON, send errors unknown")
+            bad.append(f"GE {g['ge']}: " + (f"summary damaged ({err})" if err else
+                                            f"no summary ({layout.GE}/{layout.ge_summary(g['ge'])})")
+                       + ": its send errors are unknown")
         elif (c["send_errors"] or 0) > th.max_send_errors:
             bad.append(f"GE {g['ge']}: {c['send_errors']} send errors (max {th.max_send_errors})")
     if bad:
@@ -252,12 +272,33 @@ def check_overload(a: A, th: Thresholds) -> Check:
     stats = (f"devices' --stats, whole run: {dc['totals']['overflow']} 5.03, "
              f"{dc['totals']['duplicates']} duplicates, {dc['totals']['dropped']} dropped"
              if dc["files"] else "no device --stats")
+    missing = _stats_missing(a)
+    if missing:
+        return False, "; ".join(missing) + ": the devices' own counts (5.03, drops) are missing"
     if n == 0:
         return True, f"no 5.03 (overload) reply in the measurement phase ({stats})"
     what = f"{n} requests answered 5.03 (device queue full) in the measurement phase (GE output; {stats})"
     if th.allow_overload:
         return True, what + "; accepted: allow_overload"
     return False, what + ": the devices were overloaded"
+
+
+def _stats_missing(a: A) -> list[str]:
+    """The device --stats files that should be there and are not (a device
+    observed running to the end, or fewer files than devices in the output),
+    or cannot be read."""
+    dc = a["device_counters"]
+    where = f"{layout.DEVICES}/<container>/{layout.DEVICE_STATS}"
+    out = [f"damaged device --stats: {e}" for e in dc.get("damaged", ())]
+    running = dc.get("missing_running", [])
+    if running:
+        out.append(f"{len(running)} device(s) ran to the end but wrote no --stats counters ({where}): "
+                   + ", ".join(running[:5]) + (" ..." if len(running) > 5 else ""))
+    seen, have = len(a["devices"]), dc["files"]
+    if not running and have < seen:
+        out.append(f"{seen} devices answered in the GE output but only {have} device --stats files "
+                   f"were found ({where})")
+    return out
 
 
 def check_analysis(a: A, th: Thresholds) -> Check:
@@ -267,6 +308,7 @@ def check_analysis(a: A, th: Thresholds) -> Check:
 
 CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
     ("harness", check_harness),
+    ("output", check_output),
     ("measurement", check_measure_length),
     ("rate", check_rate),
     ("rit_integrity", check_rit),

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "verdict, write RUN_DIR/report/{index.html,summary.md,figures/}; with several runs also "
                     "a sweep report with the multi-run figures (paper Figs. 5b, 7, 8, 9).")
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    p.add_argument("-o", "--out", type=Path, default=None,
+    p.add_argument("-o", "--out", default=None,
                    help="folder of the sweep report (several runs; default: <common parent>/sweep-report)")
     p.set_defaults(func=cmd_report)
 
@@ -31,6 +31,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = args.out
     if out is None and len(args.run_dirs) > 1:
         out = Path(os.path.commonpath([d.resolve() for d in args.run_dirs])) / "sweep-report"
+    from wotbench.reporting._reportdir import check_outputs
+
+    check_outputs(args.run_dirs, out)       # a bad output folder is refused before the heavy imports
     from wotbench.reporting._render import write_reports
 
     write_reports(args.run_dirs, out)

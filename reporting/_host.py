@@ -71,12 +71,15 @@ def cd_series(cd_csv: Path) -> tuple[GeArrays, np.ndarray, np.ndarray]:
 
 
 def cd_detect(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
-              alpha: float | None = None) -> ContentionResult:
+              alpha: float | None = None, service_us: float | None = None) -> ContentionResult:
     """The contention test with the run's thresholds (``alpha``: another
-    cd_alpha, as validate-cd's ROC sweeps it)."""
+    cd_alpha, as validate-cd's ROC sweeps it), its baseline first checked
+    against what the CD node's service time ``service_us`` predicts."""
     return detect_contention(intended_us, rd, calibration=phases.calibration, measure=phases.measure,
                              alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
-                             window_us=th.cd_window_us, min_samples=th.cd_min_samples)
+                             window_us=th.cd_window_us, min_samples=th.cd_min_samples, service_us=service_us,
+                             baseline_rd_max=th.cd_baseline_rd_max, baseline_excess_us=th.cd_baseline_excess_us,
+                             baseline_max_lost=th.cd_baseline_max_lost)
 
 
 def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dict[str, Any] | None, CdPlot | None]:
@@ -84,9 +87,9 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
     if cd_csv is None:
         return None, None
     t, resp, rd = cd_series(cd_csv)
-    res = cd_detect(t.intended, rd, phases, th)
     svc = t.service[np.isfinite(t.service)]
     s_us = float(np.median(svc)) if svc.size else None
+    res = cd_detect(t.intended, rd, phases, th, service_us=s_us)
 
     def resp_in(w: tuple[float, float] | None) -> dict[str, Any]:
         if w is None:

@@ -12,7 +12,7 @@ from wotbench import layout
 from wotbench.spec import Thresholds
 
 __all__ = ["cd_sections", "clock_note", "clock_offset", "contention_per_host", "monitor_per_host", "no_collectl",
-           "placement_per_host", "probes", "swarm_problems", "swarm_seen"]
+           "placement_per_host", "placement_unknown", "probes", "swarm_problems", "swarm_seen"]
 
 Check = tuple[bool, str]
 A = dict[str, Any]
@@ -67,7 +67,8 @@ def contention_per_host(a: A, th: Thresholds) -> Check:
     """Every host with a CD pair: contention on any fails the run."""
     hosts = [(h, s) for h, s in a["hosts"].items() if s["device_host"] or s["cd"] is not None]
     if not hosts:
-        return (not th.require_cd), "no host ran a CD pair: contention was not tested"
+        return (not th.require_cd), ("no host ran a CD pair: contention was not tested"
+                                     + ("" if th.require_cd else " (not required: validity.require_cd is false)"))
     bad, lines = [], []
     for h, s in hosts:
         cd = s["cd"]
@@ -77,7 +78,7 @@ def contention_per_host(a: A, th: Thresholds) -> Check:
         else:
             status = cd["contention"]["status"]
             line = _on_host(h, clock_note(s), cd["contention"]["reason"])
-            ok = status != "contention" and (status != "unknown" or not th.require_cd) and (
+            ok = status not in ("contention", "disturbed") and (status != "unknown" or not th.require_cd) and (
                 status != "inconclusive" or th.allow_inconclusive)
         lines.append(line)
         if not ok:
@@ -116,8 +117,8 @@ def monitor_per_host(a: A, th: Thresholds) -> Check:
 def placement_per_host(a: A, th: Thresholds) -> Check:
     """A host whose plan was degraded is accepted only when its own
     contention detector ruled contention out."""
-    if a["placement"] is None:
-        return True, f"placement unknown (no {layout.MANIFEST})"
+    if a["placement"] is None or a["placement"].get("error"):
+        return False, placement_unknown(a["placement"])
     bad, accepted = [], []
     for h, s in a["hosts"].items():
         p = s["placement"]
@@ -132,6 +133,15 @@ def placement_per_host(a: A, th: Thresholds) -> Check:
     if bad:
         return False, "; ".join(bad)
     return True, "; ".join(accepted) if accepted else "placement as planned on every host: dedicated GE cores"
+
+
+def placement_unknown(p: A | None) -> str:
+    """Why the placement cannot be judged: the manifest (which also says
+    what the spec opted out of) is missing, or has no readable plan."""
+    if p is None:
+        return (f"placement unknown: no {layout.MANIFEST} (or no placement in it), so whether the GEs had "
+                "dedicated cores cannot be judged")
+    return f"placement unknown: {p['error']}"
 
 
 def probes(a: A) -> dict[str, A]:

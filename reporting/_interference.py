@@ -5,30 +5,29 @@ and tabled in the reports."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wotbench import layout
-from wotbench._errors import UserError
+from wotbench.reporting._shape import ListOf, Obj, read_record
 
 __all__ = ["read_interference", "mark_interference", "interference_table", "span_s"]
 
 _COLORS = {"cpu": "#ff7f0e", "membw": "#9467bd"}
 
 
+_ENTRY = ListOf(Obj({"planned_start_us": float, "planned_end_us": float, "start_us": (float, type(None)),
+                     "end_us": (float, type(None))}, required=("planned_start_us", "planned_end_us")))
+
+
 def read_interference(run_dir: Path) -> list[dict[str, Any]] | None:
-    """interference.json's entries; None when the run injected none."""
+    """interference.json's entries; None when the run injected none. A
+    damaged file is a UserError naming it and the field."""
     path = Path(run_dir) / layout.INTERFERENCE
     if not path.exists():
         return None
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"unreadable: {exc}", path) from None
-    if not isinstance(doc, list) or not all(isinstance(e, dict) and "planned_start_us" in e for e in doc):
-        raise UserError("expected a list of entries with planned_start_us", path)
+    doc: list[dict[str, Any]] = read_record(path, _ENTRY)
     return doc
 
 

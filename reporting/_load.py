@@ -12,7 +12,6 @@ read-only the cache goes to the temp dir.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -30,11 +29,13 @@ import pyarrow.parquet as pq
 from wotbench import layout
 from wotbench._errors import UserError
 from wotbench.layout import HostDir, RunDir
+from wotbench.reporting._bounded import MAX_JSON_BYTES, MAX_JSON_DEPTH, TraceCounts, read_json, trace_counts
 from wotbench.reporting._parquet import ROW_GROUP, ge_parquet
 
 __all__ = ["Phases", "RunSummary", "Run", "RunHost", "RunFiles", "HostFiles", "GeData", "find_files", "read_ge_table",
            "ge_parquet", "ge_data", "MAX_FRAME_ROWS", "ROW_GROUP",
-           "load_run", "read_phases", "read_json"]
+           "load_run", "read_phases", "read_json", "trace_counts", "TraceCounts", "MAX_JSON_BYTES",
+           "MAX_JSON_DEPTH"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ class RunFiles:
     """container name -> its --stats JSON, for every one written."""
     hosts: tuple[HostFiles, ...] = ()
     """Per host, in a run across a swarm (``nodes/*/``); empty on one host."""
+    ge_traces: tuple[Path | None, ...] = ()
+    """The trace each ge_csvs entry ran (workload/trace-ge-<k>.csv, or with
+    one GE workload/trace.csv); None when missing."""
 
     def ge_devices(self, ge_csv: Path) -> Path:
         """The device list beside a GE output (harness runs only)."""
@@ -150,17 +154,15 @@ def find_files(run_dir: Path, need_ge: bool = True) -> RunFiles:
         incomplete=_opt(run.incomplete), observed=_opt(run.observed),
         ge_summaries=tuple(_opt(p.parent / layout.ge_summary(_ge_index(p))) for p in ges),
         cd_summary=_opt(cd_dir / layout.CD_SUMMARY), device_stats={p.parent.name: p for p in stats},
-        hosts=hosts)
+        hosts=hosts, ge_traces=tuple(_ge_trace(run, _ge_index(p)) for p in ges))
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", path) from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
-
+def _ge_trace(run: RunDir, k: int) -> Path | None:
+    """GE k's trace: its own (several GEs), else the whole trace when no GE has its own."""
+    own = _opt(run.ge_trace(k))
+    if own is not None or any(run.workload.glob(layout.ge_trace(0).replace("0", "*"))):
+        return own
+    return _opt(run.trace)
 
 
 #: The columns the analysis reads (the Parquet cache keeps them all for load_run).
@@ -211,7 +213,7 @@ class GeData:
 
 def ge_data(files: RunFiles) -> list[GeData]:
     """Every workload GE's output, converted to Parquet where needed."""
-    return [GeData(_ge_index(p), p, ge_parquet(p)) for p in files.ge_csvs]
+    return [GeData(_ge_index(p), p, ge_parquet(p, files.root)) for p in files.ge_csvs]
 
 
 def _intended_span(g: GeData) -> tuple[float, float] | None:
@@ -257,15 +259,34 @@ def read_phases(files: RunFiles, ges: Sequence[GeData]) -> Phases:
 
     measure = window("measure", required=True)
     assert measure is not None
+    _within_outputs(measure, ges, files.phases)
     t0 = doc.get("t0_epoch_us")
     return Phases(measure=measure, calibration=window("calibration"), warmup=window("warmup"),
                   cooldown=window("cooldown"), t0_epoch_us=int(t0) if isinstance(t0, (int, float)) else None)
+
+
+def _within_outputs(measure: tuple[float, float], ges: Sequence[GeData], path: Path) -> None:
+    """The measurement window against the GE outputs' intended sends: a
+    window reaching further than the sends' own span on either side is not
+    this run's (the analysis's per-bin state grows with the window)."""
+    spans = [s for s in map(_intended_span, ges) if s is not None]
+    if not spans:
+        return
+    lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
+    slack = max(hi - lo, 1e6)
+    if measure[0] < lo - slack or measure[1] > hi + slack:
+        raise UserError(f"[{measure[0]:.0f}, {measure[1]:.0f}] reaches far beyond the GE outputs' intended sends "
+                        f"[{lo:.0f}, {hi:.0f}] us: not this run's phases", path, None, "measure")
 
 
 def read_summary(path: Path) -> RunSummary:
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise UserError("expected a JSON object", path)
+    for key, ok in (("run_id", lambda v: isinstance(v, str)), ("verdict", lambda v: v is None or isinstance(v, str)),
+                    ("reasons", lambda v: v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v)))):
+        if key in doc and not ok(doc[key]):
+            raise UserError("expected " + ("a list of strings" if key == "reasons" else "a string"), path, None, key)
     return RunSummary(run_id=str(doc.get("run_id", path.parent.name)), complete=bool(doc.get("complete", False)),
                       verdict=doc.get("verdict"), reasons=tuple(doc.get("reasons", ()) or ()), data=doc)
 

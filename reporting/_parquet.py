@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from wotbench import _outpath as outpath
 from wotbench._errors import UserError
 from wotbench.formats import GE_OUTPUT_COLUMNS
 
@@ -135,6 +137,34 @@ def _fallback_cache(csv: Path) -> Path:
     return Path(tempfile.gettempdir()) / "wotbench-parquet" / f"{csv.stem}-{key}.parquet"
 
 
+def _own_folder(folder: Path) -> None:
+    """``folder`` (in the shared temp dir) made if missing, and refused
+    (_CannotWrite) unless it is a real folder of this user that no one
+    else may write: another user's symlink or folder there would take the
+    cache, or give it."""
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as exc:
+        raise _CannotWrite(str(exc)) from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise _CannotWrite(f"{folder} is not a private folder of this user")
+
+
+def _beside(csv: Path, root: Path | None) -> Path | None:
+    """The cache beside the CSV, when the way down to it from ``root`` (the
+    run folder; the folder above the CSV's when None) has no symlink: a cache is
+    never written through one out of the run folder."""
+    cache = csv.with_suffix(".parquet")
+    base = Path(root) if root is not None else csv.parent.parent   # without a root: its folder no symlink
+    try:
+        rel = cache.relative_to(base)
+        outpath.inside(base, rel, field="cache")
+    except (ValueError, UserError):
+        return None
+    return cache
+
+
 def _cache_ok(cache: Path, stamp: bytes) -> bool:
     try:
         return cache.is_file() and (pq.read_schema(cache).metadata or {}).get(_CACHE_KEY) == stamp
@@ -142,26 +172,29 @@ def _cache_ok(cache: Path, stamp: bytes) -> bool:
         return False   # a damaged cache is rebuilt
 
 
-def ge_parquet(csv: Path) -> Path:
+def ge_parquet(csv: Path, root: Path | None = None) -> Path:
     """The Parquet cache of one GE per-request CSV: beside it
-    (``ge-0.csv`` -> ``ge-0.parquet``), or in the temp dir when that folder
-    is read-only; converted in bounded memory when missing or stale (the CSV's
-    size or mtime changed)."""
+    (``ge-0.csv`` -> ``ge-0.parquet``) when no symlink below ``root`` (the
+    run folder) leads there, else (or when that folder is read-only) in a
+    private folder of the temp dir; converted in bounded memory when
+    missing or stale (the CSV's size or mtime changed)."""
     csv = Path(csv)
     try:
         stamp = _source_stamp(csv)
     except OSError as exc:
         raise UserError(f"cannot read GE output: {exc.strerror}", csv) from None
-    places = (csv.with_suffix(".parquet"), _fallback_cache(csv))
+    fallback = _fallback_cache(csv)
+    places = tuple(p for p in (_beside(csv, root), fallback) if p is not None)
     for cache in places:
         if _cache_ok(cache, stamp):
             return cache
     why = ""
     for cache in places:
         try:
+            if cache == fallback:
+                _own_folder(cache.parent)
             _convert(csv, cache, stamp)
             return cache
         except _CannotWrite as exc:
             why = str(exc)
-    raise UserError(f"cannot write its Parquet cache beside it or in {places[1].parent}: {why}", csv)
-
+    raise UserError(f"cannot write its Parquet cache beside it or in {fallback.parent}: {why}", csv)

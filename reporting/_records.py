@@ -10,20 +10,53 @@ from typing import Any
 
 import pandas as pd
 
+from wotbench._errors import UserError
 from wotbench.formats import DEVICE_STATS_COUNTERS
-from wotbench.reporting._load import RunFiles, read_json
+from wotbench.reporting._load import RunFiles
+from wotbench.reporting._shape import ANY, ListOf, MapOf, Obj, read_record
 
-__all__ = ["harness_section", "ge_summary", "ge_counters", "ge_sched", "device_section"]
+__all__ = ["harness_section", "ge_summary", "ge_counters", "ge_sched", "device_section", "OBSERVED", "GE_SUMMARY"]
 
 #: Roles of the CoAP servers of a run (wotbench.backend: NODE_ROLES).
 _NODES = ("device", "cd-node")
 #: Device counters shown in the analysis (all of them are in the files).
 DEVICE_TOTALS = ("requests", "served", "ok", "overflow", "duplicates", "dropped", "send_errors")
 
+_S, _I, _N, _B, _0 = str, int, float, bool, type(None)
+#: What the checks read of observed.json (docs/run-layout.md), and its types.
+OBSERVED = Obj({
+    "containers": (MapOf(Obj({"key": (_S, _0), "role": (_S, _0), "status": (_S, _0), "exit_code": (_I, _0),
+                              "oom_killed": (_B, _0), "started_at": (_S, _0), "restarts": (_I, _0),
+                              "address": (_S, _0), "addresses": (ListOf(_S), _0), "node": (_S, _0)})), _0),
+    "ges": (MapOf(Obj({"node": (_S, _0), "killed": (_B, _0), "exit_code": (_I, _0), "trace_lines": (_I, _0),
+                       "rows": (_I, _0), "statuses": (MapOf(_I), _0)})), _0),
+    "start": (Obj({"ges_up_epoch_us": (_N, _0), "late_us": (_N, _0), "start_at_epoch_us": (_N, _0)}), _0),
+    "impairment": ANY,
+    "collectl": (_B, MapOf((_B, _0)), _0),
+    "nodes": (MapOf(Obj({"lost": (_B, _0), "reason": (_S, _0), "state": (_S, _0)})), _0),
+    "probe": (MapOf(Obj({"rows": (_I, _0), "ok": (_I, _0), "exit_code": (_I, _0)})), _0),
+    "partial": (MapOf(_I), _0),
+})
+#: What the checks read of a GE's summary JSON (gateway-emulator/README.md).
+GE_SUMMARY = Obj({
+    "requests": _I, "late_sends": (_I, _0), "send_errors": (_I, _0),
+    "config": (Obj({"late_us": (_N, _0)}), _0),
+    "garbage": (Obj({"total": (_I, _0), "truncated": (_I, _0), "unparseable": (_I, _0)}), _0),
+    "sched": (Obj({"policy": (_S, _0), "stalls": (_I, _0), "stall_max_us": (_N, _0), "yields": (_I, _0),
+                   "yield_us": (_N, _0)}), _0),
+}, required=("requests",))
+#: A device's --stats file (docs/formats.md): every counter, an integer.
+DEVICE_STATS = Obj(dict.fromkeys(DEVICE_STATS_COUNTERS, _I), required=DEVICE_STATS_COUNTERS)
 
-def _object(path: Path) -> dict[str, Any]:
-    doc = read_json(path)
-    return doc if isinstance(doc, dict) else {}
+
+def _observed(files: RunFiles) -> tuple[dict[str, Any] | None, str | None]:
+    """observed.json, or (None, why not: missing or damaged)."""
+    if files.observed is None:
+        return None, None
+    try:
+        return read_record(files.observed, OBSERVED), None
+    except UserError as err:
+        return None, str(err)
 
 
 def _restarted(nodes: dict[str, dict[str, Any]], ges_up_us: int | None) -> list[dict[str, Any]]:
@@ -54,10 +87,11 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
     """observed.json in brief: the nodes that were not running at the end of
     the load, every GE's exit and rows vs trace lines, the start, the
     impairment applied, whether collectl ran (a bool, or per host across a
-    swarm), and across a swarm each node's state and probe."""
-    if files.observed is None:
-        return {"recorded": False}
-    doc = _object(files.observed)
+    swarm), and across a swarm each node's state and probe. Without it (or
+    damaged: ``error`` says where) ``recorded`` is false."""
+    doc, error = _observed(files)
+    if doc is None:
+        return {"recorded": False, "error": error}
     containers = doc.get("containers") or {}
     nodes = {n: c for n, c in containers.items() if c.get("role") in _NODES}
     return {
@@ -80,9 +114,15 @@ def harness_section(files: RunFiles) -> dict[str, Any]:
     }
 
 
-def ge_summary(summary: Path | None) -> dict[str, Any] | None:
-    """A GE's summary JSON (read once for its counters and scheduler), None without one."""
-    return None if summary is None else _object(summary)
+def ge_summary(summary: Path | None) -> tuple[dict[str, Any] | None, str | None]:
+    """A GE's summary JSON (read once for its counters and scheduler), and
+    why it is missing: (None, None) without a file, (None, error) damaged."""
+    if summary is None:
+        return None, None
+    try:
+        return read_record(summary, GE_SUMMARY), None
+    except UserError as err:
+        return None, str(err)
 
 
 def ge_counters(doc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -103,29 +143,39 @@ def ge_sched(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     return sched if isinstance(sched, dict) else None
 
 
-def _node_roles(files: RunFiles) -> dict[str, str]:
-    """container -> device | cd-node: from observed.json, else every stats file is a device's."""
-    if files.observed is None:
-        return dict.fromkeys(files.device_stats, "device")
-    containers = _object(files.observed).get("containers") or {}
-    return {n: c["role"] for n, c in containers.items() if c.get("role") in _NODES}
+def _node_roles(files: RunFiles) -> dict[str, dict[str, Any]]:
+    """container -> its observed.json entry, for the devices and CD nodes;
+    without observed.json every stats file is a device's (state unknown)."""
+    doc, _ = _observed(files)
+    if doc is None:
+        return {n: {"role": "device"} for n in files.device_stats}
+    return {n: c for n, c in (doc.get("containers") or {}).items() if c.get("role") in _NODES}
 
 
 def device_section(files: RunFiles) -> dict[str, Any]:
     """Whole-run totals of the devices' --stats counters (the CD nodes' apart),
-    and the devices whose file is missing (killed, or an older run)."""
-    roles = _node_roles(files)
+    the devices whose file is missing (``missing``: killed, or an older run;
+    ``missing_running``: those observed running to the end, whose file
+    should be there) and the files that cannot be read (``damaged``)."""
+    nodes = _node_roles(files)
     totals = dict.fromkeys(DEVICE_TOTALS, 0)
     cd_node: dict[str, int] | None = None
+    damaged = []
     for name, path in files.device_stats.items():
-        doc = _object(path)
-        counts = {k: int(doc.get(k) or 0) for k in DEVICE_STATS_COUNTERS if k in DEVICE_TOTALS}
-        if roles.get(name) == "cd-node":      # one per device host across a swarm: summed
+        try:
+            doc = read_record(path, DEVICE_STATS)
+        except UserError as err:
+            damaged.append(str(err))
+            continue
+        counts = {k: int(doc[k]) for k in DEVICE_STATS_COUNTERS if k in DEVICE_TOTALS}
+        if nodes.get(name, {}).get("role") == "cd-node":      # one per device host across a swarm: summed
             cd_node = {k: v + (cd_node or {}).get(k, 0) for k, v in counts.items()}
             continue
         for k, v in counts.items():
             totals[k] += v
-    devices = [n for n, r in roles.items() if r == "device"]
+    devices = [n for n, c in nodes.items() if c.get("role") == "device"]
+    missing = sorted(n for n in devices if n not in files.device_stats)
     return {"devices": len(devices), "files": sum(1 for n in devices if n in files.device_stats),
-            "missing": sorted(n for n in devices if n not in files.device_stats),
-            "totals": totals, "cd_node": cd_node}
+            "missing": missing,
+            "missing_running": [n for n in missing if nodes[n].get("status") == "running"],
+            "damaged": damaged, "totals": totals, "cd_node": cd_node}

@@ -14,12 +14,12 @@ from tabulate import tabulate
 
 from wotbench import layout
 from wotbench._results import write_atomic
-from wotbench.layout import RunDir
 from wotbench._errors import UserError
 from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict
 from wotbench.reporting._interference import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
+from wotbench.reporting._reportdir import check_outputs
 from wotbench.reporting._timeline import DRIFT_RULE, drift_table, run_timeline, timeline_table
 from wotbench.reporting._tables import (HOSTS_NOTE, cd_blocks, cd_stats_line, cd_table, checks_table, device_table,
                                         group_table, hosts_table, latency_table, rate_table, rit_table, run_id,
@@ -181,7 +181,10 @@ def _metadata(an: Analysis) -> list[str]:
     files = find_files(an.path)
     if files.manifest is None:
         return []
-    m = read_json(files.manifest)
+    try:
+        m = read_json(files.manifest)
+    except UserError:                 # damaged: the placement check says so
+        return []
     if not isinstance(m, dict):
         return []
     rows = [[k, str(v)] for k, v in m.items() if isinstance(v, (str, int, float, bool)) and not k.endswith("_sha256")]
@@ -264,8 +267,11 @@ def _records_only(d: Path, err: UserError) -> tuple[str, str, str, str] | None:
     r = records_verdict(d, analysis_error(err))
     rid = d.name
     if files.summary is not None:
-        s = read_json(files.summary)
-        rid = s.get("run_id", rid) if isinstance(s, dict) else rid
+        try:
+            s = read_json(files.summary)
+        except UserError:             # damaged: the run id is the folder's name
+            s = None
+        rid = str(s.get("run_id", rid)) if isinstance(s, dict) else rid
     notes = []
     if files.incomplete is not None:
         first = files.incomplete.read_text(errors="replace").strip().splitlines()[:1]
@@ -288,7 +294,7 @@ def _records_only(d: Path, err: UserError) -> tuple[str, str, str, str] | None:
     return rid, term, md, _page(f"WoTbench {rid}", "\n".join(body))
 
 
-def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
+def write_reports(run_dirs: Sequence[Path], sweep_out: str | os.PathLike[str] | None = None,
                   echo=print) -> list[Path]:
     """Analyse each run, write ``RUN_DIR/report/{index.html,summary.md,figures/}``,
     print the terminal summary with ``echo``; with several runs also the sweep
@@ -296,11 +302,11 @@ def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
     output, a damaged file) still gets a report: the verdict of its records,
     invalid, and why (it has no place in the sweep). Returns the HTML files
     written."""
+    outs, sweep = check_outputs(run_dirs, sweep_out)     # every refusal before anything is written
     written: list[Path] = []
     analysed: list[Path] = []
     rows = []
-    for d in run_dirs:
-        out = RunDir(Path(d)).report_dir
+    for d, out in zip(run_dirs, outs, strict=True):
         try:
             an = analyze(Path(d))
         except UserError as err:
@@ -322,12 +328,12 @@ def write_reports(run_dirs: Sequence[Path], sweep_out: Path | None = None,
         rows.append(sweep_row(an))
         del an, figs
     if len(rows) > 1:
-        assert sweep_out is not None
+        assert sweep is not None
         figs = sweep_figures(rows)
-        links = [os.path.relpath(p, sweep_out) for p in analysed]
-        _write_set(sweep_out, sweep_markdown(rows, figs, layout.FIGURES), sweep_html(rows, figs, links), figs)
+        links = [os.path.relpath(p, sweep) for p in analysed]
+        _write_set(sweep, sweep_markdown(rows, figs, layout.FIGURES), sweep_html(rows, figs, links), figs)
         echo("== sweep")
         echo(tabulate(sweep_table(rows)[1], sweep_table(rows)[0], tablefmt="simple"))
-        echo(f"   report: {sweep_out / layout.REPORT_HTML}")
-        written.append(sweep_out / layout.REPORT_HTML)
+        echo(f"   report: {sweep / layout.REPORT_HTML}")
+        written.append(sweep / layout.REPORT_HTML)
     return written

@@ -26,15 +26,16 @@ import pandas as pd
 
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist
-from wotbench.reporting._load import (ANALYSIS_COLUMNS, HostFiles, Phases, RunFiles, read_ge_table, read_json,
-                                      read_monitor)
+from wotbench._errors import UserError
+from wotbench.reporting._load import ANALYSIS_COLUMNS, HostFiles, Phases, RunFiles, read_ge_table, read_monitor
+from wotbench.reporting._shape import ANY, ListOf, Obj, read_record
 from wotbench.spec import Spec, Thresholds
 
 __all__ = ["HostPlot", "SwarmRecords", "swarm_records", "host_sections", "placement_section", "worst_cd",
            "busiest_monitor", "cd_service_us"]
 
 #: How much a host's contention status weighs when one host stands for the run.
-_STATUS_RANK = {"contention": 3, "unknown": 2, "inconclusive": 1, "none": 0}
+_STATUS_RANK = {"contention": 4, "disturbed": 3, "unknown": 2, "inconclusive": 1, "none": 0}
 
 
 @dataclass
@@ -59,9 +60,27 @@ class SwarmRecords:
     """manifest ``placement.nodes[]`` (the cluster plan) by hostname."""
 
 
-def _manifest(files: RunFiles) -> dict[str, Any]:
-    m = read_json(files.manifest) if files.manifest is not None else None
-    return m if isinstance(m, dict) else {}
+_S, _I, _B, _0 = str, int, bool, type(None)
+_PLAN = Obj({"degraded": (_B, _0), "cores_shared": (_B, _0), "notes": (ListOf(_S), _0),
+             "cd_node_cpuset": (_S, _0)})
+#: What reporting reads of manifest.json (docs/run-layout.md), and its types.
+MANIFEST = Obj({
+    "swarm": (_B, _0), "ge_node": (_S, _0),
+    "placement": (Obj({**_PLAN.fields, "nodes": (ListOf(Obj({"hostname": ANY, "plan": (_PLAN, _0),
+                                                               "device_ids": (ListOf(_I), _0)})), _0)}), _0),
+    "nodes": (ListOf(Obj({"hostname": ANY, "roles": (ListOf(ANY), _0), "device_ids": (ListOf(_I), _0),
+                          "local": ANY, "clock": ANY})), _0),
+})
+
+
+def _manifest(files: RunFiles) -> tuple[dict[str, Any], str | None]:
+    """manifest.json, or ({}, why not) when it is damaged ({}, None: missing)."""
+    if files.manifest is None:
+        return {}, None
+    try:
+        return read_record(files.manifest, MANIFEST), None
+    except UserError as err:
+        return {}, str(err)
 
 
 def _by_hostname(items: Any) -> dict[str, dict[str, Any]]:
@@ -70,7 +89,7 @@ def _by_hostname(items: Any) -> dict[str, dict[str, Any]]:
 
 def swarm_records(files: RunFiles) -> SwarmRecords:
     """A swarm run has ``nodes/`` folders or says ``"swarm": true``."""
-    m = _manifest(files)
+    m, _ = _manifest(files)
     swarm = bool(files.hosts) or m.get("swarm") is True
     if not swarm:
         return SwarmRecords(False)
@@ -99,7 +118,10 @@ def _plan_brief(plan: dict[str, Any] | None) -> dict[str, Any] | None:
 def placement_section(files: RunFiles) -> dict[str, Any] | None:
     """manifest.json's placement in brief: ``degraded`` and ``notes``; a
     cluster plan is degraded when any node's plan is (notes name the node)."""
-    p = _manifest(files).get("placement")
+    m, error = _manifest(files)
+    if error is not None:
+        return {"degraded": None, "notes": [], "error": error}
+    p = m.get("placement")
     if not isinstance(p, dict):
         return None
     if not isinstance(p.get("nodes"), list):

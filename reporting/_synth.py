@@ -158,6 +158,11 @@ def _ge_rows(rng: np.random.Generator, intended: np.ndarray, dev_ids: np.ndarray
     return pa.table(cols), (float(sent[-1]) if n else last_sent)
 
 
+def _trace_rows(t: pa.Table) -> pa.Table:   # the trace lines (docs/formats.md) of a GE output's rows
+    return pa.table({"device_id": t.column("device_id"), "send_ts_us": t.column("intended_us"),
+                     "method": t.column("method").cast(pa.string()), "uri": t.column("uri").cast(pa.string())})
+
+
 def _write_csv(table: pa.Table | Iterable[pa.Table], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tables = [table] if isinstance(table, pa.Table) else table
@@ -293,17 +298,21 @@ def _write_ges(run: RunDir, rng: np.random.Generator, spec: SynthSpec, end_s: fl
     for k in range(spec.ges):
         ids = np.arange(k, spec.devices, spec.ges)
         counts = _GeCounts()
+        traced: list[pa.Table] = []
 
-        def counted(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        def counted(tables: Iterator[pa.Table], counts: _GeCounts = counts,
+                    traced: list[pa.Table] = traced) -> Iterator[pa.Table]:
             for t in tables:
                 counts.add(t)
+                traced.extend([_trace_rows(t)] if spec.records else [])
                 yield t
 
         _write_csv(counted(_ge_tables(rng, ids, 0.0, end_s * 1e6, spec.rit_us, svc[ids], spec, "dev-", contended)),
                    run.ge_csv(k))
-        rows.append(counts.rows)
-        if spec.records:
+        if spec.records:      # the trace the GE ran: workload/trace.csv, or one per GE
+            _write_csv(traced, run.trace if spec.ges == 1 else run.ge_trace(k))
             containers.update(_ge_records(run, k, counts, spec))
+        rows.append(counts.rows)
     return rows, containers
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wotbench import layout
+from wotbench._errors import UserError
 from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary
@@ -69,7 +70,10 @@ def _p(v: float | None) -> str:
 def run_id(an: Analysis) -> str:
     files = find_files(an.path)
     if files.summary is not None:
-        return read_summary(files.summary).run_id
+        try:
+            return read_summary(files.summary).run_id
+        except UserError:       # damaged: run_notes says so
+            pass
     return an.path.name
 
 
@@ -81,12 +85,15 @@ def run_notes(an: Analysis) -> list[str]:
     if files.incomplete is not None:
         first = files.incomplete.read_text(errors="replace").strip().splitlines()[:1]
         notes.append(f"run did not finish ({layout.INCOMPLETE})" + (f": {first[0]}" if first else ""))
-    if files.summary is not None:
-        s = read_summary(files.summary)
-        if (s.verdict, list(s.reasons)) != (an.result["verdict"], an.result["reasons"]):
-            notes.append(f"{layout.SUMMARY} says {str(s.verdict).upper()}"
-                         + (f" ({'; '.join(s.reasons)})" if s.reasons else "")
-                         + ": it was written by another analysis of this run")
+    try:
+        s = read_summary(files.summary) if files.summary is not None else None
+    except UserError as err:
+        notes.append(f"{layout.SUMMARY} cannot be read ({err}): this report is the only verdict")
+        s = None
+    if s is not None and (s.verdict, list(s.reasons)) != (an.result["verdict"], an.result["reasons"]):
+        notes.append(f"{layout.SUMMARY} says {str(s.verdict).upper()}"
+                     + (f" ({'; '.join(s.reasons)})" if s.reasons else "")
+                     + ": it was written by another analysis of this run")
     if has_approx(an.result):
         notes.append(APPROX_NOTE)
     return notes

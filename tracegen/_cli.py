@@ -31,8 +31,9 @@ def register(subparsers: Any) -> None:
                     "Example: wotbench tracegen --devices 10 --duration 60s --rit exp:100ms "
                     "--service exp:5ms --seed 1 --out wl/")
     p.add_argument("--spec", type=Path, metavar="FILE", help="experiment spec (YAML); its workload and devices are used")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory (must not exist or be empty)")
-    p.add_argument("--force", action="store_true", help="replace an existing output directory")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (must not exist or be empty)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output directory that tracegen made (nothing else in it)")
     p.add_argument("--per-device-traces", action="store_true", help="also write traces/dev-<id>.csv")
     p.add_argument("--seed", metavar="N", help="random seed (default 1; overrides the spec's)")
     g = p.add_argument_group("flags form (one group of identical devices)")
@@ -70,7 +71,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
-    from wotbench._units import parse_count, parse_duration
+    from wotbench._units import parse_count, parse_duration, parse_number
     from wotbench.spec import GroupWorkload, WorkloadSpec, parse_methods, parse_payload
     from wotbench.tracegen._distribution import parse_distribution
 
@@ -90,10 +91,7 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
         shares: dict[str, object] = {}
         for part in args.methods.split(","):
             m, sep, v = part.partition("=")
-            try:
-                shares[m.strip()] = float(v) if sep else 1.0
-            except ValueError:
-                raise UserError(f"share {v!r} of {m.strip()} is not a number", field="--methods") from None
+            shares[m.strip()] = parse_number(v, "--methods") if sep else 1.0
         methods = parse_methods(shares, "--methods")
     group_kw: dict[str, Any] = {"methods": methods}
     if args.payload_bytes is not None:
@@ -125,11 +123,28 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
         raise
 
 
+def _check_budget(spec: Any, args: argparse.Namespace) -> None:
+    """The pre-flight budget (harness/_budget.py), before anything is allocated or written."""
+    from wotbench import _budget as budget
+
+    try:
+        budget.check_trace(spec, Path(args.out))
+    except UserError as err:
+        if args.spec is not None:
+            err.file = str(args.spec)
+        else:
+            f = err.field or ""
+            err.field = "--devices" if f == "devices[0].count" else _SPEC_FLAG.get(f, err.field)
+        raise
+
+
 def cmd_tracegen(args: argparse.Namespace) -> int:
-    from wotbench.tracegen._generate import generate
+    from wotbench.tracegen._generate import check_out, generate
 
     start = time.perf_counter()
+    check_out(args.out, args.force)      # a bad --out is refused before any work
     spec = spec_from_args(args)
+    _check_budget(spec, args)
     out = generate(spec, args.out, per_device_traces=args.per_device_traces, overwrite=args.force)
     took = time.perf_counter() - start
     print(f"tracegen: {out.requests} requests to {len(out.device_ids)} devices over "

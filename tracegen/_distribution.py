@@ -22,8 +22,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from wotbench import _units as units
 from wotbench._errors import UserError
 from wotbench.tracegen import _streams
+from wotbench.tracegen._empirical import load_empirical
 from wotbench.tracegen._registry import REGISTRY, ROLES, Distribution, Params, lookup, register
 
 __all__ = ["Distribution", "parse_distribution", "load_empirical", "REGISTRY",
@@ -281,7 +283,8 @@ class Mmpp2(Distribution):
 @register
 @dataclass(frozen=True)
 class Empirical(Distribution):
-    """``empirical:FILE``: resampled from observed values (a one-column CSV, us)."""
+    """``empirical:FILE``: resampled from observed values (a one-column CSV, us;
+    read and bounded by tracegen/_empirical.py)."""
 
     kind = "empirical"
     path: Path
@@ -333,11 +336,12 @@ def parse_distribution(text: object, field: str | None = None, *, role: str = "r
     paths. Errors are UserError naming ``field`` and the parameter.
     """
     if not isinstance(text, str) or ":" not in text:
-        raise UserError(f"expected a distribution like exp:300us, got {text!r}", field=field)
+        raise UserError(f"expected a distribution like exp:300us, got {units.short(text)}", field=field)
     raw_kind, _, body = text.strip().partition(":")
     entry = lookup(raw_kind)
     if entry is None:
-        raise UserError(f"unknown distribution {raw_kind.strip()!r} (one of {', '.join(REGISTRY)})", field=field)
+        raise UserError(f"unknown distribution {units.short(raw_kind.strip())} (one of {', '.join(REGISTRY)})",
+                        field=field)
     body = body.strip()
     if not body:
         raise UserError(f"{entry.kind}: parameters missing", field=field)
@@ -368,43 +372,3 @@ def _iid_param(at: Params, name: str, text: str) -> Distribution:
         if err.file is None:
             err.what = f"{at.kind} parameter {name!r}: {err.what}"
         raise
-
-
-def load_empirical(path: Path, field_: str | None = None) -> np.ndarray:
-    """Observed values (us) from a one-column CSV; optional header; blank and ``#`` lines ignored."""
-    import pandas as pd
-
-    try:
-        df = pd.read_csv(path, header=None, dtype=str, skip_blank_lines=False,
-                         keep_default_na=False, sep=",", engine="c")
-    except FileNotFoundError:
-        raise UserError(f"empirical: file not found: {path}", field=field_) from None
-    except pd.errors.EmptyDataError:
-        raise UserError(f"empirical: {path} is empty", field=field_) from None
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UserError(f"empirical: cannot read {path}: {exc}", field=field_) from None
-    if df.shape[1] != 1:
-        raise UserError(f"empirical: {path} must have one column, has {df.shape[1]}", field=field_)
-    col = df.iloc[:, 0].str.strip()
-    keep = (col != "") & ~col.str.startswith("#")
-    values = pd.to_numeric(col, errors="coerce")
-    bad = keep & values.isna()
-    first_kept = int(np.argmax(keep.to_numpy())) if keep.any() else -1
-    if bad.any():
-        rows = np.flatnonzero(bad.to_numpy())
-        # A non-numeric first line is a header.
-        if rows[0] == first_kept:
-            keep.iloc[first_kept] = False
-            rows = rows[1:]
-        if rows.size:
-            line = int(rows[0]) + 1
-            raise UserError(f"{col.iloc[rows[0]]!r} is not a number (microseconds)",
-                            str(path), line, "value")
-    out = values[keep].to_numpy(dtype=np.float64)
-    if out.size == 0:
-        raise UserError(f"empirical: {path} has no values", field=field_)
-    neg = np.flatnonzero(~(out >= 0) | ~np.isfinite(out))
-    if neg.size:
-        line = int(np.flatnonzero(keep.to_numpy())[neg[0]]) + 1
-        raise UserError(f"{out[neg[0]]!r} must be a finite value >= 0", str(path), line, "value")
-    return out

@@ -11,10 +11,12 @@ the end; nothing is left behind on error)::
     expected.json           intended statistics (format 1), see README.md
     cd/trace.csv            the CD-GE's trace: device id N, host cd-node
     cd/resources.csv        the CD node's one deterministic resource /r/0
+    .wotbench-made          "wotbench tracegen": the marker that lets --force replace it
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wotbench import _outpath as outpath
 from wotbench._errors import UserError
 from wotbench.formats import METHODS, RESOURCE_COLUMNS
 from wotbench.tracegen._csvtext import TraceEncoder, device_host
@@ -34,7 +37,7 @@ from wotbench.tracegen._requests import Requests, build_requests
 if TYPE_CHECKING:
     from wotbench.spec import WorkloadSpec
 
-__all__ = ["generate", "GeneratedWorkload", "Requests", "build_requests", "device_host",
+__all__ = ["generate", "check_out", "CONTENTS", "GeneratedWorkload", "Requests", "build_requests", "device_host",
            "CD_HOST", "CD_PATH", "EXPECTED_FORMAT"]
 
 CD_HOST = "cd-node"
@@ -77,43 +80,70 @@ def _resource_csv(values: np.ndarray) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _check_outdir(outdir: Path, overwrite: bool) -> None:
-    if outdir.exists():
-        if not outdir.is_dir():
-            raise UserError("exists and is not a directory", str(outdir), field="--out")
-        if any(outdir.iterdir()) and not overwrite:
-            raise UserError("output directory exists and is not empty (use --force to replace it)",
-                            str(outdir), field="--out")
+#: What tracegen writes into its output folder: all that --force may replace.
+CONTENTS = outpath.Contents("wotbench tracegen", frozenset({"trace.csv", "devices.csv", "expected.json"}),
+                            {"resources": r"dev-\d+\.csv", "traces": r"dev-\d+\.csv",
+                             "cd": r"(trace|resources)\.csv"})
 
 
-def generate(spec: WorkloadSpec, outdir: Path, *, per_device_traces: bool = False,
+def check_out(outdir: str | os.PathLike[str], overwrite: bool) -> tuple[Path, bool]:
+    """The resolved output folder and whether one is there to replace; a
+    UserError (nothing touched) for a path that is not a new folder, an
+    empty one or, with ``overwrite``, one tracegen made (its marker file,
+    nothing else in it)."""
+    final = outpath.resolve(outdir, "--out")
+    return final, outpath.check_replaceable(final, CONTENTS, overwrite, "--out", os.fspath(outdir))
+
+
+def generate(spec: WorkloadSpec, outdir: str | os.PathLike[str], *, per_device_traces: bool = False,
              overwrite: bool = False) -> GeneratedWorkload:
-    """Generate the workload into ``outdir`` atomically (temp dir beside it, renamed at the end).
+    """Generate the workload into ``outdir`` atomically (temp dir beside it,
+    renamed at the end; folders made above it are removed again on error).
 
-    An existing non-empty ``outdir`` is an error unless ``overwrite``.
+    An existing non-empty ``outdir`` is an error unless ``overwrite`` and
+    tracegen made it (see :func:`check_out`).
     """
-    outdir = Path(outdir)
-    _check_outdir(outdir, overwrite)
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=outdir.parent))
+    final, replace = check_out(outdir, overwrite)
+    made = outpath.make_parents(final)
     try:
-        info = _write_all(spec, tmp, outdir, per_device_traces)
-        _install(tmp, outdir)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    except BaseException:
+        outpath.remove_made(made)
+        raise
+    try:
+        info = _write_all(spec, tmp, Path(outdir), per_device_traces)
+        outpath.write_marker(tmp, CONTENTS.maker)
+        _install(tmp, final, replace)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        outpath.remove_made(made)
         raise
     return info
 
 
-def _install(tmp: Path, outdir: Path) -> None:
+def _install(tmp: Path, final: Path, replace: bool) -> None:
+    """Renames ``tmp`` to ``final``; a folder there (checked replaceable) is
+    moved aside first and removed once the new one is in place."""
     os.chmod(tmp, 0o755)
-    if outdir.exists():
-        trash = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.old-", dir=outdir.parent))
-        os.rename(outdir, trash / "old")
-        os.rename(tmp, outdir)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.rename(tmp, outdir)
+    try:
+        os.rename(tmp, final)               # nothing there, or an empty folder
+        return
+    except OSError as err:
+        if not replace or err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise UserError(f"cannot put the output in place: {err.strerror}", final, field="--out") from None
+    trash = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
+    try:
+        os.rename(final, trash / "old")
+    except OSError as err:
+        trash.rmdir()
+        raise UserError(f"cannot replace it: {err.strerror}", final, field="--out") from None
+    try:
+        os.rename(tmp, final)
+    except OSError as err:
+        os.rename(trash / "old", final)
+        trash.rmdir()
+        raise UserError(f"cannot replace it: {err.strerror}", final, field="--out") from None
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bool) -> GeneratedWorkload:

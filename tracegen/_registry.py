@@ -15,7 +15,6 @@ tracegen/_distribution.py, with ``parse_distribution``.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 
 from wotbench._errors import UserError
 from wotbench.tracegen import _streams
-from wotbench._units import parse_time_us
+from wotbench._units import parse_number, parse_time_us
 
 __all__ = ["Distribution", "Params", "register", "lookup", "REGISTRY", "ROLES"]
 
@@ -61,14 +60,11 @@ class Params:
             raise UserError(f"{self.kind} parameter {name!r}: {err.what}", field=self.field) from None
 
     def number(self, name: str, text: str) -> float:
+        """A plain number (the grammar of wotbench._units); errors name the parameter."""
         try:
-            v = float(text)
-        except ValueError:
-            raise UserError(f"{self.kind} parameter {name!r}: {text!r} is not a number",
-                            field=self.field) from None
-        if not math.isfinite(v):
-            raise UserError(f"{self.kind} parameter {name!r}: {text!r} is not finite", field=self.field)
-        return v
+            return parse_number(text, self.field)
+        except UserError as err:
+            raise UserError(f"{self.kind} parameter {name!r}: {err.what}", field=self.field) from None
 
     def keyed(self, body: str, keys: tuple[str, ...], nested: tuple[str, ...] = ()) -> dict[str, str]:
         """Split ``a=1,b=2``. For the ``nested`` keys (distributions themselves), a piece

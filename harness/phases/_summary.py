@@ -6,17 +6,19 @@ observed.json; the harness adds facts, never reasons."""
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from typing import Any
 
 from wotbench import _results as res
+from wotbench._errors import UserError
 from wotbench.backend import NODE_ROLES
 from wotbench.layout import RunDir
 from wotbench.phases._context import RunContext
 from wotbench.phases._layout import Layout
 from wotbench.phases._plan import Preflight
 from wotbench.reporting import summarize_run
+from wotbench.reporting._records import OBSERVED
+from wotbench.reporting._shape import read_record
 
 
 def _nodes(ctx: RunContext, lay: Layout) -> list[dict[str, Any]]:
@@ -77,11 +79,20 @@ def _containers(observed: dict[str, Any]) -> dict[str, Any]:
         name for name, c in cts.items() if c.get("role") in NODE_ROLES and c.get("status") != "running")}
 
 
+def _observed(run: RunDir) -> dict[str, Any]:
+    """observed.json for the counts, bounded and checked; {} when missing or
+    damaged (the verdict's harness check then names it)."""
+    try:
+        return read_record(run.observed, OBSERVED) if run.observed.is_file() else {}
+    except UserError:
+        return {}
+
+
 def write_summary(run: RunDir, facts: dict[str, Any]) -> dict[str, Any]:
     """summary.json: ``facts`` (run_id, label, scale, cores_shared, notes),
     the GE output counts and container states of observed.json, and the
     analysis with the verdict."""
-    observed = json.loads(run.observed.read_text()) if run.observed.is_file() else {}
+    observed = _observed(run)
     summary = {"format": res.FORMAT, "run_id": facts["run_id"], "label": facts.get("label", ""),
                "complete": True, "scale": facts.get("scale"), "counts": _counts(observed),
                "cores_shared": facts.get("cores_shared", False), "notes": facts.get("notes", []),

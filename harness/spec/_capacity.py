@@ -19,7 +19,7 @@ from wotbench.spec._yaml import KeyPath, YamlSource
 
 KEYS = {"vary", "start", "max", "resolution", "max_probes", "objective"}
 STATS = ("mean", "p50", "p90", "p95", "p99")
-_VARY_RE = re.compile(r"devices\[(\d+)\]\.(count|rate)")
+_VARY_RE = re.compile(r"devices\[([0-9]+)\]\.(count|rate)", re.ASCII)
 #: RIT families whose mean can be set from a rate without changing their shape.
 RATE_FAMILIES = ("exp", "det")
 
@@ -89,7 +89,7 @@ class CapacitySpec:
                                  positive=True)
         mp = m.get("max_probes", 12)
         if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
-            raise src.error(f"expected an integer 1..100, got {mp!r}", *at, "max_probes")
+            raise src.error(f"expected an integer 1..100, got {units.short(mp)}", *at, "max_probes")
         return cls(str(m["vary"]), group, kind, start, maximum, resolution, mp,
                    _objectives(m["objective"], src, at + ("objective",)))
 
@@ -98,7 +98,7 @@ def _vary(v: Any, src: YamlSource, groups: Sequence[DeviceGroup], rit_scope: str
     at: KeyPath = ("capacity", "vary")
     m = _VARY_RE.fullmatch(str(v))
     if m is None:
-        raise src.error(f"expected devices[N].count or devices[N].rate, got {v!r}", *at)
+        raise src.error(f"expected devices[N].count or devices[N].rate, got {units.short(v)}", *at)
     group, kind = int(m.group(1)), m.group(2)
     if group >= len(groups):
         raise src.error(f"devices[{group}] does not exist in the spec", *at)

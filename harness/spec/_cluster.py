@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wotbench import _units as units
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource
 
@@ -62,7 +63,7 @@ class NodeSelector:
         hosts = tuple(_hostname(h, src, at + ("nodes", i)) for i, h in enumerate(names))
         for i, h in enumerate(hosts):
             if h in hosts[:i]:
-                raise src.error(f"node {h!r} listed twice", *at, "nodes", i)
+                raise src.error(f"node {units.short(h)} listed twice", *at, "nodes", i)
         return cls(hostnames=hosts)
 
 
@@ -111,12 +112,12 @@ class Cluster:
 
 def _hostname(v: Any, src: YamlSource, at: KeyPath) -> str:
     if not isinstance(v, str) or not v.strip() or v != v.strip():
-        raise src.error(f"expected a node's hostname (or node ID), got {v!r}", *at)
+        raise src.error(f"expected a node's hostname (or node ID), got {units.short(v)}", *at)
     return v
 
 
 def _label(v: Any, src: YamlSource, at: KeyPath) -> tuple[str, str | None]:
     m = _LABEL_RE.fullmatch(v) if isinstance(v, str) else None
     if m is None:
-        raise src.error(f"expected a node label as key=value or key (role=ge), got {v!r}", *at)
+        raise src.error(f"expected a node label as key=value or key (role=ge), got {units.short(v)}", *at)
     return m.group(1), m.group(2)

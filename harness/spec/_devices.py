@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from wotbench import _budget as budget
 from wotbench import _units as units
 from wotbench.spec import _read as read
 from wotbench.spec._workload import GROUP_KEYS, GroupWorkload, read_group
@@ -17,8 +18,8 @@ from wotbench.tracegen._distribution import Distribution
 MODES = ("sleep", "busy")
 #: Keys of a device group read here (the rest are the workload's, GROUP_KEYS).
 CONTAINER_KEYS = frozenset({"name", "count", "mode", "threads", "queue", "cpus", "memory", "impairment"})
-#: Devices per group: each is a container.
-MAX_COUNT = 100_000
+#: Devices per group: each is a container (also what tracegen's --devices may ask for).
+MAX_COUNT = budget.MAX_GROUP_DEVICES
 
 
 #: The rates a device's link can be shaped to (tbf, harness/_impair.py).
@@ -126,7 +127,7 @@ class DeviceGroup:
         if "cpus" in m:
             c = m["cpus"]
             if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.01 <= c <= 1024:
-                raise src.error(f"expected a CPU share like 0.5 (0.01..1024), got {c!r}", *at, "cpus")
+                raise src.error(f"expected a CPU share like 0.5 (0.01..1024), got {units.short(c)}", *at, "cpus")
             nano = round(c * 1e9)
         mem = cls.memory_bytes
         if "memory" in m:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from wotbench import _budget as budget
 from wotbench._errors import UserError
 from wotbench.spec import _scales as scales
 from wotbench.spec import _yaml
@@ -72,6 +74,7 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
                 _at_scale(src, other, offered)
             except UserError as err:
                 raise UserError(f"{err.what} (at scale {other})", err.file, err.line, err.field) from None
+    _check_tests(scaled, axes, experiment.repetitions)
     base = scaled.without("sweep", "capacity")
     runs: list[RunSpec] = []
     for idx in itertools.product(*(range(len(a.values)) for a in axes)):
@@ -84,6 +87,16 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
             text = " ".join(x for x in (label, f"rep={rep}" if experiment.repetitions > 1 else "") if x)
             runs.append(RunSpec(spec, vsrc, text, value, rep, scale_name, experiment))
     return runs
+
+
+def _check_tests(src: YamlSource, axes: tuple[Sweep, ...], repetitions: int) -> None:
+    """At most budget.MAX_TESTS tests, counted (never built) before the first
+    is: a grid of three axes of 100 values is a million."""
+    n = math.prod(len(a.values) for a in axes) * repetitions
+    how = " x ".join([f"{len(a.values)} values of {a.key}" for a in axes]
+                     + ([f"{repetitions} repetitions"] if repetitions > 1 else []))
+    with src.at("sweep" if axes else "repetitions"):
+        budget.check_tests(n, how)
 
 
 def _at_scale(src: YamlSource, scale: str | None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from wotbench import _units as units
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource
 
@@ -59,12 +60,13 @@ class Interference:
         start = read.duration(m.get("start", "0s"), src, at + ("start",))
         end = read.duration(m["end"], src, at + ("end",)) if "end" in m else measure_us
         if start < 0:
-            raise src.error(f"must be >= 0, got {m.get('start')!r}", *at, "start")
+            raise src.error(f"must be >= 0, got {units.short(m.get('start'))}", *at, "start")
         if "end" in m and end > measure_us:
             raise src.error(f"past the end of the measurement phase ({measure_us / 1e6:g} s), "
-                            f"got {m['end']!r}", *at, "end")
+                            f"got {units.short(m['end'])}", *at, "end")
         if start >= end:
-            raise src.error(f"must be before end ({end / 1e6:g} s), got {m.get('start')!r}", *at, "start")
+            raise src.error(f"must be before end ({end / 1e6:g} s), got {units.short(m.get('start'))}",
+                            *at, "start")
         buffer = None
         if "buffer" in m:
             if kind != "membw":
@@ -73,7 +75,7 @@ class Interference:
                 buffer = read.value(lambda x, f: _size(x, f), m["buffer"], src, at + ("buffer",))
         node = m.get("node")
         if node is not None and (not isinstance(node, str) or not node):
-            raise src.error(f"expected a node's hostname, got {node!r}", *at, "node")
+            raise src.error(f"expected a node's hostname, got {units.short(node)}", *at, "node")
         return cls(
             name=read.name(m.get("name", f"{kind}-{index}"), src, at + ("name",)),
             kind=kind,
@@ -83,12 +85,11 @@ class Interference:
 
 
 def _size(v: Any, field: str) -> int:
-    from wotbench import _units as units
     from wotbench._errors import UserError
 
     n = units.parse_size(v, field)
     if n < 4096:
-        raise UserError(f"expected 'auto' or at least 4KB, got {v!r}", field=field)
+        raise UserError(f"expected 'auto' or at least 4KB, got {units.short(v)}", field=field)
     return n
 
 
@@ -101,7 +102,8 @@ def _cores(v: Any, src: YamlSource, at: KeyPath) -> str | tuple[int, ...]:
             raise src.error("a core is listed twice", *at)
         return tuple(sorted(ids))
     if v not in CORE_ROLES:
-        raise src.error(f"expected one of {', '.join(CORE_ROLES)} or a list of core ids, got {v!r}", *at)
+        raise src.error(f"expected one of {', '.join(CORE_ROLES)} or a list of core ids, got {units.short(v)}",
+                        *at)
     return str(v)
 
 

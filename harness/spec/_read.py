@@ -52,23 +52,23 @@ def number(v: Any, src: YamlSource, at: KeyPath, *, integer: bool = False, posit
     ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
     if not ok or not math.isfinite(v) or (positive and v <= 0):
         what = ("positive " if positive else "") + ("integer" if integer else "number")
-        raise src.error(f"expected a {what}, got {v!r}", *at)
+        raise src.error(f"expected a {what}, got {units.short(v)}", *at)
     return v
 
 
 def boolean(v: Any, src: YamlSource, at: KeyPath) -> bool:
     if not isinstance(v, bool):
-        raise src.error(f"expected true or false, got {v!r}", *at)
+        raise src.error(f"expected true or false, got {units.short(v)}", *at)
     return v
 
 
 def choice(v: Any, src: YamlSource, at: KeyPath, choices: tuple[str, ...]) -> str:
     if v not in choices:
-        raise src.error(f"expected one of {', '.join(choices)}, got {v!r}", *at)
+        raise src.error(f"expected one of {', '.join(choices)}, got {units.short(v)}", *at)
     return v
 
 
 def name(v: Any, src: YamlSource, at: KeyPath) -> str:
     if not isinstance(v, str) or not _NAME_RE.fullmatch(v):
-        raise src.error(f"expected a short name of letters, digits, '_.-', got {v!r}", *at)
+        raise src.error(f"expected a short name of letters, digits, '_.-', got {units.short(v)}", *at)
     return v

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from wotbench import _units as units
 from wotbench.spec._yaml import YamlSource, parse_key_path
 
 SCALES_KEY = "scales"
@@ -55,7 +56,7 @@ def apply(src: YamlSource, scale: str | None) -> tuple[YamlSource, str]:
         for key in v or {}:
             path = parse_key_path(key) if isinstance(key, str) else None
             if path is None or path[0] == SCALES_KEY:
-                raise src.error(f"cannot override {key!r} (expected a key path such as "
+                raise src.error(f"cannot override {units.short(key)} (expected a key path such as "
                                 "devices[0].count)", SCALES_KEY, k, key)
     if name not in defined and name != FULL:
         raise src.error(f"unknown scale {name!r} (the spec has: {', '.join(names(src))})", SCALES_KEY)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from wotbench import _units as units
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource, parse_key_path
 
@@ -58,7 +59,7 @@ GE_SCHEDULERS = ("auto", "fifo", "normal")
 
 
 def _no_instances(v: str, src: YamlSource, at: KeyPath) -> int:
-    raise src.error(f"expected auto or a number of GEs 1..{MAX_GES}, got {v!r}", *at)
+    raise src.error(f"expected auto or a number of GEs 1..{MAX_GES}, got {units.short(v)}", *at)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class ContentionDetection:
             service_us=None if service == "auto" else read.duration(service, src, at + ("service",)),
         )
         if cd.rit_us <= 0:
-            raise src.error(f"must be > 0, got {m.get('rit')!r}", *at, "rit")
+            raise src.error(f"must be > 0, got {units.short(m.get('rit'))}", *at, "rit")
         return cd
 
     def workload(self) -> dict[str, Any]:
@@ -155,7 +156,7 @@ class Sweep:
             raise src.error("expected a key path such as devices[0].count", *at, "key")
         path = parse_key_path(m["key"])
         if path is None or path[0] in ("sweep", "repetitions", "name", "capacity"):
-            raise src.error(f"cannot sweep {m['key']!r}", *at, "key")
+            raise src.error(f"cannot sweep {units.short(m['key'])}", *at, "key")
         values = m["values"]
         if not isinstance(values, list) or not values:
             raise src.error("expected a non-empty list", *at, "values")

@@ -23,6 +23,9 @@ overrides any of them under ``validity:`` (docs/spec.md), e.g.
 | ``cd_min_effect`` | ``0.1`` | (smallest R_d shift over the baseline that counts as contention: 10 % of the CD node's S; cd-module/README.md) |
 | ``cd_window`` | ``5s`` | (descriptive window of the R_d time series; grows to hold ~10 CD requests) |
 | ``cd_min_samples`` | ``10`` | (fewer CD samples in calibration or measurement: contention unknown) |
+| ``cd_baseline_rd_max`` | ``1.0`` | (the CD baseline is disturbed, and contention cannot be judged, when its q95 of R - S exceeds max(this x S, ``cd_baseline_excess``): the detector is for contention that doubles the CD node's response time, R_d +0.8..+1.2 in docs/validate-cd.md, which a baseline tau above 1 would hide) |
+| ``cd_baseline_excess`` | ``5ms`` | (the floor of that bound in time, for a small S whose R_d the path dominates: a quiet CD pair answers in S plus a few hundred us, q95 R - S 0.5 ms in the quickstart on a 2-core host) |
+| ``cd_baseline_max_lost`` | ``5%`` | (the CD baseline is disturbed when a larger share of the calibration requests got no answer: a quiet CD pair answers all) |
 | ``require_cd`` | ``true`` | contention could not be tested (no CD data) |
 | ``allow_inconclusive`` | ``false`` | (when false) the contention test lacked the power to decide (``inconclusive``) |
 | ``require_monitor`` | ``true`` | monitor data is missing |
@@ -46,9 +49,9 @@ from wotbench.spec._yaml import KeyPath, YamlSource
 
 #: Thresholds that are shares (at most 100 %).
 _FRACTIONS = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max", "max_late_sends",
-              "max_error_rate", "instability_cv")
+              "max_error_rate", "instability_cv", "cd_baseline_max_lost")
 #: Thresholds that are plain numbers (no percent sign).
-_NUMBERS = ("cd_alpha", "cd_min_effect", "rit_ks_alpha")
+_NUMBERS = ("cd_alpha", "cd_min_effect", "rit_ks_alpha", "cd_baseline_rd_max")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class Thresholds:
     cd_min_effect: float = 0.1
     cd_window_us: float = 5e6
     cd_min_samples: int = 10
+    cd_baseline_rd_max: float = 1.0
+    cd_baseline_excess_us: float = 5_000.0
+    cd_baseline_max_lost: float = 0.05
     require_cd: bool = True
     allow_inconclusive: bool = False
     require_monitor: bool = True
@@ -85,12 +91,12 @@ class Thresholds:
             key = f"validity.{spec_key(f.name)}"
             if f.type == "bool":
                 if not isinstance(v, bool):
-                    raise UserError(f"expected true or false, got {v!r}", field=key)
+                    raise UserError(f"expected true or false, got {units.short(v)}", field=key)
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise UserError(f"expected a non-negative number, got {v!r}", field=key)
+                raise UserError(f"expected a non-negative number, got {units.short(v)}", field=key)
             if f.type == "int" and int(v) != v:
-                raise UserError(f"expected an integer, got {v!r}", field=key)
+                raise UserError(f"expected an integer, got {units.short(v)}", field=key)
         for name in _FRACTIONS:
             if getattr(self, name) > 1:
                 raise UserError(f"must be at most 100%, got {getattr(self, name)!r}",

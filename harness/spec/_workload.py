@@ -67,7 +67,7 @@ class GroupWorkload:
             if m not in METHODS:
                 raise UserError(f"unknown method {m!r} (one of {', '.join(METHODS)})", field="methods")
             if not (isinstance(share, (int, float)) and math.isfinite(share) and share >= 0):
-                raise UserError(f"share of {m} must be a number >= 0, got {share!r}", field="methods")
+                raise UserError(f"share of {m} must be a number >= 0, got {units.short(share)}", field="methods")
             total += share
         if not total > 0:
             raise UserError("at least one method needs a share > 0", field="methods")
@@ -221,7 +221,7 @@ def parse_methods(value: object, field_: str) -> tuple[tuple[str, float], ...]:
     if isinstance(value, str):
         value = {value: 1.0}
     if not isinstance(value, Mapping) or not value:
-        raise UserError(f"expected a mapping of method to share like {{GET: 0.9, PUT: 0.1}}, got {value!r}",
+        raise UserError(f"expected a mapping of method to share like {{GET: 0.9, PUT: 0.1}}, got {units.short(value)}",
                         field=field_)
     out = []
     for m, share in value.items():
@@ -229,7 +229,7 @@ def parse_methods(value: object, field_: str) -> tuple[tuple[str, float], ...]:
             raise UserError(f"unknown method {m!r} (one of {', '.join(METHODS)})", field=f"{field_}.{m}")
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not math.isfinite(share) \
                 or share < 0:
-            raise UserError(f"share must be a number >= 0, got {share!r}", field=f"{field_}.{m}")
+            raise UserError(f"share must be a number >= 0, got {units.short(share)}", field=f"{field_}.{m}")
         out.append((m, float(share)))
     return tuple(out)
 

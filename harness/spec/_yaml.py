@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from wotbench import _inputfile as inputfile
 from wotbench._errors import UserError
 
 __all__ = ["YamlSource", "load", "loads", "field_name", "parse_key_path", "KeyPath"]
@@ -57,7 +58,7 @@ def field_name(path: KeyPath | list[str | int]) -> str:
 def parse_key_path(text: str) -> KeyPath | None:
     """``devices[0].count`` -> ("devices", 0, "count"); None if it is not a key path."""
     parts: list[str | int] = []
-    for m in re.finditer(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", text):
+    for m in re.finditer(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]", text):
         parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
     ok = parts and isinstance(parts[0], str) and field_name(tuple(parts)) == text
     return tuple(parts) if ok else None
@@ -162,6 +163,25 @@ def _set(doc: Any, path: KeyPath, value: Any, src: YamlSource, at: KeyPath) -> N
         node[last] = value
 
 
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's SafeLoader whose plain numbers are decimal, in ASCII digits
+    (an exponent as YAML 1.1 writes it, ``1.5e+3``): YAML 1.1 also reads
+    ``0x2``, ``010`` (octal 8), ``0b101``, ``1_000``, ``1:30`` (90), ``+4``
+    and ``.inf``/``.nan`` as numbers; here they stay strings, which the
+    spec's readers refuse as numbers (docs/spec.md)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] not in (_INT, _FLOAT)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_INT, re.compile(r"^-?(?:0|[1-9][0-9]*)$"), list("-0123456789"))
+_Loader.add_implicit_resolver(_FLOAT, re.compile(r"^-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?$"),
+                              list("-.0123456789"))
+
+
 #: Bounds on what a spec may cost to load: its size on disk, and its nodes
 #: once YAML aliases are expanded (an alias bomb of ten lines expands to
 #: hundreds of millions of nodes; the largest experiment here has ~200).
@@ -195,15 +215,10 @@ def _expanded_nodes(root: yaml.Node, name: str) -> int:
 
 
 def load(path: str | Path) -> YamlSource:
-    """Read and load the YAML file at ``path``; unreadable, too large or
-    invalid files raise UserError."""
+    """Read and load the YAML file at ``path``: a regular file of at most
+    MAX_BYTES (wotbench._inputfile); anything else, or invalid YAML, raises UserError."""
     p = Path(path)
-    try:
-        if p.is_file() and (size := p.stat().st_size) > MAX_BYTES:
-            raise UserError(f"{size} bytes: larger than the {MAX_BYTES} bytes a spec may have", str(p))
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}", str(p)) from None
+    text = inputfile.read_text(p, MAX_BYTES, what="a spec")
     return loads(text, str(p), base_dir=p.parent.absolute())
 
 
@@ -211,7 +226,24 @@ def loads(text: str, name: str = "<string>", *, base_dir: Path | None = None) ->
     """Load YAML from a string; ``name`` is the file name shown in errors."""
     if len(text) > MAX_BYTES:
         raise UserError(f"{len(text)} characters: larger than the {MAX_BYTES} a spec may have", name)
-    loader = yaml.SafeLoader(text)
+    node, data, loader = _compose(text, name)
+    lines: dict[KeyPath, int] = {}
+    if node is not None:
+        lines[()] = node.start_mark.line + 1
+        _record(loader, node, (), lines, name)
+    return YamlSource(name, data, base_dir if base_dir is not None else Path("."), lines)
+
+
+def _compose(text: str, name: str) -> tuple[yaml.Node | None, Any, _Loader]:
+    """The document's node tree and its data; every YAML error a UserError
+    with its line (a control character: its line and column)."""
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise UserError(f"invalid YAML: control character U+{char:04X} at column {col}", name, line) from None
     try:
         node = loader.get_single_node()
         if node is not None:
@@ -228,15 +260,11 @@ def loads(text: str, name: str = "<string>", *, base_dir: Path | None = None) ->
         raise UserError("invalid YAML: nested too deeply", name) from None
     finally:
         loader.dispose()
-    lines: dict[KeyPath, int] = {}
-    if node is not None:
-        lines[()] = node.start_mark.line + 1
-        _record(loader, node, (), lines, name)
-    return YamlSource(name, data, base_dir if base_dir is not None else Path("."), lines)
+    return node, data, loader
 
 
 def _record(
-    loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], name: str
+    loader: _Loader, node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], name: str
 ) -> None:
     """Walk the composed node tree in step with the constructed data, noting each key's line."""
     if isinstance(node, yaml.MappingNode):

@@ -42,7 +42,8 @@ def test_cost_of_a_small_spec(tmp_path):
     c = budget.check(hs, tmp_path, HOST)
     # 100 requests/s for 31 s, and the CD pair's 1 per 100 ms (the default cd.rit) over that and its calibration
     cd = (31e6 + hs.workload.cd_calibration_us) / 100e3
-    assert c.requests == pytest.approx(3100 + cd, rel=0.01) and c.disk_bytes == c.requests * budget.BYTES_PER_REQUEST
+    assert c.requests == pytest.approx(3100 + cd, rel=0.01)
+    assert c.disk_bytes == c.requests * budget.BYTES_PER_REQUEST + 2 * budget.BYTES_PER_DEVICE
     assert c.containers == 3 and c.threads == 2 * (4 + budget.THREADS_PER_CONTAINER)
 
 
@@ -100,3 +101,47 @@ def test_run_refuses_before_making_anything(tmp_path):
 
 def test_format_size():
     assert budget.format_size(512) == "512 B" and budget.format_size(1.5 * 2**30) == "1.5 GiB"
+
+
+def test_cpus_above_the_hosts_cores_is_refused_at_plan(tmp_path):
+    """Issue 23: `cpus: 1000` on a 2-core host passed plan; Docker refused
+    it at container create, half-way through the run."""
+    hs = the_test(spec(tmp_path, "service: exp:1ms}", "service: exp:1ms, cpus: 3}"))
+    with pytest.raises(UserError, match="3 CPUs per container, more than this host's 2 cores") as ei:
+        budget.check(hs, tmp_path, budget.Host(24 << 30, 190_000, 32_768, cores=2))
+    assert ei.value.field == "devices[0].cpus"
+    budget.check(hs, tmp_path, budget.Host(24 << 30, 190_000, 32_768, cores=4))
+
+
+def test_tracegens_memory_is_held_against_the_hosts(tmp_path):
+    """The trace is built in memory: 2^30 requests need ~48 GiB, refused on a 24 GiB host."""
+    hs = the_test(spec(tmp_path, "rit: exp:10ms", "rit: exp:29ns"))          # ~1.07e9 requests
+    small = budget.Host(memory_bytes=24 << 30, threads_max=190_000, pid_max=32_768)
+    with pytest.raises(UserError, match="tracegen would need about .* of memory") as ei:
+        budget.check(hs, None, small)
+    assert ei.value.field == "workload.rit"
+
+
+def test_tracegen_flags_get_the_same_budget(tmp_path):
+    from wotbench.cli import build_parser
+    from wotbench.tracegen._cli import spec_from_args
+
+    def wl(*argv: str):
+        return spec_from_args(build_parser().parse_args(
+            ["tracegen", "--rit", "exp:1s", "--service", "exp:1ms", "--out", str(tmp_path / "o"), *argv]))
+
+    with pytest.raises(UserError, match="in one group") as ei:
+        budget.check_trace(wl("--devices", "1000000000", "--duration", "1s"), tmp_path, HOST)
+    assert ei.value.field == "devices[0].count"
+    with pytest.raises(UserError, match="requests in one test") as ei:
+        budget.check_trace(wl("--devices", "2", "--requests", "1000000000000"), tmp_path, HOST)
+    assert ei.value.field == "workload.requests"
+    c = budget.check_trace(wl("--devices", "2", "--requests", "1000"), tmp_path, HOST)
+    # 1000 requests at 2/s span 500 s, and the CD trace's 1/s (the default cd.rit) over them
+    assert c.requests == pytest.approx(1500) and c.devices == 2
+
+
+def test_tests_are_counted_before_any_is_built():
+    budget.check_tests(budget.MAX_TESTS, "x")
+    with pytest.raises(UserError, match="1,000,000 tests: more than the 1,000"):
+        budget.check_tests(10**6, "100 x 100 x 100 values")

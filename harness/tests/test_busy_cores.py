@@ -89,3 +89,103 @@ def test_two_runs_started_together_one_refused(docker_client, spec_file, make_sp
     assert not (tmp_path / f"res{i}").exists() or not any((tmp_path / f"res{i}").iterdir())
     ran = Path(next(out for p, (out, _) in zip(procs, outs) if p.returncode == 0).strip().splitlines()[-1])
     assert run_objects(ran.name) == ([], [])
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+#: A core number no host here has: the real claims' folder is shared with real runs.
+FAR_CORE = 4093
+
+
+def _root() -> None:
+    if os.getuid() != 0:
+        pytest.skip("acting as another user (nobody) needs root")
+
+
+def _hold(path: Path, *prefix: str) -> subprocess.Popen[str]:
+    """``flock -s path`` held by a process (as ``prefix``'s user) until killed."""
+    p = subprocess.Popen([*prefix, "flock", "-s", str(path), "sh", "-c", "echo held; exec sleep 600"],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "held"
+    return p
+
+
+def test_a_user_holding_the_old_world_writable_lock_blocks_no_run():
+    """Issue 23: any user could hold a read flock on
+    /tmp/wotbench-ge-cores/core-N.lock (mode 1777) and refuse every run.
+    The claims now live in a folder of root's, mode 0700, that nobody
+    else can open a file in; a holder on the old path does not matter."""
+    _root()
+    from wotbench._coreclaim import CLAIM_DIR, claim_ge_cores
+
+    old = Path("/tmp/wotbench-ge-cores")
+    made = not old.exists()
+    old.mkdir(mode=0o1777, exist_ok=True)
+    old.chmod(0o1777)
+    holder = _hold(old / f"core-{FAR_CORE}.lock", *NOBODY)
+    try:
+        with claim_ge_cores([FAR_CORE], "run of old-path"):
+            pass
+        st = CLAIM_DIR.stat()
+        assert (st.st_uid, st.st_mode & 0o777) == (0, 0o700)
+        denied = subprocess.run([*NOBODY, "flock", "-s", str(CLAIM_DIR / f"core-{FAR_CORE}.lock"), "true"],
+                                check=False, capture_output=True, text=True)
+        assert denied.returncode != 0 and "Permission denied" in denied.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+        (old / f"core-{FAR_CORE}.lock").unlink(missing_ok=True)
+        if made:
+            old.rmdir()
+
+
+def test_a_foreign_holder_is_named(tmp_path):
+    """A process that is not a wotbench run holding a core's lock: the run
+    is refused naming its pid, user and command."""
+    from wotbench._coreclaim import claim_folder, claim_ge_cores
+    from wotbench._errors import UserError
+
+    folder = tmp_path / "claims" / "cores"
+    os.close(claim_folder(folder) or -1)
+    holder = _hold(folder / "core-2.lock")
+    try:
+        with pytest.raises(UserError) as err, claim_ge_cores([2], "run of e", folder=folder):
+            pass
+        user = __import__("pwd").getpwuid(os.getuid()).pw_name
+        assert (f"core 2 is claimed by a process that is not a wotbench run (pid {holder.pid}, user {user}, "
+                f"command 'flock -s {folder}/core-2.lock sh -c") in str(err.value)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("tamper", ["symlink", "world-writable", "foreign-owner", "file", "lock-symlink"])
+def test_an_unsafe_claims_folder_is_refused_and_not_followed(tmp_path, tamper):
+    """The claims' folder (or a lock file in it) that is a symlink, a file,
+    writable by others or another user's: refused in one line naming it;
+    nothing is created through it."""
+    from wotbench._coreclaim import claim_ge_cores
+    from wotbench._errors import UserError
+
+    base = tmp_path / "claims"
+    base.mkdir()
+    folder, elsewhere = base / "cores", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if tamper == "symlink":
+        folder.symlink_to(elsewhere)
+    elif tamper == "world-writable":
+        folder.mkdir()
+        folder.chmod(0o1777)
+    elif tamper == "foreign-owner":
+        _root()
+        folder.mkdir(mode=0o700)
+        os.chown(folder, 65534, 65534)
+    elif tamper == "file":
+        folder.write_text("")
+    else:
+        folder.mkdir(mode=0o700)
+        (folder / "core-1.lock").symlink_to(elsewhere / "target")
+    with pytest.raises(UserError, match=r"refusing to keep the GE core claims there") as err, \
+            claim_ge_cores([1], "run of t", folder=folder):
+        pass
+    assert str(folder) in str(err.value) and "\n" not in str(err.value)
+    assert list(elsewhere.iterdir()) == []

@@ -218,8 +218,8 @@ def test_results_root_that_cannot_be_made_is_a_user_error(tmp_path):
     from wotbench import _results as res
     from wotbench._errors import UserError
 
-    with pytest.raises(UserError, match="cannot hold results"):
-        res.check_results_root(Path("/proc/wotbench-results-here"))      # procfs takes no file
+    with pytest.raises(UserError, match="system folder /proc"):
+        res.check_results_root(Path("/proc/wotbench-results-here"))      # procfs: refused by the path guard
     res.check_results_root(tmp_path / "new" / "deep")                     # its parent would hold it
     assert list(tmp_path.iterdir()) == []                                 # nothing made, nothing left
 

@@ -59,8 +59,10 @@ DURATIONS: list[tuple[str, tuple[Any, ...], list[Get]]] = [
 #: Distributions take the duration as a parameter.
 _DIST = {"devices.rit", "devices.service", "workload.rit"}
 
-TWO_MS = ["2ms", "2000us", "2000µs", "2000 μs", "2e3us", "2000000ns", "0.002s", "2MS", " 2 ms "]
-TWO_US = ["2us", "2µs", "2μs", "2 us", "0.002ms", "2000ns", "2e0us", "2US"]
+TWO_MS = ["2ms", "2000us", "2000µs", "2000μs", "2e3us", "2000000ns", "0.002s", "2MS", ".002s", "2.ms"]
+TWO_US = ["2us", "2µs", "2μs", "0.002ms", "2000ns", "2e0us", "2US", "2E+0us"]
+#: Not in the grammar (docs/spec.md): a space, other digits, separators, signs, other bases.
+NOT_TWO_MS = ["2 ms", " 2ms", "2ms ", "２ms", "٢ms", "2_000us", "+2ms", "0x2ms", "2,0ms", "nanms", "infms"]
 
 
 def _spec_with(name: str, path: tuple[Any, ...], text: str) -> spec.Spec:
@@ -102,8 +104,9 @@ def test_gateway_timeout_2us_is_refused_for_its_range_not_its_spelling():
 
 
 @pytest.mark.parametrize("name,path,getters", DURATIONS, ids=[d[0] for d in DURATIONS])
-@pytest.mark.parametrize("text,needle", [("2", "has no unit"), ("2 weeks", "unknown unit"),
-                                         ("-2ms", "must not be negative"), ("soon", "invalid")])
+@pytest.mark.parametrize("text,needle", [("2", "has no unit"), ("2weeks", "unknown unit"),
+                                         ("-2ms", "must not be negative"), ("soon", "invalid"),
+                                         ("2 ms", "with no space"), ("２ms", "ASCII digits")])
 def test_every_duration_field_refuses_the_same_way(name, path, getters, text, needle):
     with pytest.raises(UserError) as ei:
         _spec_with(name, path, text)
@@ -124,7 +127,7 @@ def test_sizes_fractions_rates_counts():
     assert units.parse_size("64m") == units.parse_size("64MB") == units.parse_size("65536k") == 64 << 20
     assert units.parse_size("1GB") == 1 << 30 and units.parse_size(4096) == units.parse_size("4096B") == 4096
     assert units.parse_fraction("1%") == 0.01 and units.parse_fraction(0.2) == 0.2
-    assert units.parse_fraction("12.5 %") == 0.125
+    assert units.parse_fraction("12.5%") == 0.125
     assert units.parse_rate("1mbit") == 1_000_000 and units.parse_rate("1kbps") == 8000
     assert units.parse_count("12") == units.parse_count(12.0) == 12
     assert units.parse_duration("1.5s") == 1_500_000 and units.parse_duration("2m") == 120_000_000
@@ -137,7 +140,18 @@ def test_sizes_fractions_rates_counts():
     (units.parse_duration, True, "expected a duration"),
     (units.parse_duration, "1e20s", "too large"),
     (units.parse_size, "x", "invalid size"),
-    (units.parse_size, "3 parsecs", "unknown unit"),
+    (units.parse_size, "3parsecs", "unknown unit"),
+    (units.parse_size, "3 MB", "with no space"),
+    (units.parse_fraction, "12.5 %", "with no space"),
+    (units.parse_rate, "1 mbit", "with no space"),
+    (units.parse_count, "1_000", "expected an integer"),
+    (units.parse_count, "010", "expected an integer"),
+    (units.parse_count, "１０", "expected an integer"),
+    (units.parse_count, " 10", "expected an integer"),
+    (units.parse_number, "nan", "is not a number"),
+    (units.parse_number, "1_0", "is not a number"),
+    (units.parse_number, "١", "is not a number"),
+    (units.parse_number, "1e999", "not a finite number"),
     (units.parse_fraction, "101%", "outside 0%..100%"),
     (units.parse_fraction, "5ms", "expected a fraction"),
     (units.parse_rate, "0mbit", "must be positive"),
@@ -155,3 +169,26 @@ def test_size_fields_share_the_grammar():
     doc["devices"][0].update(memory="0.0625GB", payload_bytes="1KB", methods={"PUT": 1})
     g = spec.loads(yaml.safe_dump(doc), "u.yaml")[0].spec.groups[0]
     assert g.memory_bytes == 64 << 20 and g.payload_bytes == 1024
+
+
+#: (field, path, text); a distribution's own syntax may space its parts (`det: 2ms`).
+_NOT_IN_GRAMMAR = [(n, p, t) for n, p, _ in DURATIONS for t in NOT_TWO_MS if n not in _DIST or t == t.strip()]
+
+
+@pytest.mark.parametrize("name,path,text", _NOT_IN_GRAMMAR, ids=[f"{n}-{t}" for n, _, t in _NOT_IN_GRAMMAR])
+def test_every_duration_field_refuses_what_the_grammar_does_not_hold(name, path, text):
+    """Issue 23: `１０s`, `١٠s`, `10 s` were read as 10 s; the grammar is ASCII
+    digits, '.', an exponent and a unit right after them, nothing else."""
+    with pytest.raises(UserError, match="invalid") as ei:
+        _spec_with(name, path, text)
+    assert ei.value.file == "u.yaml" and ei.value.line is not None
+
+
+@pytest.mark.parametrize("text", ["0x2", "1_000", "010", "1:30", "0b10", "0o7", ".inf", ".nan", "١٠", "+4", "４"])
+def test_yaml_numbers_are_decimal_ascii_only(text):
+    """YAML 1.1 reads `0x2`, `1_000`, `010` (8), `1:30` (90) as numbers;
+    the spec's loader keeps them strings, and a count refuses them."""
+    doc = yaml.safe_dump(BASE).replace("count: 2", f"count: '{text}'").replace(f"'{text}'", text)
+    with pytest.raises(UserError, match="expected an integer") as ei:
+        spec.loads(doc, "u.yaml")
+    assert ei.value.field == "devices[0].count" and ei.value.line is not None

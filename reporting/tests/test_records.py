@@ -33,12 +33,16 @@ def test_a_clean_run_passes_the_record_checks_and_the_harness_goes_first(make_ru
     assert r["thresholds"]["late_send_us"] == 1000 and r["thresholds"]["allow_overload"] is False
 
 
-def test_ge_files_alone_say_the_harness_records_are_missing(make_run):
+def test_ge_files_alone_fail_the_checks_whose_records_are_missing(make_run):
+    """Missing records are missing evidence: each check that needs one fails
+    naming it (issue 23), never passes by default."""
     r = analyze_run(make_run(records=False))
     h = check(r, "harness")
-    assert h["ok"] and "no observed.json" in h["reason"]
-    assert r["verdict"] == "valid", r["reasons"]
-    assert r["ges"][0]["counters"] is None and "send errors unknown" in check(r, "ge_counters")["reason"]
+    assert not h["ok"] and "no observed.json" in h["reason"]
+    assert r["verdict"] == "invalid"
+    assert r["ges"][0]["counters"] is None
+    assert not check(r, "ge_counters")["ok"] and "send errors are unknown" in check(r, "ge_counters")["reason"]
+    assert not check(r, "output")["ok"] and "no trace for GE 0" in check(r, "output")["reason"]
 
 
 @pytest.mark.parametrize("edit, words", [

@@ -100,7 +100,10 @@ def test_a_device_host_without_a_probe_or_cd_data_is_named(make_swarm):
             in r["reasons"])
     assert "monitor: no monitor data on host node-b (nodes/node-b/monitor/host.csv)" in r["reasons"]
     relaxed = analyze_run(run, Thresholds(require_cd=False, require_monitor=False))
-    assert relaxed["reasons"] == ["harness: no probe of host node-b (nodes/node-b/probe.csv)"]
+    # require_cd: false opts out of needing CD data, not of the CD output observed.json recorded.
+    assert relaxed["reasons"] == ["harness: no probe of host node-b (nodes/node-b/probe.csv)",
+                                  ("output: nodes/node-b/cd/cd-ge.csv is missing (observed.json recorded 58 rows "
+                                   "of cd-ge-1)")]
 
 
 def test_monitor_is_checked_per_host(make_swarm):

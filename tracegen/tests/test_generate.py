@@ -272,9 +272,10 @@ def test_error_leaves_nothing_behind(load_spec: Load, tmp_path: Path,
         raise OSError("disk full")
 
     monkeypatch.setattr(gen_mod, "expected_stats", boom)
+    before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(OSError):
         generate(spec, tmp_path / "out" / "wl")
-    assert list((tmp_path / "out").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == before   # the folders it made are gone too
 
 
 def test_existing_output_is_kept_unless_overwrite(load_spec: Load, tmp_path: Path) -> None:
@@ -285,8 +286,13 @@ def test_existing_output_is_kept_unless_overwrite(load_spec: Load, tmp_path: Pat
     with pytest.raises(UserError, match="not empty"):
         generate(spec, out)
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
-    generate(spec, out, overwrite=True)
-    assert not (out / "mine.txt").exists() and (out / "trace.csv").exists()
+    with pytest.raises(UserError, match="not made by wotbench tracegen"):   # a folder it did not make
+        generate(spec, out, overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    (out / "mine.txt").unlink()
+    generate(spec, out)
+    generate(spec, out, overwrite=True)                  # one it made is replaced
+    assert (out / "trace.csv").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.yaml", "wl"]
 
 
