@@ -64,6 +64,24 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+def _gone(pid: int, started: str) -> bool:
+    """Has process ``pid`` (started at ``started``) ended? A zombie has: its
+    parent has not reaped it yet (reaped here when that parent is us)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return True
+    if len(fields) < 20 or fields[19] != started:
+        return True
+    if fields[0] != "Z":
+        return False
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    return True
+
+
 def _output(pid: int, fd: int) -> str:
     """Where fd ``fd`` of ``pid`` writes: a regular file's path, else /dev/null."""
     try:
@@ -175,14 +193,17 @@ def _engine_up(timeout_s: float) -> Any | None:
 def _restart_process(d: Dockerd) -> None:
     os.kill(d.pid, signal.SIGTERM)
     end = time.monotonic() + STOP_WAIT_S
-    while _start_time(d.pid) == d.started:
+    while not _gone(d.pid, d.started):
         if time.monotonic() > end:
             raise UserError(f"dockerd pid {d.pid} did not stop within {STOP_WAIT_S:.0f} s of SIGTERM; "
                             "it was left running", field=FIELD)
         time.sleep(0.1)
     with open(d.stdout, "ab") as out, open(d.stderr, "ab") as err:
-        subprocess.Popen(list(d.argv), env=d.env, cwd=d.cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                         start_new_session=True, close_fds=True)
+        # Detached as .ci/setup.sh starts it (setsid forks it off and
+        # exits): never a child of this process, which would otherwise hold
+        # it as a zombie after its next stop.
+        subprocess.run(["setsid", "-f", *d.argv], env=d.env, cwd=d.cwd, stdin=subprocess.DEVNULL, stdout=out,
+                       stderr=err, close_fds=True, check=True, timeout=10)
 
 
 def restart(plan: Plan, say: Callable[[str], None]) -> Any:

@@ -54,6 +54,22 @@ def _host_dockerd() -> int:
     raise AssertionError("no dockerd runs on this host")
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` runs: it exists and is no zombie (a dockerd this process
+    started and that has exited stays a zombie until it is reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state != "Z":
+        return True
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    return False
+
+
 def _engine_up(timeout_s: float) -> bool:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -72,7 +88,7 @@ def _restart_dockerd() -> float:
     t = time.monotonic()
     os.kill(pid, signal.SIGTERM)
     try:
-        while Path(f"/proc/{pid}").exists():
+        while _alive(pid):
             assert time.monotonic() - t < 60, "dockerd did not stop within 60 s"
             time.sleep(0.1)
     finally:                  # never leave the host without its engine
