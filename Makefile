@@ -49,14 +49,13 @@ test: setup build build-asan fuzz-build images images-swarm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
-# check: the linters pyproject.toml configures, then every test that needs
+# check: the standard tools (ruff, import-linter, mypy: harness/tests/test_tools.py)
+# and every test that needs
 # neither root, Docker nor a built binary, spread over the cores (needs only
 # the venv). test-native: those plus the C binaries' tests (release,
 # ASan/UBSan, fuzz smoke); no Docker. A test that reaches beyond its tier
 # fails, naming what it reached.
 check: venv
-	@if grep -q '^\[tool\.ruff' pyproject.toml; then echo "ruff check"; $(VENV)/bin/ruff check; fi
-	@if grep -q '^\[tool\.mypy' pyproject.toml; then echo "mypy"; $(VENV)/bin/mypy; fi
 	$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
 
 test-native: venv build build-asan fuzz-build
@@ -95,19 +94,19 @@ images-swarm: images
 
 # The quickstart experiment on this machine (about two minutes).
 run: setup build images
-	@dirs=$$($(PY) -m wotbench.cli run experiments/quickstart.yaml) && \
-	  $(PY) -m wotbench.cli report $$dirs && \
+	@dirs=$$($(PY) -m wotbench.commands.main run experiments/quickstart.yaml) && \
+	  $(PY) -m wotbench.commands.main report $$dirs && \
 	  for d in $$dirs; do echo "results: $$d"; echo "report:  $$d/report/index.html"; done
 
 # Bring-up/teardown rate, where the time goes, and memory per device for 100,
 # 400 and 1,000 devices (harness/README.md).
 bench-harness: setup build images
-	$(PY) -m wotbench.bench --devices 100 400 1000 --out $(BUILD)/bench/harness.json
+	$(PY) -m wotbench.studies.harness_bench --devices 100 400 1000 --out $(BUILD)/bench/harness.json
 
 # A two-node Swarm lab on this machine: start-up rate on 1 vs 2 nodes and
 # the cross-host path (docs/multi-host.md).
 bench-swarm: setup build images images-swarm
-	$(PY) -m wotbench.bench --swarm --devices 40 --reps 3 --out $(BUILD)/bench/swarm.json
+	$(PY) -m wotbench.studies.harness_bench --swarm --devices 40 --reps 3 --out $(BUILD)/bench/swarm.json
 
 clean-build:
 	rm -rf $(BUILD)
@@ -118,7 +117,7 @@ clean-build:
 # PYTHONPATH root of older code> times it side by side on 10M (reporting/README.md).
 REPORT_RUNS ?= $(BUILD)/bench/report-runs
 bench-report: venv
-	$(PY) -m wotbench.reporting.bench --requests 10000000 100000000 --dir $(REPORT_RUNS) \
+	$(PY) -m wotbench.reporting.bench.bench_report --requests 10000000 100000000 --dir $(REPORT_RUNS) \
 		--out $(BUILD)/bench/report.json $(if $(REPORT_OLD),--old $(REPORT_OLD))
 
 # Rows/s and peak memory of `wotbench tracegen` writing a 10-million-request,

@@ -6,8 +6,16 @@ deterministic-interval workload to a CD node placed among the devices);
 this package computes S for it and analyses what the CD-GE recorded.
 """
 
-from wotbench.cd._detect import (ContentionResult, Cusum, RdStats, Window, baseline_problem, cusum_design,
-                                 detect_contention, hodges_lehmann)
+from wotbench.cd._detect import (
+                                 ContentionResult,
+                                 Cusum,
+                                 RdStats,
+                                 Window,
+                                 baseline_problem,
+                                 cusum_design,
+                                 detect_contention,
+                                 hodges_lehmann,
+)
 from wotbench.cd._rd import normalized_deviation
 from wotbench.cd._service import cd_service_us, mean_service_us, read_resources
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wotbench._errors import UserError
-from wotbench.formats import MAX_SERVICE_US, RESOURCE_COLUMNS
+from wotbench.base.errors import UserError
+from wotbench.base.formats import MAX_SERVICE_US, RESOURCE_COLUMNS
 
 __all__ = ["read_resources", "mean_service_us", "cd_service_us"]
 

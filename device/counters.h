@@ -1,6 +1,7 @@
 /* What the device counts, printed as one line on stderr at exit and
  * optionally written as JSON (--stats; docs/formats.md "Device stats JSON",
- * mirrored by harness/formats.py, checked by harness/tests/test_formats.py). */
+ * mirrored by harness/base/formats.py, checked by
+ * harness/tests/test_formats.py). */
 #ifndef DEV_COUNTERS_H
 #define DEV_COUNTERS_H
 

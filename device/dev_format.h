@@ -1,4 +1,4 @@
-/* The device's side of docs/formats.md. harness/formats.py is the
+/* The device's side of docs/formats.md. harness/base/formats.py is the
  * Python mirror; harness/tests/test_formats.py compares the three. */
 #ifndef DEV_FORMAT_H
 #define DEV_FORMAT_H

@@ -5,7 +5,7 @@
 #   wotbench/base:bookworm         debootstrap minbase (+ iproute2, iptables), docker import
 #   wotbench/nettools              the impairment sidecar, FROM the base
 #   wotbench/swarm-node            opt-in (--swarm-node, alone): the base + docker.io,
-#                                  a Swarm lab node (harness/_swarmlab.py)
+#                                  a Swarm lab node (harness/engine/swarmlab.py)
 # Usage: docker/build-images.sh [BIN_DIR] [--swarm-node]   (default build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."

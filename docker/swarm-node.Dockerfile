@@ -1,4 +1,4 @@
-# Swarm lab node (harness/_swarmlab.py): a container that runs its own
+# Swarm lab node (harness/engine/swarmlab.py): a container that runs its own
 # dockerd, so that one machine holds a real multi-node Docker Swarm. The
 # debootstrap base plus Debian's docker.io; built by
 # `docker/build-images.sh BIN --swarm-node` (make images-swarm).

@@ -1,5 +1,5 @@
 /* The formats wotbench-ge shares with Python, one definition each
- * (docs/formats.md; mirrored by harness/formats.py; checked by
+ * (docs/formats.md; mirrored by harness/base/formats.py; checked by
  * harness/tests/test_formats.py). */
 #ifndef GE_FORMAT_H
 #define GE_FORMAT_H

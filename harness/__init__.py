@@ -10,13 +10,13 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wotbench._errors import UserError
-from wotbench._version import __version__  # noqa: F401  (the package's version)
+from wotbench.base.errors import UserError
+from wotbench.base.version import __version__  # noqa: F401  (the package's version)
 
 if TYPE_CHECKING:
     from wotbench.reporting._load import Run
-    from wotbench.spec import RunSpec, Spec, load_saved  # noqa: F401
-    from wotbench.spec import load as load_spec  # noqa: F401
+    from wotbench.spec import RunSpec, Spec, load_saved
+    from wotbench.spec import load as load_spec
 
 __all__ = ["UserError", "run", "load_run", "Spec", "RunSpec", "load_spec", "load_saved"]
 
@@ -33,13 +33,13 @@ def __getattr__(name: str) -> Any:
 def run(spec: str | PathLike[str], results: str | PathLike[str] = "results",
         progress: bool = True) -> list[Path]:
     """Runs an experiment spec on a Docker testbed; returns the results dirs
-    (see :func:`wotbench._runner.run`)."""
-    from wotbench._runner import run as _run
+    (see :func:`wotbench.run.runner.run`)."""
+    from wotbench.run.runner import run as _run
 
     return _run(spec, results, progress)
 
 
-def load_run(path: str | PathLike[str]) -> "Run":
+def load_run(path: str | PathLike[str]) -> Run:
     """A finished run's DataFrames (requests, cd, monitor) and summary, for
     notebooks (see :func:`wotbench.reporting.load_run`)."""
     from wotbench.reporting import load_run as _load_run

@@ -19,7 +19,7 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
 
 from __future__ import annotations
 
-from wotbench._lazy import exports
+from wotbench.base.lazy import exports
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
            "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect",

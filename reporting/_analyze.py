@@ -17,17 +17,34 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
 from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._interference import read_interference
-from wotbench.reporting._load import (ANALYSIS_COLUMNS, GeData, Phases, RunFiles, find_files, ge_data,
-                                      read_monitor, read_phases, trace_counts)
+from wotbench.reporting._load import (
+    ANALYSIS_COLUMNS,
+    GeData,
+    Phases,
+    RunFiles,
+    find_files,
+    ge_data,
+    read_monitor,
+    read_phases,
+    trace_counts,
+)
 from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
 from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
-from wotbench.reporting._swarm import (HostPlot, SwarmRecords, busiest_monitor, cd_service_us, host_sections,
-                                       placement_section, swarm_records, worst_cd)
+from wotbench.reporting._swarm import (
+    HostPlot,
+    SwarmRecords,
+    busiest_monitor,
+    cd_service_us,
+    host_sections,
+    placement_section,
+    swarm_records,
+    worst_cd,
+)
 from wotbench.spec import Spec, Thresholds, load_saved
 
 __all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "records_verdict", "analysis_error", "late_send_us", "thresholds_for", "QGRID"]

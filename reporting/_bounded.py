@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
 
 __all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "TraceCounts", "read_json", "trace_counts"]
 

@@ -13,10 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wotbench import layout
+from wotbench.base import rundir as layout
 from wotbench.reporting._countchecks import check_output, trace_names
-from wotbench.reporting._hostchecks import (cd_sections, contention_per_host, monitor_per_host, no_collectl,
-                                            placement_per_host, placement_unknown, swarm_problems, swarm_seen)
+from wotbench.reporting._hostchecks import (
+    cd_sections,
+    contention_per_host,
+    monitor_per_host,
+    no_collectl,
+    placement_per_host,
+    placement_unknown,
+    swarm_problems,
+    swarm_seen,
+)
 from wotbench.spec import Thresholds
 
 __all__ = ["CHECKS", "RECORD_CHECKS", "Thresholds", "run_checks", "stability_warnings"]

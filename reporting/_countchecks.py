@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wotbench import layout
+from wotbench.base import rundir as layout
 from wotbench.spec import Thresholds
 
 __all__ = ["check_output", "trace_names"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wotbench import layout
+from wotbench.base import rundir as layout
 from wotbench.spec import Thresholds
 
 __all__ = ["cd_sections", "clock_note", "clock_offset", "contention_per_host", "monitor_per_host", "no_collectl",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wotbench import layout
+from wotbench.base import rundir as layout
 from wotbench.reporting._shape import ListOf, Obj, read_record
 
 __all__ = ["read_interference", "mark_interference", "interference_table", "span_s"]

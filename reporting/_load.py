@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from wotbench import layout
-from wotbench._errors import UserError
-from wotbench.layout import HostDir, RunDir
+from wotbench.base import rundir as layout
+from wotbench.base.errors import UserError
+from wotbench.base.rundir import HostDir, RunDir
 from wotbench.reporting._bounded import MAX_JSON_BYTES, MAX_JSON_DEPTH, TraceCounts, read_json, trace_counts
 from wotbench.reporting._parquet import ROW_GROUP, ge_parquet
 

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from wotbench import _outpath as outpath
-from wotbench._errors import UserError
-from wotbench.formats import GE_OUTPUT_COLUMNS
+from wotbench.base import outpath
+from wotbench.base.errors import UserError
+from wotbench.base.formats import GE_OUTPUT_COLUMNS
 
 __all__ = ["GE_SCHEMA", "ROW_GROUP", "CSV_BLOCK", "ge_parquet"]
 

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from wotbench.reporting._analyze import QGRID, Analysis  # noqa: E402
-from wotbench.reporting._host import CdPlot  # noqa: E402
-from wotbench.reporting._hostchecks import clock_note  # noqa: E402
-from wotbench.reporting._interference import mark_interference  # noqa: E402
-from wotbench.reporting._timeline import MEM_SERIES, run_timeline  # noqa: E402
+from wotbench.reporting._analyze import QGRID, Analysis
+from wotbench.reporting._host import CdPlot
+from wotbench.reporting._hostchecks import clock_note
+from wotbench.reporting._interference import mark_interference
+from wotbench.reporting._timeline import MEM_SERIES, run_timeline
 
 __all__ = ["run_figures", "host_figures", "sweep_figures", "mark_interference"]
 

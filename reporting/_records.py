@@ -10,14 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-from wotbench._errors import UserError
-from wotbench.formats import DEVICE_STATS_COUNTERS
+from wotbench.base.errors import UserError
+from wotbench.base.formats import DEVICE_STATS_COUNTERS
 from wotbench.reporting._load import RunFiles
 from wotbench.reporting._shape import ANY, ListOf, MapOf, Obj, read_record
 
 __all__ = ["harness_section", "ge_summary", "ge_counters", "ge_sched", "device_section", "OBSERVED", "GE_SUMMARY"]
 
-#: Roles of the CoAP servers of a run (wotbench.backend: NODE_ROLES).
+#: Roles of the CoAP servers of a run (wotbench.engine: NODE_ROLES).
 _NODES = ("device", "cd-node")
 #: Device counters shown in the analysis (all of them are in the files).
 DEVICE_TOTALS = ("requests", "served", "ok", "overflow", "duplicates", "dropped", "send_errors")

@@ -12,18 +12,32 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from wotbench import layout
-from wotbench._results import write_atomic
-from wotbench._errors import UserError
+from wotbench.base import rundir as layout
+from wotbench.base.errors import UserError
+from wotbench.base.results import write_atomic
 from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict
 from wotbench.reporting._interference import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
 from wotbench.reporting._reportdir import check_outputs
+from wotbench.reporting._tables import (
+    HOSTS_NOTE,
+    cd_blocks,
+    cd_stats_line,
+    cd_table,
+    checks_table,
+    device_table,
+    group_table,
+    hosts_table,
+    latency_table,
+    rate_table,
+    rit_table,
+    run_id,
+    run_notes,
+    sweep_row,
+    sweep_table,
+)
 from wotbench.reporting._timeline import DRIFT_RULE, drift_table, run_timeline, timeline_table
-from wotbench.reporting._tables import (HOSTS_NOTE, cd_blocks, cd_stats_line, cd_table, checks_table, device_table,
-                                        group_table, hosts_table, latency_table, rate_table, rit_table, run_id,
-                                        run_notes, sweep_row, sweep_table)
 
 __all__ = ["sweep_row", "terminal_text", "markdown", "html_page", "write_reports"]
 

@@ -1,5 +1,5 @@
 """Where `wotbench report` writes, checked before it prints or writes
-anything (wotbench._outpath): ``RUN_DIR/report/`` of each run and the sweep
+anything (wotbench.base.outpath): ``RUN_DIR/report/`` of each run and the sweep
 report's folder. Light (no pandas, no matplotlib): a refusal is fast."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from wotbench import _outpath as outpath
-from wotbench import layout
+from wotbench.base import outpath
+from wotbench.base import rundir as layout
 
 __all__ = ["REPORT_CONTENTS", "check_outputs", "report_dir", "sweep_dir"]
 

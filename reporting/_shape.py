@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
 from wotbench.reporting._load import read_json
 
 __all__ = ["ANY", "ListOf", "MapOf", "Obj", "read_record", "shape_problem"]

@@ -34,8 +34,16 @@ import pandas as pd
 import pyarrow as pa
 
 from wotbench.cd import normalized_deviation
-from wotbench.reporting._integrity import (KS_MAX_PAIRS, LATENCY_QUANTILES, RIT_QUANTILES, GeArrays, _num, _qname,
-                                           ks_pairs, rit_judge)
+from wotbench.reporting._integrity import (
+    KS_MAX_PAIRS,
+    LATENCY_QUANTILES,
+    RIT_QUANTILES,
+    GeArrays,
+    _num,
+    _qname,
+    ks_pairs,
+    rit_judge,
+)
 from wotbench.reporting._sketch import BottomK, Dist, GroupQuantiles, _grow
 from wotbench.spec import Thresholds
 

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wotbench.base.errors import UserError
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist
-from wotbench._errors import UserError
 from wotbench.reporting._load import ANALYSIS_COLUMNS, HostFiles, Phases, RunFiles, read_ge_table, read_monitor
 from wotbench.reporting._shape import ANY, ListOf, Obj, read_record
 from wotbench.spec import Spec, Thresholds

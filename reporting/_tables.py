@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wotbench import layout
-from wotbench._errors import UserError
+from wotbench.base import rundir as layout
+from wotbench.base.errors import UserError
 from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary

@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from wotbench import layout
-from wotbench.layout import RunDir
+from wotbench.base import rundir as layout
+from wotbench.base.rundir import RunDir
 
 __all__ = ["WINDOW_S", "REL", "DRIFT_RULE", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table", "timeline_table"]
 

@@ -14,7 +14,7 @@ and how resources are chosen.
 
 from __future__ import annotations
 
-from wotbench._lazy import exports
+from wotbench.base.lazy import exports
 
 __all__ = ["generate", "GeneratedWorkload", "build_requests", "device_host", "Distribution",
            "parse_distribution"]

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from wotbench.formats import METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from wotbench.base.formats import METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 
 __all__ = ["TraceEncoder", "TRACE_HEADER", "TRACE_HEADER_PAYLOAD", "device_host", "payload_text"]
 

@@ -22,8 +22,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from wotbench import _units as units
-from wotbench._errors import UserError
+from wotbench.base import units
+from wotbench.base.errors import UserError
 from wotbench.tracegen import _streams
 from wotbench.tracegen._empirical import load_empirical
 from wotbench.tracegen._registry import REGISTRY, ROLES, Distribution, Params, lookup, register

@@ -1,10 +1,10 @@
 """The observed values of an ``empirical:FILE`` distribution: a one-column
 CSV (microseconds; an optional header; blank and ``#`` lines ignored), read
-through the one bounded reader of spec inputs (wotbench._inputfile) and
+through the one bounded reader of spec inputs (wotbench.base.inputfile) and
 parsed in bounded memory (docs/spec.md):
 
 - a file is a regular file of at most ``MAX_BYTES`` and ``MAX_LINES`` lines,
-  its values in the number grammar of wotbench._units (ASCII digits, a
+  its values in the number grammar of wotbench.base.units (ASCII digits, a
   decimal point, an exponent; finite, >= 0);
 - a file whose bytes were parsed already is the array parsed then (every
   test of a sweep builds its own spec; the bytes are read again, and
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from wotbench import _inputfile as inputfile
-from wotbench._errors import UserError
-from wotbench._units import NUMBER_RE
+from wotbench.base import inputfile
+from wotbench.base.errors import UserError
+from wotbench.base.units import NUMBER_RE
 
 __all__ = ["load_empirical", "MAX_BYTES", "MAX_LINES", "MAX_LIVE_VALUES"]
 

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wotbench._version import __version__
+from wotbench.base.version import __version__
 from wotbench.tracegen import _stats as stats
 from wotbench.tracegen._csvtext import device_host
 from wotbench.tracegen._distribution import Exp
 
 if TYPE_CHECKING:
-    from wotbench.tracegen._requests import Requests
     from wotbench.spec import WorkloadSpec
+    from wotbench.tracegen._requests import Requests
 
 __all__ = ["expected_stats", "expected_json", "EXPECTED_FORMAT"]
 

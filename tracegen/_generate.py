@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wotbench import _outpath as outpath
-from wotbench._errors import UserError
-from wotbench.formats import METHODS, RESOURCE_COLUMNS
+from wotbench.base import outpath
+from wotbench.base.errors import UserError
+from wotbench.base.formats import METHODS, RESOURCE_COLUMNS
 from wotbench.tracegen._csvtext import TraceEncoder, device_host
 from wotbench.tracegen._expected import EXPECTED_FORMAT, expected_json, expected_stats
 from wotbench.tracegen._requests import Requests, build_requests

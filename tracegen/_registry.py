@@ -22,9 +22,9 @@ from typing import ClassVar, TypeVar
 
 import numpy as np
 
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
+from wotbench.base.units import parse_number, parse_time_us
 from wotbench.tracegen import _streams
-from wotbench._units import parse_number, parse_time_us
 
 __all__ = ["Distribution", "Params", "register", "lookup", "REGISTRY", "ROLES"]
 
@@ -60,7 +60,7 @@ class Params:
             raise UserError(f"{self.kind} parameter {name!r}: {err.what}", field=self.field) from None
 
     def number(self, name: str, text: str) -> float:
-        """A plain number (the grammar of wotbench._units); errors name the parameter."""
+        """A plain number (the grammar of wotbench.base.units); errors name the parameter."""
         try:
             return parse_number(text, self.field)
         except UserError as err:

@@ -62,7 +62,7 @@ def test_agrees_with_tracegen_cd_service_auto(tmp_path: Path):
     resource files it writes must give the same mean."""
     import json
 
-    from wotbench.cli import main
+    from wotbench.commands.main import main
 
     out = tmp_path / "wl"
     assert main(["tracegen", "--devices", "5", "--duration", "20s", "--rit", "exp:50ms",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wotbench.reporting import analyze_run
-from wotbench.reporting._synth import SynthSpec, synth_run
+from wotbench.reporting.bench.synth import SynthSpec, synth_run
 from wotbench.spec import Thresholds
 
 #: One CD request every 3 s: 5 calibration and 13 measurement samples, too few to decide.

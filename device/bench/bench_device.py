@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench import _loopback as loopback
-from wotbench._results import write_atomic
+from wotbench.base.results import write_atomic
+from wotbench.host import loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"

@@ -9,7 +9,6 @@ import signal
 import socket
 import struct
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +86,7 @@ class Device:
     stderr: str = ""
     counts: dict[str, int] = field(default_factory=dict)
 
-    def start(self) -> "Device":
+    def start(self) -> Device:
         if not self.port:
             self.port = free_port(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
         listen = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
@@ -189,7 +188,7 @@ class RawClient:
         self.sock.settimeout(timeout)
         try:
             return self.sock.recv(4096)
-        except socket.timeout:
+        except TimeoutError:
             return None
 
     def recv(self, timeout: float = 2.0) -> Message | None:

@@ -58,7 +58,7 @@ def _scripted_peer(sock: socket.socket, stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             data, addr = sock.recvfrom(2048)
-        except socket.timeout:
+        except TimeoutError:
             continue
         mid = data[2:4]
         code = 0x45 if mid[1] % 2 == 0 else 0x84

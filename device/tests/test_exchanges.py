@@ -12,7 +12,7 @@ from aiocoap import Message
 from aiocoap.numbers.codes import Code
 from aiocoap.numbers.types import Type
 
-from wotbench.formats import DEVICE_STATS_COUNTERS, DEVICE_STATS_FIELDS, DEVICE_STATS_FORMAT
+from wotbench.base.formats import DEVICE_STATS_COUNTERS, DEVICE_STATS_FIELDS, DEVICE_STATS_FORMAT
 
 ROWS = [("/fast", 0, None), ("/work", 100_000, None), ("/long", 1_000_000, None),
         ("/slow", 2_100_000, None)]

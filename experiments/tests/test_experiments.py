@@ -52,7 +52,7 @@ def test_scales_get_smaller(name):
 
 
 def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "wotbench.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "wotbench.commands.main", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from wotbench import _loopback as loopback
+from wotbench.host import loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 GE = ROOT / "build" / "bin" / "wotbench-ge"

@@ -29,12 +29,12 @@ from typing import Any
 
 import docker
 
-from wotbench import _loopback as loopback, _rt as rt
-from wotbench._dockerenv import IMAGES, LABEL_OWNER, LABEL_RUN, hardening
+from wotbench.engine.dockerenv import IMAGES, LABEL_OWNER, LABEL_RUN, hardening
+from wotbench.host import loopback, rt
 
 ROOT = Path(__file__).resolve().parents[2]
 RATES = (10_000, 50_000, 100_000, 150_000, 200_000)
-#: The GE's RT budget: what a one-GE run gets on this host (wotbench._rt).
+#: The GE's RT budget: what a one-GE run gets on this host (wotbench.host.rt).
 BUDGET = (895_000, 1_000_000)
 #: Under fifo the GE starts this long after its container (it waits for FIFO to be given).
 START_LEAD_S = 1.0

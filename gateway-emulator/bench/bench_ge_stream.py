@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from wotbench import _loopback as loopback
+from wotbench.host import loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVICE = ROOT / "build" / "bin" / "wotbench-device"

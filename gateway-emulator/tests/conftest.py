@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gehelpers import DEVICE, FUZZERS, GE, GE_ASAN, free_port, make  # noqa: E402
+from gehelpers import DEVICE, FUZZERS, GE, GE_ASAN, free_port, make
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +53,7 @@ class Device:
     host: str = "127.0.0.1"
     proc: subprocess.Popen | None = None
 
-    def start(self) -> "Device":
+    def start(self) -> Device:
         self.port = self.port or free_port(self.host)
         listen = f"[{self.host}]" if ":" in self.host else self.host
         cmd = [str(self.binary), "--listen", f"{listen}:{self.port}",

@@ -60,7 +60,7 @@ class FakeDevices:
         except BaseException as exc:  # surfaced by the test
             self.errors.append(exc)
 
-    def __enter__(self) -> "FakeDevices":
+    def __enter__(self) -> FakeDevices:
         self.thread.start()
         return self
 

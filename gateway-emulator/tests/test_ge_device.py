@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from gehelpers import SAN_ENV, free_port, run_ge, write_trace
 
-from wotbench.formats import GE_OUTPUT_COLUMNS
+from wotbench.base.formats import GE_OUTPUT_COLUMNS
 
 SERVICE = {"/s0": 0, "/s300": 300, "/s1000": 1000}
 

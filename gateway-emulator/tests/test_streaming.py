@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from gehelpers import SAN_ENV, free_port, run_ge
 
-from wotbench.formats import GE_OUTPUT_COLUMNS
+from wotbench.base.formats import GE_OUTPUT_COLUMNS
 
 CHUNK = 4096
 INT = re.compile(r"^\d+$")

@@ -12,10 +12,10 @@ reporting, capacity take them); the YAML does not::
     runs[0].yaml()                        # the test's document, saved as spec.yaml
     load_saved("results/<run>/spec.yaml") == spec
 
-Values with units have one grammar (:mod:`wotbench._units`).
+Values with units have one grammar (:mod:`wotbench.base.units`).
 """
 
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
 from wotbench.spec._capacity import CapacitySpec, Objective
 from wotbench.spec._cluster import Cluster, NodeSelector
 from wotbench.spec._devices import DeviceGroup, Impairment
@@ -24,8 +24,7 @@ from wotbench.spec._interference import Interference
 from wotbench.spec._model import Spec
 from wotbench.spec._sections import MAX_GES, ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds
-from wotbench.spec._workload import (GroupWorkload, WorkloadSpec, parse_methods, parse_payload,
-                                     resource_service_times)
+from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, parse_payload, resource_service_times
 from wotbench.spec._yaml import field_name, parse_key_path
 from wotbench.tracegen._distribution import Distribution
 

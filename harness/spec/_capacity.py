@@ -1,7 +1,7 @@
-"""The ``capacity:`` section (docs/spec.md, example in ``wotbench._capacity``):
+"""The ``capacity:`` section (docs/spec.md, example in ``wotbench.studies.capacity_search``):
 what `wotbench capacity` varies (``devices[N].count`` or ``devices[N].rate``),
 the range and resolution of the search, and the response-time objective.
-The search itself is ``wotbench._capacity``."""
+The search itself is ``wotbench.studies.capacity_search``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec import _read as read
 from wotbench.spec._devices import DeviceGroup
 from wotbench.spec._yaml import KeyPath, YamlSource

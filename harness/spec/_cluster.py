@@ -1,8 +1,8 @@
 """The ``cluster:`` section (docs/spec.md): which Docker Swarm nodes run
 the gateway emulators and which run the devices, and how the devices are
 spread over them. Only the shape is checked here; whether the swarm has
-those nodes is the planner's question (:mod:`wotbench._plan`), asked of the
-node inventory the engine reports (:mod:`wotbench._inventory`)."""
+those nodes is the planner's question (:mod:`wotbench.run.placement`), asked of the
+node inventory the engine reports (:mod:`wotbench.engine.inventory`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from wotbench import _budget as budget
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec import _read as read
+from wotbench.spec import budget
 from wotbench.spec._workload import GROUP_KEYS, GroupWorkload, read_group
 from wotbench.spec._yaml import KeyPath, YamlSource
 from wotbench.tracegen._distribution import Distribution
@@ -22,7 +22,7 @@ CONTAINER_KEYS = frozenset({"name", "count", "mode", "threads", "queue", "cpus",
 MAX_COUNT = budget.MAX_GROUP_DEVICES
 
 
-#: The rates a device's link can be shaped to (tbf, harness/_impair.py).
+#: The rates a device's link can be shaped to (tbf, harness/engine/netimpair.py).
 MIN_RATE_BPS, MAX_RATE_BPS = 8_000, 100 * 10**9
 
 

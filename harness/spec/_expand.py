@@ -15,10 +15,9 @@ from typing import Any
 
 import yaml
 
-from wotbench import _budget as budget
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
 from wotbench.spec import _scales as scales
-from wotbench.spec import _yaml
+from wotbench.spec import _yaml, budget
 from wotbench.spec._model import Spec
 from wotbench.spec._sections import Sweep
 from wotbench.spec._yaml import KeyPath, YamlSource

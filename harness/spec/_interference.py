@@ -3,14 +3,14 @@ neighbours started at known instants of the measurement phase. Each entry
 is one kind of hog (CPU busy loops or memory-bandwidth streams) on a set
 of cores: the devices', the CD node's, the GEs' or listed core ids, on
 every host with devices or one swarm node. Where the cores are is decided
-at plan time (:mod:`wotbench.phases._interfere`); here, only the spec."""
+at plan time (:mod:`wotbench.run.phases._interfere`); here, only the spec."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource
 
@@ -85,7 +85,7 @@ class Interference:
 
 
 def _size(v: Any, field: str) -> int:
-    from wotbench._errors import UserError
+    from wotbench.base.errors import UserError
 
     n = units.parse_size(v, field)
     if n < 4096:

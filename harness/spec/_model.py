@@ -18,7 +18,7 @@ from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
             "sweep", "validity", "capacity", "cluster", "interference",
-            "validate_cd")   # read by `wotbench validate-cd` only (harness/_validate_cd.py)
+            "validate_cd")   # read by `wotbench validate-cd` only (harness/studies/validate_cd.py)
 
 
 @dataclass(frozen=True)

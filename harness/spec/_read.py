@@ -1,6 +1,6 @@
 """Typed readers of spec values. Each checks one value at a key path of the
 document and raises through it, so that every error reads
-``FILE:LINE: FIELD: what``; the units are those of :mod:`wotbench._units`."""
+``FILE:LINE: FIELD: what``; the units are those of :mod:`wotbench.base.units`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec._yaml import KeyPath, YamlSource, field_name
 
 T = TypeVar("T")
@@ -31,7 +31,7 @@ def mapping(v: Any, src: YamlSource, at: KeyPath, allowed: Collection[str]) -> M
 
 
 def value(parse: Callable[[Any, str], T], v: Any, src: YamlSource, at: KeyPath) -> T:
-    """``parse(v, field)`` (a reader of :mod:`wotbench._units`, a
+    """``parse(v, field)`` (a reader of :mod:`wotbench.base.units`, a
     distribution) with its errors placed at ``at``."""
     with src.at(*at):
         return parse(v, field_name(at))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec._yaml import YamlSource, parse_key_path
 
 SCALES_KEY = "scales"

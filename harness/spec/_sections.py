@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wotbench import _units as units
+from wotbench.base import units
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource, parse_key_path
 
@@ -21,7 +21,7 @@ MAX_GES = 7
 class Gateway:
     instances: int = 1
     """The GEs to run; with ``auto`` a placeholder until the plan decides
-    (wotbench._instances: trace peak, measured GE capacity, cores)."""
+    (wotbench.run.instances: trace peak, measured GE capacity, cores)."""
     auto: bool = True
     """``instances: auto`` (the default): the plan chooses how many GEs."""
     type: str = "con"

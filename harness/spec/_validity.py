@@ -32,7 +32,7 @@ overrides any of them under ``validity:`` (docs/spec.md), e.g.
 | ``instability_cv`` | ``10%`` | (warning only: spread of per-window mean response times vs their mean) |
 | ``min_device_samples`` | ``100`` | (warning only: a device has fewer measured requests) |
 
-Fractions accept ``5%`` or ``0.05``; durations need a unit (``wotbench._units``).
+Fractions accept ``5%`` or ``0.05``; durations need a unit (``wotbench.base.units``).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from wotbench import _units as units
-from wotbench._errors import UserError
+from wotbench.base import units
+from wotbench.base.errors import UserError
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from wotbench import _units as units
-from wotbench._errors import UserError
-from wotbench.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
+from wotbench.base import units
+from wotbench.base.errors import UserError
+from wotbench.base.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
 from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource
 from wotbench.tracegen._distribution import Distribution, parse_distribution

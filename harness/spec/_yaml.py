@@ -36,8 +36,8 @@ from typing import Any
 
 import yaml
 
-from wotbench import _inputfile as inputfile
-from wotbench._errors import UserError
+from wotbench.base import inputfile
+from wotbench.base.errors import UserError
 
 __all__ = ["YamlSource", "load", "loads", "field_name", "parse_key_path", "KeyPath"]
 
@@ -216,7 +216,7 @@ def _expanded_nodes(root: yaml.Node, name: str) -> int:
 
 def load(path: str | Path) -> YamlSource:
     """Read and load the YAML file at ``path``: a regular file of at most
-    MAX_BYTES (wotbench._inputfile); anything else, or invalid YAML, raises UserError."""
+    MAX_BYTES (wotbench.base.inputfile); anything else, or invalid YAML, raises UserError."""
     p = Path(path)
     text = inputfile.read_text(p, MAX_BYTES, what="a spec")
     return loads(text, str(p), base_dir=p.parent.absolute())

@@ -8,9 +8,9 @@ import html
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
-import signal
 import textwrap
 import threading
 import time
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from wotbench import layout
-from wotbench._dockerenv import IMAGES, LABEL_RUN
+from wotbench.base import rundir as layout
+from wotbench.engine.dockerenv import IMAGES, LABEL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,11 +53,11 @@ def docker_client() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def swarm_lab_host(docker_client: Any) -> Any:
-    """The Docker client, on a host fit for a Swarm lab (wotbench._swarmlab):
+    """The Docker client, on a host fit for a Swarm lab (wotbench.engine.swarmlab):
     the node image built (make images-swarm) and the host in no swarm."""
     import docker.errors
 
-    from wotbench._swarmlab import NODE_IMAGE
+    from wotbench.engine.swarmlab import NODE_IMAGE
 
     try:
         docker_client.images.get(NODE_IMAGE)
@@ -104,10 +104,10 @@ def small_spec(count: int = 3, measure: str = "8s", *, name: str = "t", extra: s
 
 @pytest.fixture
 def wotbench_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Runs ``python -m wotbench.cli ARGS`` to completion."""
+    """Runs ``python -m wotbench.commands.main ARGS`` to completion."""
 
     def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "wotbench.cli", *args], cwd=REPO,
+        return subprocess.run([sys.executable, "-m", "wotbench.commands.main", *args], cwd=REPO,
                               capture_output=True, text=True, timeout=timeout)
 
     return run
@@ -171,7 +171,7 @@ class LiveRun:
 
     def __init__(self, spec: Path, results: Path, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "wotbench.cli", "run", str(spec), "--results", str(results),
+            [sys.executable, "-m", "wotbench.commands.main", "run", str(spec), "--results", str(results),
              "--no-progress", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -210,7 +210,7 @@ class LiveRun:
 
     def _remove_leftovers(self) -> None:
         """A harness killed by the test cannot tear down: do it for it."""
-        from wotbench import _dockerenv as dockerenv
+        from wotbench.engine import dockerenv
 
         for line in self.lines:
             m = re.match(r"run (\S+)", line)

@@ -15,7 +15,7 @@ lines, hosts files, resource files, their flags) have their corpus in
 gateway-emulator/tests/test_bad_input.py, test_rt.py, test_cpus.py and
 device/tests/test_cli.py.
 
-In-process (``wotbench.cli.main``): a hundred cases in seconds.
+In-process (``wotbench.commands.main.main``): a hundred cases in seconds.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import cli
+from wotbench.commands import main as cli
 
 BASE = """\
 name: t
@@ -160,7 +160,7 @@ CLI: list[tuple[str, list[str], str]] = [
     ("unknown-command", ["fly"], "fly"),
     ("unknown-option", ["plan", "{spec}", "--fast"], "--fast"),
     ("plan-missing-file", ["plan", "{tmp}/nosuch.yaml"], "nosuch.yaml"),
-    ("plan-a-folder", ["plan", "{tmp}"], str()),
+    ("plan-a-folder", ["plan", "{tmp}"], ""),
     ("cores-letters", ["plan", "{spec}", "--cores", "a-b"], "--cores"),
     ("cores-huge", ["plan", "{spec}", "--cores", "0-99999999"], "--cores"),
     ("cores-backwards", ["plan", "{spec}", "--cores", "5-2"], "--cores"),
@@ -329,7 +329,7 @@ def test_plan_stays_under_200_mb(tmp_path):
     texts = {n: t for n, t, _ in SPECS if n in RSS_CASES}
     texts["valid-1000-devices"] = sub("count: 4", "count: 1000")
     # VmHWM, not ru_maxrss: the latter keeps the forking parent's (pytest's) peak across exec.
-    code = ("import re, sys; from wotbench import cli; rc = cli.main(sys.argv[1:]); "
+    code = ("import re, sys; from wotbench.commands import main as cli; rc = cli.main(sys.argv[1:]); "
             "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1), file=sys.stderr); "
             "sys.exit(rc)")
     peak = {}

@@ -1,4 +1,4 @@
-"""The one bounded reader of spec inputs (wotbench._inputfile, issue 23):
+"""The one bounded reader of spec inputs (wotbench.base.inputfile, issue 23):
 a spec, or an ``empirical:`` file it points at, that is a FIFO, a device
 that never ends, a file too large or one that grows is refused in one line
 (exit 2) in bounded memory; an error never shows what such a file holds.
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wotbench import _inputfile as inputfile
-from wotbench._errors import UserError
+from wotbench.base import inputfile
+from wotbench.base.errors import UserError
 from wotbench.tracegen import _empirical as empirical
 from wotbench.tracegen._distribution import parse_distribution
 
@@ -42,7 +42,7 @@ phases: {warmup: 1s, measure: 10s, cooldown: 1s}
 MAX_MB = 200
 SECRET = "root:$6$SECRET-HASH-4242$xyz:19000:0:99999:7:::"
 # VmHWM, not ru_maxrss: the latter keeps the forking parent's (pytest's) peak across exec.
-_CODE = ("import re, sys; from wotbench import cli; rc = cli.main(sys.argv[1:]); "
+_CODE = ("import re, sys; from wotbench.commands import main as cli; rc = cli.main(sys.argv[1:]); "
          "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1), file=sys.stderr); "
          "sys.exit(rc)")
 
@@ -163,7 +163,7 @@ def test_a_byte_order_mark_is_not_a_header(tmp_path):
     (f"100\n{SECRET}\n300\n", 2, "not a number"),
     (f"100\n-3\n{SECRET}\n", 2, "must be a finite value >= 0"),
     (f"100\n1e999\n{SECRET}\n", 2, "must be a finite value >= 0"),
-    (f"100\n".encode() + b"\xff" + SECRET.encode() + b"\n", 2, "not UTF-8"),
+    (b"100\n" + b"\xff" + SECRET.encode() + b"\n", 2, "not UTF-8"),
     (f"100\n１００\n{SECRET}\n", 2, "not a number"),              # Unicode digits are not a number
     (f"100\n1_000\n{SECRET}\n", 2, "not a number"),
     (f"100\nnan\n{SECRET}\n", 2, "not a number"),
@@ -205,7 +205,7 @@ def test_a_fifo_swapped_in_after_the_check_does_not_block(tmp_path):
     os.mkfifo(fifo)
     code = (
         "import os, stat, sys\n"
-        "from wotbench import _inputfile as r\n"
+        "from wotbench.base import inputfile as r\n"
         "real = os.stat\n"
         "class Reg:\n"
         "    st_mode = stat.S_IFREG | 0o644\n"
@@ -294,8 +294,7 @@ def test_tracegen_flags_pass_the_budget_before_anything_is_allocated(tmp_path, f
 
 def test_the_bounds_are_the_documented_ones():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "spec.md").read_text()
-    from wotbench import _budget as budget
-    from wotbench.spec import _yaml
+    from wotbench.spec import _yaml, budget
 
     for n in (empirical.MAX_LINES, empirical.MAX_LIVE_VALUES, budget.MAX_TESTS, budget.MAX_GROUP_DEVICES):
         assert f"{n:,}" in doc, n

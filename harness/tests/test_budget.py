@@ -1,4 +1,4 @@
-"""The pre-flight budget (harness/_budget.py, issue W2 5/5): small specs that
+"""The pre-flight budget (harness/spec/budget.py, issue W2 5/5): small specs that
 ask for more than the host has are one-line errors with exit 2, from `plan`
 and from `run` before anything is generated or started, in bounded memory."""
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _budget as budget
-from wotbench._errors import UserError
-from wotbench.spec import load
+from wotbench.base.errors import UserError
+from wotbench.spec import budget, load
 
 BASE = """\
 name: b
@@ -79,7 +78,7 @@ def test_plan_refuses_in_one_line_in_bounded_memory(tmp_path, old, new):
     path = spec(tmp_path, old, new)
     code = textwrap.dedent("""\
         import resource, subprocess, sys
-        p = subprocess.run([sys.executable, '-m', 'wotbench.cli', 'plan', sys.argv[1]], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, '-m', 'wotbench.commands.main', 'plan', sys.argv[1]], capture_output=True, text=True)
         print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         sys.stderr.write(p.stderr)
         """)
@@ -93,7 +92,7 @@ def test_plan_refuses_in_one_line_in_bounded_memory(tmp_path, old, new):
 def test_run_refuses_before_making_anything(tmp_path):
     path = spec(tmp_path, "rit: exp:10ms", "rit: exp:1ns")
     results = tmp_path / "results"
-    r = subprocess.run([sys.executable, "-m", "wotbench.cli", "run", str(path), "--results", str(results)],
+    r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "run", str(path), "--results", str(results)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "requests in one test" in r.stderr
     assert not results.exists()                    # nothing made
@@ -123,8 +122,8 @@ def test_tracegens_memory_is_held_against_the_hosts(tmp_path):
 
 
 def test_tracegen_flags_get_the_same_budget(tmp_path):
-    from wotbench.cli import build_parser
-    from wotbench.tracegen._cli import spec_from_args
+    from wotbench.commands.main import build_parser
+    from wotbench.tracegen.tracegen_cmd import spec_from_args
 
     def wl(*argv: str):
         return spec_from_args(build_parser().parse_args(

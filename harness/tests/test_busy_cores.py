@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _dockerenv as dockerenv, _results as res
+from wotbench.base import results as res
+from wotbench.engine import dockerenv
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,8 +43,8 @@ def test_run_refuses_a_core_held_by_another_runs_ge(docker_client, spec_file, ma
 def test_claims_exclude_each_other_and_die_with_their_holder(tmp_path):
     """Two claims on one core (flock on the core's file): the second is a
     UserError naming the core and the holder; a killed holder frees it."""
-    from wotbench._coreclaim import claim_ge_cores
-    from wotbench._errors import UserError
+    from wotbench.base.errors import UserError
+    from wotbench.host.coreclaim import claim_ge_cores
 
     with claim_ge_cores([1, 3], "run of a", folder=tmp_path):
         with pytest.raises(UserError, match=r"core 3 is claimed by the GE of a run in progress on this host "
@@ -54,7 +55,7 @@ def test_claims_exclude_each_other_and_die_with_their_holder(tmp_path):
         with claim_ge_cores([5], "run of b", folder=tmp_path):    # b held nothing after its refusal
             pass
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from wotbench._coreclaim import claim_ge_cores\n"
+        "import sys, time; from pathlib import Path; from wotbench.host.coreclaim import claim_ge_cores\n"
         f"with claim_ge_cores([3], 'run of c', folder=Path({str(tmp_path)!r})):\n"
         "    print('held', flush=True); time.sleep(600)")], stdout=subprocess.PIPE, text=True)
     try:
@@ -75,7 +76,7 @@ def test_two_runs_started_together_one_refused(docker_client, spec_file, make_sp
     the same moment (issue W2 5/5): one runs, the other is refused at once
     (exit 2, one line naming the core), before it creates anything."""
     spec = spec_file(make_spec(count=2, measure="4s", name="twins"))
-    cmd = [sys.executable, "-m", "wotbench.cli", "run", str(spec), "--no-progress"]
+    cmd = [sys.executable, "-m", "wotbench.commands.main", "run", str(spec), "--no-progress"]
     procs = [subprocess.Popen([*cmd, "--results", str(tmp_path / f"res{i}")], cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
     outs = [p.communicate(timeout=400) for p in procs]
@@ -115,7 +116,7 @@ def test_a_user_holding_the_old_world_writable_lock_blocks_no_run():
     The claims now live in a folder of root's, mode 0700, that nobody
     else can open a file in; a holder on the old path does not matter."""
     _root()
-    from wotbench._coreclaim import CLAIM_DIR, claim_ge_cores
+    from wotbench.host.coreclaim import CLAIM_DIR, claim_ge_cores
 
     old = Path("/tmp/wotbench-ge-cores")
     made = not old.exists()
@@ -145,8 +146,8 @@ def test_a_user_holding_the_old_world_writable_lock_blocks_no_run():
 def test_a_foreign_holder_is_named(tmp_path):
     """A process that is not a wotbench run holding a core's lock: the run
     is refused naming its pid, user and command."""
-    from wotbench._coreclaim import claim_folder, claim_ge_cores
-    from wotbench._errors import UserError
+    from wotbench.base.errors import UserError
+    from wotbench.host.coreclaim import claim_folder, claim_ge_cores
 
     folder = tmp_path / "claims" / "cores"
     os.close(claim_folder(folder) or -1)
@@ -167,8 +168,8 @@ def test_an_unsafe_claims_folder_is_refused_and_not_followed(tmp_path, tamper):
     """The claims' folder (or a lock file in it) that is a symlink, a file,
     writable by others or another user's: refused in one line naming it;
     nothing is created through it."""
-    from wotbench._coreclaim import claim_ge_cores
-    from wotbench._errors import UserError
+    from wotbench.base.errors import UserError
+    from wotbench.host.coreclaim import claim_ge_cores
 
     base = tmp_path / "claims"
     base.mkdir()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import UserError
-from wotbench import _capacity as capacity, spec
-from wotbench._capacity import ProbeResult, search
+from wotbench import UserError, spec
 from wotbench.spec import CapacitySpec, Objective
+from wotbench.studies import capacity_search as capacity
+from wotbench.studies.capacity_search import ProbeResult, search
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -203,7 +203,7 @@ def test_capacity_end_to_end(docker_client, tmp_path):
     deterministic RITs saturates at 50 requests/s: above it the queue, and
     the p95 response time, grow without bound; below it R ~= S. The search
     (30 -> 60 -> 45, resolution 20) must bracket 50."""
-    proc = subprocess.run([sys.executable, "-m", "wotbench.cli", "capacity", str(FAST), "--results",
+    proc = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "capacity", str(FAST), "--results",
                            str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = Path(proc.stdout.strip().splitlines()[-1])

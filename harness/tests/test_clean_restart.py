@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _dockerenv as dockerenv, _engine as engine, _results as res
-from wotbench._clean import stale_message
-from wotbench._errors import UserError
+from wotbench.base import results as res
+from wotbench.base.errors import UserError
+from wotbench.engine import daemon as engine
+from wotbench.engine import dockerenv
+from wotbench.engine.cleanup import stale_message
 
 REPO = Path(__file__).resolve().parents[2]
 DEAD_PID = 4_194_303                          # above any pid_max: no such process
@@ -28,7 +30,7 @@ DEAD_PID = 4_194_303                          # above any pid_max: no such proce
 def _clean(*args: str, env: dict[str, str] | None = None, user: list[str] | None = None,
            ) -> subprocess.CompletedProcess[str]:
     """`wotbench clean ARGS` with stdin not a terminal."""
-    return subprocess.run([*(user or []), sys.executable, "-m", "wotbench.cli", "clean", *args], cwd=REPO,
+    return subprocess.run([*(user or []), sys.executable, "-m", "wotbench.commands.main", "clean", *args], cwd=REPO,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})}, check=False)
 

@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-from wotbench import _run_cli as run_cli, cli
-from wotbench.reporting._synth import SynthSpec, synth_run
+from wotbench.commands import main as cli
+from wotbench.commands import run_cmd as run_cli
+from wotbench.reporting.bench.synth import SynthSpec, synth_run
 
 
 def _write_to_full(args: argparse.Namespace) -> int:
@@ -58,7 +59,7 @@ def test_report_on_a_really_full_disk(tmp_path):
                 while True:
                     f.write(b"\0" * (1 << 16))
                     f.flush()
-        r = subprocess.run([sys.executable, "-m", "wotbench.cli", "report", str(run)], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "report", str(run)], capture_output=True,
                            text=True, timeout=300)
         assert r.returncode == 1, r.stderr
         lines = r.stderr.strip().splitlines()
@@ -66,7 +67,7 @@ def test_report_on_a_really_full_disk(tmp_path):
         assert not [p for p in run.rglob("*") if ".tmp" in p.name], "a temporary file was left behind"
         assert {p.relative_to(run) for p in run.rglob("*") if p.is_file()} <= before
         (disk / "fill").unlink()
-        r = subprocess.run([sys.executable, "-m", "wotbench.cli", "report", str(run)], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "report", str(run)], capture_output=True,
                            text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         assert (run / "report" / "index.html").exists()

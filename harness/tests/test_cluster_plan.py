@@ -8,11 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from wotbench import UserError
-from wotbench import spec
-from wotbench._inventory import Inventory, NodeInfo
-from wotbench._plan import make_cluster_plan, make_plan, spread_even, spread_fill
-from wotbench.phases._plan import layout_for, plan_for
+from wotbench import UserError, spec
+from wotbench.engine.inventory import Inventory, NodeInfo
+from wotbench.run.phases._preflight import layout_for, plan_for
+from wotbench.run.placement import make_cluster_plan, make_plan, spread_even, spread_fill
 
 
 def node(host: str, cores: int = 4, *, role: str = "worker", state: str = "ready",

@@ -7,8 +7,7 @@ import dataclasses
 
 import pytest
 
-from wotbench import UserError
-from wotbench import spec
+from wotbench import UserError, spec
 
 BASE = """\
 name: t

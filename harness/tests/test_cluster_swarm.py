@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from wotbench._inventory import read_inventory
+from wotbench.engine.inventory import read_inventory
 
 pytestmark = pytest.mark.docker
 

@@ -13,8 +13,8 @@ import docker
 import docker.types
 import pytest
 
-from wotbench import _dockerenv as dockerenv, _results as res
-from wotbench.backend import DockerBackend, _docker
+from wotbench.base import results as res
+from wotbench.engine import DockerBackend, _docker, dockerenv
 
 
 @pytest.mark.docker

@@ -9,7 +9,8 @@ import socket
 
 import pytest
 
-from wotbench import _dockerenv as dockerenv, _results as res
+from wotbench.base import results as res
+from wotbench.engine import dockerenv
 
 
 def _labelled(client, run_id: str, owner: str):

@@ -1,4 +1,4 @@
-"""docs/formats.md, wotbench.formats (harness/formats.py) and the C headers
+"""docs/formats.md, wotbench.base.formats (harness/base/formats.py) and the C headers
 (gateway-emulator/ge_format.h, device/dev_format.h, device/counters.h) say
 the same thing.
 
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import formats
+from wotbench.base import formats
 
 REPO = Path(__file__).resolve().parents[2]
 THIS = "harness/tests/test_formats.py"
 DOC = "docs/formats.md"
-PY = "harness/formats.py"
+PY = "harness/base/formats.py"
 GE_H = "gateway-emulator/ge_format.h"
 DEV_H = "device/dev_format.h"
 COUNTERS_H = "device/counters.h"
@@ -66,7 +66,7 @@ DOC_CSV = {
 @dataclass(frozen=True)
 class Sources:
     text: dict[str, str]  # repo-relative path -> content
-    py: dict[str, object]  # the public constants of wotbench.formats
+    py: dict[str, object]  # the public constants of wotbench.base.formats
 
 
 def real_sources() -> Sources:
@@ -357,7 +357,7 @@ DRIFTS: dict[Callable[[Sources], list[str]], dict[str, Drift]] = {
     },
     check_mentioned_files: {
         "doc names a missing test": edit(DOC, "/test_formats.py`)", "/test_format.py`)"),
-        "header names a missing file": edit(GE_H, "by harness/formats.py", "by harness/f.py"),
+        "header names a missing file": edit(GE_H, "by harness/base/formats.py", "by harness/f.py"),
         "header no longer names the test": edit(DEV_H, "harness/tests/test_formats.py", "a"),
         "python names a missing header": edit(PY, "device/counters.h", "device/count.h"),
     },

@@ -13,9 +13,10 @@ import threading
 
 import pytest
 
-from wotbench import _hostguard as hostguard, _results as res
-from wotbench._dockerenv import IMAGES, LABEL_RUN, hardening
-from wotbench.backend import DockerBackend
+from wotbench.base import results as res
+from wotbench.engine import DockerBackend
+from wotbench.engine.dockerenv import IMAGES, LABEL_RUN, hardening
+from wotbench.host import hostguard
 
 PROBE = ("for a in {addrs}; do "
          "if timeout 3 bash -c \"exec 3<>/dev/tcp/$a/{tcp}\" 2>/dev/null; then echo tcp-open $a; "
@@ -104,7 +105,7 @@ def test_a_run_network_cannot_reach_the_host(docker_client):
     finally:
         lst.close()
         backend.teardown()
-        from wotbench import _dockerenv as dockerenv
+        from wotbench.engine import dockerenv
         dockerenv.remove_labelled(docker_client, control)
     assert backend.run_id not in {rid for _, rid, _ in hostguard.rules()}
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from wotbench import UserError
-from wotbench import _dockerenv as dockerenv, _impair as impair, _probe as probe
-from wotbench import _results as res
-from wotbench.backend import COAP_PORT, DockerBackend
-from wotbench.phases._provision import device_spec
+from wotbench.base import results as res
+from wotbench.engine import COAP_PORT, DockerBackend, dockerenv
+from wotbench.engine import netimpair as impair
+from wotbench.engine import readiness as probe
+from wotbench.run.phases._provision import device_spec
 from wotbench.spec import DeviceGroup, Impairment
 
 
@@ -125,7 +126,7 @@ def test_sidecar_keeps_net_admin_only_read_only_limited_on_the_harness_cores():
     """The impairment sidecar (issue W2 5/5): it ran as root with a writable
     root, no limits and no cpuset; now only NET_ADMIN, a read-only root,
     memory and pids limits, and the harness's (reserved) cores."""
-    from wotbench import _impair as impair
+    from wotbench.engine import netimpair as impair
 
     a = impair.sidecar_args("20261124-000000-t-abcdef", "nettools", impair.local_cores())
     assert (a["cap_drop"], a["cap_add"], a["security_opt"]) == (["ALL"], ["NET_ADMIN"], ["no-new-privileges"])

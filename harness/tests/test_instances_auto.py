@@ -1,5 +1,5 @@
 """``gateway.instances: auto``: the trace's peak, the clamp, the GE capacity
-cache and its calibration (wotbench._instances, wotbench._gecap)."""
+cache and its calibration (wotbench.run.instances, wotbench.host.gecap)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wotbench._gecap import CalibrationSetup, GeCapacity, cached, capacity_for, fingerprint, store
-from wotbench._instances import HEADROOM, choose, effective_capacity, ge_cores_available
-from wotbench._plan import make_plan
+from wotbench.host.gecap import CalibrationSetup, GeCapacity, cached, capacity_for, fingerprint, store
 from wotbench.reporting import peak_rps
+from wotbench.run.instances import HEADROOM, choose, effective_capacity, ge_cores_available
+from wotbench.run.placement import make_plan
 from wotbench.spec import loads
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def _cap(fp_sched: str = "normal", points: tuple[tuple[float, float], ...] = ((5
 
 
 def _plan_cli(spec: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "wotbench.cli", "plan", str(spec), *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "wotbench.commands.main", "plan", str(spec), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "XDG_CACHE_HOME": str(cache)})
 

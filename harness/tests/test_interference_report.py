@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from matplotlib.patches import Polygon, Rectangle
 
-from wotbench import layout
+from wotbench.base import rundir as layout
 from wotbench.reporting import _plots
 from wotbench.reporting._analyze import analyze
-from wotbench.reporting._synth import SynthSpec, synth_run
+from wotbench.reporting.bench.synth import SynthSpec, synth_run
 
 ENTRIES = [
     {"name": "hog", "kind": "cpu", "threads": 2, "cores": "1", "node": None, "container": "wb-x-hog-hog",

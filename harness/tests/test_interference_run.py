@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from wotbench import layout
-from wotbench._dockerenv import LABEL_ROLE, LABEL_RUN
-from wotbench._plan import cpuset
-from wotbench._runner import run
+from wotbench.base import rundir as layout
+from wotbench.engine.dockerenv import LABEL_ROLE, LABEL_RUN
+from wotbench.run.placement import cpuset
+from wotbench.run.runner import run
 
 #: The observed start and end must be this close to the planned instants.
 TOLERANCE_US = 500_000

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench._plan import make_plan
-from wotbench.phases import layout_of, render_schedule, schedule
+from wotbench.run.phases import layout_of, render_schedule, schedule
+from wotbench.run.placement import make_plan
 from wotbench.spec import Interference, UserError, loads
 
 BASE = """\

@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from wotbench import UserError
-from wotbench._inventory import CORES_AFFINITY, Inventory, NodeInfo, node_from_attrs, swarm_role, this_host
+from wotbench.engine.inventory import CORES_AFFINITY, Inventory, NodeInfo, node_from_attrs, swarm_role, this_host
 
 #: A node object as ``GET /nodes`` returns it (Docker Engine API 1.41).
 MANAGER = {

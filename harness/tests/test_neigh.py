@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench._errors import UserError
-from wotbench.backend import _neigh
+from wotbench.base.errors import UserError
+from wotbench.host import neigh as _neigh
 
 
 def neigh_dir(tmp_path: Path, thresh2: int = 512, thresh3: int = 1024) -> Path:

@@ -1,4 +1,4 @@
-"""The one guard for every path wotbench writes or deletes (wotbench._outpath,
+"""The one guard for every path wotbench writes or deletes (wotbench.base.outpath,
 issue 23): a refusal is exit 2 with one `error:` line naming the path and
 the flag, before anything is written, and the folder it was pointed at is
 left exactly as it was. Destructive cases use stand-ins under tmp_path only
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _outpath as outpath
-from wotbench._errors import UserError
-from wotbench.cli import main
+from wotbench.base import outpath
+from wotbench.base.errors import UserError
+from wotbench.commands.main import main
 
 TRACEGEN = ["tracegen", "--devices", "2", "--duration", "2s", "--rit", "exp:100ms", "--service", "exp:5ms"]
 Run = Callable[..., tuple[int, str, str]]
@@ -125,9 +125,9 @@ def test_out_through_a_file_is_refused(cli: Run, tmp_path: Path) -> None:
 
 
 def test_failed_generation_removes_the_folders_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wotbench.cli import build_parser
+    from wotbench.commands.main import build_parser
     from wotbench.tracegen import _generate as gen
-    from wotbench.tracegen._cli import spec_from_args
+    from wotbench.tracegen.tracegen_cmd import spec_from_args
 
     def boom(*_a: object) -> None:
         raise OSError("disk full")
@@ -165,7 +165,7 @@ def test_inside_refuses_a_symlinked_part(tmp_path: Path) -> None:
 
 @pytest.fixture
 def runs(tmp_path: Path) -> tuple[Path, Path]:
-    from wotbench.reporting._synth import SynthSpec, synth_run
+    from wotbench.reporting.bench.synth import SynthSpec, synth_run
 
     small = SynthSpec(devices=3, measure_s=4.0, calibration_s=2.0, warmup_s=1.0)
     return synth_run(tmp_path / "runA", small), synth_run(tmp_path / "runB", small)
@@ -243,7 +243,7 @@ def test_results_under_a_symlink_loop_is_refused_before_docker(cli: Run, tmp_pat
 
 @pytest.mark.parametrize("kind", ["fifo", "chardev", "folder"])
 def test_atomic_write_refuses_to_replace_what_is_not_a_file(tmp_path: Path, kind: str) -> None:
-    from wotbench._results import write_json
+    from wotbench.base.results import write_json
 
     node = tmp_path / "node"
     if kind == "fifo":
@@ -282,7 +282,7 @@ def test_a_newline_in_the_path_stays_on_one_line(cli: Run, tmp_path: Path) -> No
 
 
 def test_a_run_that_failed_before_its_folder_names_no_details_file(tmp_path: Path) -> None:
-    from wotbench._runner import RunFailed
+    from wotbench.run.runner import RunFailed
 
     assert RunFailed(tmp_path / "never-made", OSError(40, "loop")).details is None
     (tmp_path / "made").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wotbench import UserError
-from wotbench._plan import cpuset, make_plan
+from wotbench.run.placement import cpuset, make_plan
 
 
 def plan(cores, **kw):

@@ -1,4 +1,4 @@
-"""Priming ARP entries (harness/_prime.py): CoAP pings from a socket made in
+"""Priming ARP entries (harness/host/prime.py): CoAP pings from a socket made in
 a process's network namespace, answered by a real wotbench-device on
 loopback (RST), with a silent target and a deadline."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _loopback as loopback, _prime
+from wotbench.host import loopback
+from wotbench.host import prime as _prime
 
 DEVICE = Path(__file__).resolve().parents[2] / "build" / "bin" / "wotbench-device"
 

@@ -1,5 +1,5 @@
 """The files of a container on another node's engine: packed into its one
-volume before it starts, brought back after (wotbench.backend._remote), and
+volume before it starts, brought back after (wotbench.engine._remote), and
 that engine's clock against ours. No engine needed: the archive stream the
 engine returns is a tar, made here the way the engine makes it."""
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import io
 import tarfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from wotbench.backend import Mount
-from wotbench.backend._remote import REMOTE_UID, clock_offset, pack, relative, unpack
+from wotbench.engine import Mount
+from wotbench.engine._remote import REMOTE_UID, clock_offset, pack, relative, unpack
 
 
 def _members(data: bytes) -> dict[str, tarfile.TarInfo]:
@@ -82,7 +82,7 @@ class _Engine:
         self.skew = skew
 
     def info(self) -> dict[str, str]:
-        now = datetime.now(timezone.utc) + self.skew
+        now = datetime.now(UTC) + self.skew
         return {"SystemTime": now.strftime("%Y-%m-%dT%H:%M:%S.%f") + "123+00:00"}   # ns, as Go prints it
 
 

@@ -1,4 +1,4 @@
-"""Real-time GEs (wotbench._rt): the budget split, the decision of
+"""Real-time GEs (wotbench.host.rt): the budget split, the decision of
 gateway.scheduler on a fake cpu cgroup tree (fallback notes, `fifo` refused
 at plan time), and a real run whose GE and CD-GE ran SCHED_FIFO inside
 their budgets with the plan recorded in the manifest."""
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _rt as rt
-from wotbench._errors import UserError
-from wotbench._plan import make_plan
+from wotbench.base.errors import UserError
+from wotbench.host import rt
+from wotbench.run.placement import make_plan
 
 
 def fake_cgroup(root: Path, runtime: int, period: int = 1_000_000, held: tuple[int, ...] = ()) -> Path:
@@ -79,12 +79,12 @@ def test_decide_auto_fifo_and_fallback(tmp_path):
 
 
 def test_budget_reaches_argv_and_container():
-    from wotbench.phases._ge import ge_argv
+    from wotbench.run.phases._ge import ge_argv
     from wotbench.spec._sections import Gateway
     argv = ge_argv(Gateway(), trace="t", hosts="h", out="o", summary="s", start_at_us=1, late_us=100,
                    rt_budget="895000/1000000")
     assert argv[-6:] == ["--sched", "fifo", "--rt-prio", "50", "--rt-budget", "895000/1000000"]
-    from wotbench.backend import ContainerSpec, DockerBackend
+    from wotbench.engine import ContainerSpec, DockerBackend
     be = DockerBackend(None, "20261123-000000-t-abcdef")  # type: ignore[arg-type]  # create_args needs no engine
     spec = ContainerSpec("ge-0", "ge", tuple(argv), "1", 1 << 30, 16, rt_budget=rt.RtBudget.parse(argv[-1]))
     args = be.create_args(spec, "0:0")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wotbench._dockerenv import IMAGES, LABEL_RUN
+from wotbench.engine.dockerenv import IMAGES, LABEL_RUN
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.docker
@@ -278,7 +278,7 @@ def test_clean_removes_only_labelled_leftovers(docker_client, wotbench_cli):
 
 def test_delay_without_netem_is_refused_before_anything_starts(docker_client, spec_file, make_spec,
                                                                tmp_path, wotbench_cli):
-    from wotbench import _impair as impair
+    from wotbench.engine import netimpair as impair
 
     if impair.netem_available(docker_client, "test"):
         pytest.skip("this kernel has netem: delay is supported here")
@@ -295,8 +295,9 @@ def test_delay_without_netem_is_refused_before_anything_starts(docker_client, sp
 def test_devices_spread_over_several_networks(docker_client, spec_file, make_spec, tmp_path,
                                               monkeypatch, run_objects):
     """Past a bridge's port limit the run uses several networks; the GE is on all of them."""
-    from wotbench import _runner as runner, spec
-    from wotbench.backend import _docker
+    from wotbench import spec
+    from wotbench.engine import _docker
+    from wotbench.run import runner
 
     monkeypatch.setattr(_docker, "NET_CAPACITY", 11)          # 3 nodes per network
     runs = spec.load(spec_file(make_spec(count=5, measure="3s", name="nets")))
@@ -314,7 +315,7 @@ def test_devices_spread_over_several_networks(docker_client, spec_file, make_spe
 def test_clean_leaves_runs_of_live_harnesses_alone(docker_client):
     import socket
 
-    from wotbench import _dockerenv as dockerenv
+    from wotbench.engine import dockerenv
 
     host = socket.gethostname()
     live, dead = f"owned-{os.getpid()}", f"orphan-{os.getpid()}"
@@ -334,7 +335,7 @@ def test_clean_leaves_runs_of_live_harnesses_alone(docker_client):
 def test_owner_label_parsing():
     import socket
 
-    from wotbench._dockerenv import owner_alive
+    from wotbench.engine.dockerenv import owner_alive
 
     assert owner_alive(f"{socket.gethostname()}:{os.getpid()}")
     assert not owner_alive(f"{socket.gethostname()}:4194999")

@@ -10,8 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wotbench import _monitor as monitor, _results as results, layout
-from wotbench.phases import _collect as collect, _ge as ge
+from wotbench.base import results
+from wotbench.base import rundir as layout
+from wotbench.run import monitor
+from wotbench.run.phases import _collect as collect
+from wotbench.run.phases import _ge as ge
 from wotbench.spec import Gateway, Spec
 
 TRACE = """device_id,send_ts_us,method,uri,payload
@@ -155,8 +158,8 @@ def test_addresses_fill_networks_in_order_and_leave_ge_slots():
     import ipaddress
     from types import SimpleNamespace
 
-    from wotbench._dockerenv import NET_CAPACITY
-    from wotbench.backend import DockerBackend
+    from wotbench.engine import DockerBackend
+    from wotbench.engine.dockerenv import NET_CAPACITY
 
     bed = DockerBackend(None, "20260101-000000-x-abcdef")
     assert bed.name_of("dev-3") == "wb-abcdef-dev-3"
@@ -204,8 +207,8 @@ def test_the_run_folder_names_its_files_once(tmp_path: Path):
 # --- the results folder is checked before anything starts (issue W2 5/5) ---------------
 
 def test_results_root_that_is_a_file_is_a_user_error(tmp_path):
-    from wotbench import _results as res
-    from wotbench._errors import UserError
+    from wotbench.base import results as res
+    from wotbench.base.errors import UserError
 
     f = tmp_path / "file"
     f.write_text("x")
@@ -215,8 +218,8 @@ def test_results_root_that_is_a_file_is_a_user_error(tmp_path):
 
 
 def test_results_root_that_cannot_be_made_is_a_user_error(tmp_path):
-    from wotbench import _results as res
-    from wotbench._errors import UserError
+    from wotbench.base import results as res
+    from wotbench.base.errors import UserError
 
     with pytest.raises(UserError, match="system folder /proc"):
         res.check_results_root(Path("/proc/wotbench-results-here"))      # procfs: refused by the path guard

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _probe as probe
-from wotbench.backend._timing import PhaseTimes
+from wotbench.engine import readiness as probe
+from wotbench.engine._timing import PhaseTimes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,9 +103,9 @@ def test_probe_counts_only_answers_from_the_probed_address(servers):
 
 @pytest.mark.docker
 def test_start_over_two_networks_then_teardown(docker_client, tmp_path, monkeypatch):
-    from wotbench import _results as res
-    from wotbench.backend import DockerBackend, _docker
-    from wotbench.phases._provision import device_spec
+    from wotbench.base import results as res
+    from wotbench.engine import DockerBackend, _docker
+    from wotbench.run.phases._provision import device_spec
     from wotbench.spec import DeviceGroup
 
     monkeypatch.setattr(_docker, "NET_CAPACITY", 14)          # 6 nodes per network
@@ -157,7 +157,7 @@ def test_scale_1000_ci_scale_runs_and_records_where_startup_time_went(docker_cli
         assert startup["phases"][phase]["calls"] == 21
     assert startup["phases"]["ready"]["wall_s"] >= 0
     # The host-wide ARP table holds 4 entries per container (backend/_neigh.py): raised here or large enough.
-    from wotbench.backend import _neigh
+    from wotbench.host import neigh as _neigh
     arp = startup["host_changes"].get("neigh")
     assert arp is None or arp["after"][0] >= _neigh.needed(21)
     assert int((_neigh.NEIGH_DIR / "gc_thresh2").read_text()) >= _neigh.needed(21)

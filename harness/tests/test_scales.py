@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wotbench import UserError
-from wotbench import spec
+from wotbench import UserError, spec
 
 BASE = """\
 name: t

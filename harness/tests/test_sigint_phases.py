@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from wotbench import _hostguard as hostguard
+from wotbench.host import hostguard
 
 pytestmark = pytest.mark.docker
 

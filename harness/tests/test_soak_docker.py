@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wotbench.layout import RunDir
+from wotbench.base.rundir import RunDir
 
 pytestmark = pytest.mark.docker
 

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from wotbench._selfmon import COLUMNS, HarnessSampler, read_self
+from wotbench.host.selfmon import COLUMNS, HarnessSampler, read_self
 
 
 def test_read_self_sees_this_process_grow() -> None:

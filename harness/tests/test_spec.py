@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import UserError
-from wotbench import spec
+from wotbench import UserError, spec
 
 REPO = Path(__file__).resolve().parents[2]
 

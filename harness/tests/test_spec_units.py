@@ -1,4 +1,4 @@
-"""One unit grammar (wotbench._units): a value means the same in every spec
+"""One unit grammar (wotbench.base.units): a value means the same in every spec
 field and command-line flag that takes it."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from wotbench import UserError, spec
-from wotbench import _units as units
-from wotbench.cli import build_parser
-from wotbench.tracegen._cli import spec_from_args
+from wotbench.base import units
+from wotbench.commands.main import build_parser
+from wotbench.tracegen.tracegen_cmd import spec_from_args
 
 BASE: dict[str, Any] = {
     "name": "u",

@@ -20,9 +20,9 @@ import docker
 import pandas as pd
 import pytest
 
-from wotbench._dockerenv import LABEL_ENGINE, LABEL_OWNER, LABEL_RUN
-from wotbench._swarmlab import Lab, SwarmLab
-from wotbench.layout import RunDir
+from wotbench.base.rundir import RunDir
+from wotbench.engine.dockerenv import LABEL_ENGINE, LABEL_OWNER, LABEL_RUN
+from wotbench.engine.swarmlab import Lab, SwarmLab
 
 pytestmark = pytest.mark.docker
 
@@ -34,7 +34,7 @@ SPEC = REPO / "experiments" / "quickstart-swarm.yaml"
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     import docker as sdk
 
-    from wotbench._swarmlab import NODE_IMAGE
+    from wotbench.engine.swarmlab import NODE_IMAGE
 
     c = sdk.from_env()
     try:

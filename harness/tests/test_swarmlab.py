@@ -1,4 +1,4 @@
-"""The Swarm lab (wotbench._swarmlab): a one-node swarm (the host alone) and
+"""The Swarm lab (wotbench.engine.swarmlab): a one-node swarm (the host alone) and
 a real two-node swarm whose worker is a container running its own dockerd,
 each with an attachable overlay network and CoAP traffic across it from a
 GE container; the host exactly as found after down(), also when up() fails
@@ -21,9 +21,9 @@ from typing import Any
 import docker.errors
 import pytest
 
-from wotbench import _swarmlab as swarmlab
-from wotbench._dockerenv import IMAGES
-from wotbench._swarmlab import LABEL_LAB, HostState, Lab, SwarmLab, SwarmLabError
+from wotbench.engine import swarmlab
+from wotbench.engine.dockerenv import IMAGES
+from wotbench.engine.swarmlab import LABEL_LAB, HostState, Lab, SwarmLab, SwarmLabError
 
 pytestmark = pytest.mark.docker
 
@@ -213,7 +213,7 @@ def test_command_line_up_down(host: Found) -> None:
     env = {**os.environ, "WOTBENCH_SWARMLAB_DIR": str(host.state)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "wotbench.cli", "swarm-lab", *args], env=env,
+        return subprocess.run([sys.executable, "-m", "wotbench.commands.main", "swarm-lab", *args], env=env,
                               capture_output=True, text=True, timeout=300)
 
     up = cli("up", "--workers", "0")

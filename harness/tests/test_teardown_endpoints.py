@@ -13,7 +13,8 @@ import time
 import docker.types
 import pytest
 
-from wotbench import _dockerenv as dockerenv, _results as res
+from wotbench.base import results as res
+from wotbench.engine import dockerenv
 
 pytestmark = pytest.mark.docker
 

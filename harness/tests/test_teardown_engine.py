@@ -14,9 +14,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from wotbench import _dockerenv as dockerenv, _hostguard as hostguard
-from wotbench.backend import Removed
-from wotbench.phases._teardown import with_engine
+from wotbench.engine import Removed, dockerenv
+from wotbench.host import hostguard
+from wotbench.run.phases._teardown import with_engine
 
 
 def _remove(client) -> Removed:

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wotbench import _validate_cd as vcd, layout
-from wotbench.reporting._synth import SynthSpec, synth_run
+from wotbench.base import rundir as layout
+from wotbench.reporting.bench.synth import SynthSpec, synth_run
 from wotbench.spec import UserError
+from wotbench.studies import validate_cd as vcd
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "experiments" / "validate-cd.yaml"
@@ -117,7 +118,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
     bad = _with(tmp_path, lambda d: d["validate_cd"].update(classes="cpu"))
     for args in ([str(bad)], [str(SPEC), "--classes", "nope"], ["--reanalyze", str(tmp_path)], [],
                  [str(SPEC), "--trials", "-3"]):
-        p = subprocess.run([sys.executable, "-m", "wotbench.cli", "validate-cd", *args],
+        p = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "validate-cd", *args],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2, (args, p.stderr)
         assert p.stdout == "" and len(p.stderr.strip().splitlines()) >= 1

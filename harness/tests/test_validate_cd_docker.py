@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench import _validate_cd as vcd, layout
+from wotbench.base import rundir as layout
+from wotbench.studies import validate_cd as vcd
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.docker
 @pytest.mark.slow
 def test_validate_cd_one_trial_each(docker_client, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "wotbench.cli", "validate-cd",
+    proc = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "validate-cd",
                            str(REPO / "experiments" / "validate-cd.yaml"), "--scale", "ci", "--trials", "1",
                            "--quiet", "1", "--classes", "cpu2-20s", "--results", str(tmp_path), "--no-progress"],
                           capture_output=True, text=True, timeout=900)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wotbench.layout import RunDir
-from wotbench.phases import write_summary
-from wotbench.reporting._synth import SynthSpec, synth_run
+from wotbench.base.rundir import RunDir
+from wotbench.reporting.bench.synth import SynthSpec, synth_run
+from wotbench.run.phases import write_summary
 
 BASE = dict(devices=4, rit_us=20_000.0, measure_s=40.0, warmup_s=2.0, cooldown_s=1.0, calibration_s=15.0)
 FACTS = {"run_id": "20260101-000000-synth-abcdef", "label": "", "scale": "full", "cores_shared": False,

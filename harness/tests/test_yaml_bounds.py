@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from wotbench._errors import UserError
+from wotbench.base.errors import UserError
 from wotbench.spec import _yaml
 
 BOMB = "\n".join(
@@ -44,7 +44,7 @@ def test_plan_of_an_alias_bomb_exits_2_with_one_line_in_bounded_memory(tmp_path)
     spec = tmp_path / "bomb.yaml"
     spec.write_text(BOMB)
     code = ("import resource, subprocess, sys\n"
-            "p = subprocess.run([sys.executable, '-m', 'wotbench.cli', 'plan', sys.argv[1]], capture_output=True, text=True)\n"
+            "p = subprocess.run([sys.executable, '-m', 'wotbench.commands.main', 'plan', sys.argv[1]], capture_output=True, text=True)\n"
             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
             "sys.stderr.write(p.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, timeout=120)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wotbench.reporting._synth import SwarmSynth, SynthSpec, synth_run, synth_swarm_run
+from wotbench.reporting.bench.synth import SwarmSynth, SynthSpec, synth_run, synth_swarm_run
 
 #: Small and fast, but long enough to pass the default measurement checks.
 BASE = dict(devices=4, rit_us=20_000.0, measure_s=40.0, warmup_s=2.0, cooldown_s=1.0, calibration_s=15.0)

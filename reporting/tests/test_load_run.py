@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 import wotbench
-from wotbench.formats import GE_OUTPUT_COLUMNS
+from wotbench.base.formats import GE_OUTPUT_COLUMNS
 
 
 def test_load_run_returns_frames_and_summary(make_run):

@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from wotbench._errors import UserError
-from wotbench.layout import RunDir
+from wotbench.base.errors import UserError
+from wotbench.base.rundir import RunDir
 from wotbench.reporting import analyze_run, summarize_run
 from wotbench.reporting._load import MAX_JSON_DEPTH, read_json
-from wotbench.reporting._synth import SwarmSynth
+from wotbench.reporting.bench.synth import SwarmSynth
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -161,7 +161,7 @@ def test_a_damaged_device_stats_file_is_named(run):
 
 def test_the_report_of_a_damaged_record_exits_0_with_the_reason(run):
     _edit_json(RunDir(run).observed, lambda o: o.update(containers=[]))
-    r = subprocess.run([sys.executable, "-m", "wotbench.cli", "report", str(run)], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "report", str(run)], cwd=REPO,
                        capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert "INVALID" in r.stdout and "observed.json is damaged" in r.stdout
@@ -210,7 +210,7 @@ def test_observed_json_nested_deep_makes_the_run_invalid(run):
 
 def test_summary_json_nested_deep_is_a_note_and_the_report_stands(run):
     RunDir(run).summary.write_text("[" * 200_000 + "]" * 200_000)
-    r = subprocess.run([sys.executable, "-m", "wotbench.cli", "report", str(run)], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "report", str(run)], cwd=REPO,
                        capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert "summary.json cannot be read" in r.stdout and "nested deeper than 64 levels" in r.stdout

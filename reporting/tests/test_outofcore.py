@@ -263,7 +263,7 @@ def test_analysis_memory_does_not_grow_with_the_run(tmp_path) -> None:
     import subprocess
     import sys
 
-    from wotbench.reporting._synth import SynthSpec, synth_run
+    from wotbench.reporting.bench.synth import SynthSpec, synth_run
 
     peaks = {}
     for n in (500_000, 4_000_000):

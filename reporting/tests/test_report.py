@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from wotbench.cli import main
+from wotbench.commands.main import main
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -24,9 +24,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory) -> dict[str, Path]:
     """Two runs of a sweep (4 and 8 devices, the second with contention), reported together."""
-    from wotbench.reporting._synth import SynthSpec, synth_run
-
-    from .conftest import BASE
+    from wotbench.reporting.bench.synth import SynthSpec, synth_run
+    from wotbench.reporting.tests.conftest import BASE
 
     root = tmp_path_factory.mktemp("sweep")
     a = synth_run(root / "run-4", SynthSpec(**BASE))

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import wotbench
-from wotbench.cli import main
-from wotbench.layout import RunDir
+from wotbench.base.rundir import RunDir
+from wotbench.commands.main import main
 from wotbench.reporting import Thresholds, analyze_run, summarize_run
-from wotbench.reporting._synth import SwarmSynth
+from wotbench.reporting.bench.synth import SwarmSynth
 
 
 def check(result: dict, name: str) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wotbench.layout import RunDir
+from wotbench.base.rundir import RunDir
 from wotbench.reporting._timeline import REL, drift, timeline
 
 T = np.arange(0.0, 3600.0, 2.0)      # an hour, every 2 s

@@ -36,7 +36,7 @@ def count_rows(path: Path) -> int:
 
 def run_once(args: argparse.Namespace, seed: int, work: Path) -> dict[str, float]:
     out = work / f"wl-{seed}"
-    cmd = [sys.executable, "-m", "wotbench.cli", "tracegen", "--devices", str(args.devices),
+    cmd = [sys.executable, "-m", "wotbench.commands.main", "tracegen", "--devices", str(args.devices),
            "--requests", str(args.rows), "--rit", args.rit, "--service", args.service,
            "--seed", str(seed), "--out", str(out)]
     start = time.perf_counter()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench.spec import WorkloadSpec, load as load_tests
+from wotbench.spec import WorkloadSpec
+from wotbench.spec import load as load_tests
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def load_spec(spec_file: Callable[[str], Path]) -> Callable[[str], WorkloadSpec]
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
     """Run ``wotbench ARGS`` in-process; returns (status, stdout, stderr)."""
-    from wotbench.cli import main
+    from wotbench.commands.main import main
 
     def run(*args: str) -> tuple[int, str, str]:
         rc = main([str(a) for a in args])

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wotbench.formats import GE_OUTPUT_COLUMNS
-from wotbench.tracegen._generate import generate
+from wotbench.base.formats import GE_OUTPUT_COLUMNS
 from wotbench.spec import WorkloadSpec
+from wotbench.tracegen._generate import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"

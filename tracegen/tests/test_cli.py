@@ -94,7 +94,7 @@ def test_missing_spec_file(run_cli: Run, tmp_path: Path) -> None:
 
 def test_console_script_exit_status(tmp_path: Path) -> None:
     """The installed entry point, as users run it."""
-    proc = subprocess.run([sys.executable, "-m", "wotbench.cli", "tracegen", *GOOD[:-2],
+    proc = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "tracegen", *GOOD[:-2],
                            "--service", "exp:5", "--out", str(tmp_path / "wl")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2

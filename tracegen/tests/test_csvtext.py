@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from wotbench.formats import METHODS
+from wotbench.base.formats import METHODS
 from wotbench.tracegen import _csvtext as csvtext
 from wotbench.tracegen._csvtext import TraceEncoder
 

@@ -12,10 +12,10 @@ import pytest
 from scipy import stats
 
 from wotbench import UserError
-from wotbench.tracegen._distribution import Distribution, Exp, Lognormal, Mmpp2, Pareto, Uniform, parse_distribution
+from wotbench.base.units import parse_duration, parse_time_us
 from wotbench.spec import resource_service_times
+from wotbench.tracegen._distribution import Distribution, Exp, Lognormal, Mmpp2, Pareto, Uniform, parse_distribution
 from wotbench.tracegen._streams import arrivals
-from wotbench._units import parse_duration, parse_time_us
 
 N = 20_000
 ALPHA = 0.001  # a correct generator fails a test at this rate with this fixed seed: never here

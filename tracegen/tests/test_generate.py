@@ -15,10 +15,10 @@ import pytest
 from scipy import stats
 
 from wotbench import UserError
-from wotbench.formats import METHODS, RESOURCE_COLUMNS, TRACE_COLUMNS
+from wotbench.base.formats import METHODS, RESOURCE_COLUMNS, TRACE_COLUMNS
+from wotbench.spec import WorkloadSpec
 from wotbench.tracegen import _generate as gen_mod
 from wotbench.tracegen._generate import generate
-from wotbench.spec import WorkloadSpec
 
 Load = Callable[[str], WorkloadSpec]
 ALPHA = 0.001

@@ -14,10 +14,10 @@ import pytest
 from scipy import stats
 
 from wotbench import UserError
+from wotbench.spec import WorkloadSpec, resource_service_times
 from wotbench.tracegen import _registry, generate
 from wotbench.tracegen._distribution import REGISTRY, Distribution, parse_distribution
 from wotbench.tracegen._registry import Params, register
-from wotbench.spec import WorkloadSpec, resource_service_times
 from wotbench.tracegen._streams import arrivals
 
 #: The kinds (in this order) that the unknown-kind error listed before the registry.

@@ -1,0 +1,1 @@
+../../harness/__init__.py

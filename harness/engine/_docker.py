@@ -1,0 +1,387 @@
+"""One Docker engine: the run's containers on private internal bridges,
+created with the run's label and the hardening every container gets,
+created in parallel, then started in parallel, and removed by that label
+whatever happens. Every engine call's duration is recorded per phase
+(``DockerBackend.times``: where bring-up and teardown time goes)."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import docker
+import docker.errors
+import docker.types
+import requests
+from docker.models.containers import _create_container_args  # docker-py's own run -> create translation
+from tqdm import tqdm
+
+from wotbench.base.formats import DEFAULT_COAP_PORT
+from wotbench.base.results import write_atomic
+from wotbench.engine import dockerenv
+from wotbench.engine import netimpair as impair_tools
+from wotbench.engine import readiness as probe
+from wotbench.engine._api import ContainerSpec, ContainerState, Removed, Started
+from wotbench.engine._remote import ClockOffset
+from wotbench.engine._timing import PhaseTimes
+from wotbench.engine.dockerenv import IMAGES, LABEL_DEVICE, LABEL_OWNER, LABEL_ROLE, LABEL_RUN, NET_CAPACITY
+from wotbench.host import hostguard
+from wotbench.host import neigh as _neigh
+
+if TYPE_CHECKING:
+    from wotbench.spec import Impairment
+
+__all__ = ["DockerBackend", "COAP_PORT"]
+
+COAP_PORT = DEFAULT_COAP_PORT
+#: Addresses 2..9 of every network are the GEs' (slot 0 first); nodes start at 10.
+_GE_SLOTS = 8
+#: GEs (workload, CD, probe) run as this uid when the harness runs as root.
+UNPRIVILEGED_UID = 65534
+UNPRIVILEGED_ROLES = ("ge", "cd-ge", "probe")
+#: Subnets a run tries past ones another tool took between listing and creating.
+SUBNET_RETRIES = 8
+T = TypeVar("T")
+
+
+class DockerBackend:
+    """The containers and networks of one run on the local Docker engine."""
+
+    #: The harness reaches the nodes' addresses (the readiness probe runs here).
+    probes_from_host = True
+
+    def __init__(self, client: docker.DockerClient, run_id: str, *, workers: int | None = None) -> None:
+        """``workers``: parallel engine calls (default ``WORKERS``)."""
+        self.client, self.run_id = client, run_id
+        self.short = run_id.rsplit("-", 1)[-1]
+        self.owner = dockerenv.owner_label()
+        self.networks: list[Any] = []
+        self.subnets: list[ipaddress.IPv4Network] = []
+        self.containers: dict[str, Any] = {}          # name -> Container
+        self.attached: dict[str, list[str]] = {}      # name -> the run networks it has an endpoint on
+        self.slowest_start_s = 0.0
+        self._ge_slots = 0
+        self._helpers: list[subprocess.Popen[bytes]] = []   # Pumba
+        self._pool = workers or dockerenv.WORKERS           # parallel engine calls
+        self.times = PhaseTimes()                           # where start-up and teardown time goes
+        self.lost: dict[str, str] = {}                      # nodes lost mid-run: none on one host
+        self.clocks: dict[str, ClockOffset] = {}            # node -> clock offset: none on one host
+        self.host_changes: dict[str, Any] = {}              # the ARP table's thresholds, if raised
+
+    def name_of(self, key: str) -> str:
+        return f"wb-{self.short}-{key}"
+
+    def labels(self, role: str, **extra: str) -> dict[str, str]:
+        return {LABEL_RUN: self.run_id, LABEL_ROLE: role, LABEL_OWNER: self.owner, **extra}
+
+    def version(self) -> Mapping[str, Any]:
+        return self.client.version()
+
+    # --- before anything starts ----------------------------------------------
+
+    def check_images(self, roles: Iterable[str]) -> dict[str, str]:
+        return dockerenv.check_images(self.client, roles)
+
+    def check_impairment(self, imps: Sequence[tuple[str, Impairment]]) -> bool:
+        netem = False
+        if any(imp.needs_netem for _, imp in imps):
+            netem = impair_tools.netem_available(self.client, self.run_id)
+        impair_tools.check_supported(imps, netem, impair_tools.pumba_on_path())
+        return netem
+
+    # --- networks --------------------------------------------------------------
+
+    def create_networks(self, nodes: int) -> int:
+        """One internal bridge per NET_CAPACITY containers (a Linux bridge
+        takes at most 1023 ports), on subnets free on this host; first the
+        host's ARP table made large enough for them (backend/_neigh.py)."""
+        change = _neigh.ensure(nodes + _GE_SLOTS)
+        if change is not None:
+            self.host_changes["neigh"] = change.as_dict()
+        count = max(1, -(-nodes // (NET_CAPACITY - _GE_SLOTS)))
+        with dockerenv.subnet_lock():          # concurrent runs on this host take turns
+            taken: list[ipaddress.IPv4Network] = []
+            while len(self.networks) < count:
+                sub = dockerenv.free_subnets(dockerenv.used_subnets(self.client) + taken, 1)[0]
+                ipam = docker.types.IPAMConfig(pool_configs=[
+                    docker.types.IPAMPool(subnet=str(sub), gateway=str(next(sub.hosts())))])
+                try:
+                    net = self.client.networks.create(
+                        f"wb-{self.short}-net{len(self.networks)}", driver="bridge", internal=True, ipam=ipam,
+                        labels=self.labels("network"), check_duplicate=True)
+                except docker.errors.APIError as err:
+                    # Another tool took it between the listing and the create: the next one.
+                    if not dockerenv.is_pool_overlap(err) or len(taken) >= SUBNET_RETRIES:
+                        raise
+                    taken.append(sub)
+                    continue
+                self.networks.append(net)
+                self.subnets.append(sub)
+                self._guard(net)
+        return len(self.networks)
+
+    def _guard(self, net: Any) -> None:
+        """The host guard on a new run bridge (_hostguard.py): its containers
+        cannot open anything to the host itself; recorded in host_changes."""
+        g = self.host_changes.setdefault("host_guard", {"bridges": [], "tools": []})
+        why = hostguard.available()
+        if why is not None:
+            g["not_applied"] = why
+            return
+        bridge = (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{net.id[:12]}"
+        g["tools"] = hostguard.guard(bridge, self.run_id)
+        g["bridges"].append(bridge)
+
+    def addresses(self, count: int) -> list[tuple[str, str]]:
+        """(network name, address) for ``count`` nodes, filling networks in
+        order; the first addresses of each are left for the GEs."""
+        out: list[tuple[str, str]] = []
+        for net, sub in zip(self.networks, self.subnets):
+            base = int(sub.network_address)
+            for k in range(2 + _GE_SLOTS, 2 + NET_CAPACITY):
+                if len(out) == count:
+                    return out
+                out.append((net.name, str(ipaddress.IPv4Address(base + k))))
+        if len(out) < count:
+            raise RuntimeError(f"networks hold {len(out)} containers, {count} needed")
+        return out
+
+    def ge_address(self, net_index: int, slot: int) -> str:
+        return str(self.subnets[net_index].network_address + 2 + slot)
+
+    # --- containers ------------------------------------------------------------
+
+    def _endpoint(self, network: str | None, address: str | None) -> dict[str, Any]:
+        if network is None:
+            return {"network_mode": "none"}
+        return {"network": network, "networking_config": {
+            network: self.client.api.create_endpoint_config(ipv4_address=address)}}
+
+    def create_args(self, spec: ContainerSpec, user: str) -> dict[str, Any]:
+        """What every container of the run is created with, on any engine:
+        its image, command, cpuset, labels, limits and hardening; ``user``
+        for one that runs as the caller (``as_caller``)."""
+        kwargs = dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids)
+        if spec.nano_cpus:
+            kwargs["nano_cpus"] = spec.nano_cpus
+        if spec.as_caller:
+            kwargs["user"] = user
+        if spec.entrypoint:
+            kwargs["entrypoint"] = list(spec.entrypoint)
+        if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
+            kwargs["init"] = True
+        if spec.rt_budget is not None:  # SCHED_FIFO GE/CD-GE: its RT budget (FIFO given by the harness)
+            kwargs.update(cpu_rt_runtime=spec.rt_budget.runtime_us, cpu_rt_period=spec.rt_budget.period_us)
+        extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
+        return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
+                "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra), **kwargs}
+
+    @staticmethod
+    def _user_for(spec: ContainerSpec) -> str:
+        """The user of a container that runs as the caller: a GE not as root
+        (it writes its results through the folders it owns, chowned here),
+        also under SCHED_FIFO: the harness gives it the policy from the
+        host (``wotbench.host.rt.give_fifo``), so the container needs no
+        CAP_SYS_NICE (Docker 20.10 grants capabilities only to uid 0). The
+        monitor runs as the harness's user."""
+        if os.getuid() == 0 and spec.role in UNPRIVILEGED_ROLES:
+            for m in spec.mounts:
+                if m.writable:
+                    os.chown(m.source, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+            return f"{UNPRIVILEGED_UID}:{UNPRIVILEGED_UID}"
+        return f"{os.getuid()}:{os.getgid()}"
+
+    def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Any, float]:
+        """One API call: the engine's create, without docker-py's inspect of
+        the new container (the handle needs only its id and name). Returns
+        the handle and when the call began."""
+        mounts = {str(m.source.resolve()): {"bind": m.target, "mode": "rw" if m.writable else "ro"}
+                  for m in spec.mounts}
+        name = self.name_of(spec.key)
+        kwargs = {**self.create_args(spec, self._user_for(spec)), "volumes": mounts,
+                  **self._endpoint(network, address), "version": self.client.api._version}
+        t = time.monotonic()
+        made = self.client.api.create_container(**_create_container_args(kwargs))
+        ct = self.client.containers.prepare_model({"Id": made["Id"], "Name": "/" + name})
+        self.containers[name] = ct
+        self.attached[name] = [network] if network is not None else []
+        return ct, t
+
+    def _create_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Any, float]:
+        ct, t = self._create(spec, network, address)
+        took = time.monotonic() - t
+        self.times.call("create", took)
+        return ct, took
+
+    def _start_created(self, spec: ContainerSpec, made: tuple[Any, float], address: str) -> tuple[Started, float]:
+        ct, create_s = made
+        t = time.monotonic()
+        ct.start()
+        now = time.monotonic()
+        self.times.call("start", now - t)
+        return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node), create_s + now - t
+
+    def _parallel(self, phase: str, what: str, jobs: Sequence[Callable[[], T]], progress: bool) -> list[T]:
+        """Runs ``jobs`` on the pool with a progress bar, timing the phase's
+        wall; on any error or interrupt waits for the jobs in flight (so
+        teardown sees every container they made) and re-raises."""
+        pool = ThreadPoolExecutor(self._pool, thread_name_prefix=phase)
+        futures: list[Future[T]] = []
+        try:
+            with self.times.wall(phase), tqdm(total=len(jobs), desc=what, unit="ct", disable=not progress,
+                                              leave=False) as bar:
+                futures = [pool.submit(job) for job in jobs]
+                for fut in as_completed(futures):
+                    fut.result()
+                    bar.update()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return [f.result() for f in futures]
+
+    def start_nodes(self, specs: Sequence[ContainerSpec], progress: bool) -> list[Started]:
+        """Creates every node in parallel, then starts them in parallel
+        (staged: harness/README.md measured it against create+start per
+        job), with progress bars. On any error or interrupt, waits for the
+        calls in flight and re-raises."""
+        where = self.addresses(len(specs))
+        made = self._parallel("create", "creating devices", [
+            partial(self._create_node, s, *w) for s, w in zip(specs, where)], progress)
+        done = self._parallel("start", "starting devices", [
+            partial(self._start_created, s, m, w[1]) for s, m, w in zip(specs, made, where)], progress)
+        self.slowest_start_s = max([self.slowest_start_s, *(took for _, took in done)])
+        return [st for st, _ in done]
+
+    def wait_ready(self, nodes: Sequence[Started], timeout_s: float) -> list[str]:
+        """Probes every node until it answered CoAP (phase ``ready``: its wall)."""
+        targets = {(n.address, COAP_PORT): n.key for n in nodes if n.address}
+        with self.times.wall("ready"):
+            answered = probe.wait_ready(targets, timeout_s=timeout_s)
+        return sorted(key for tg, key in targets.items() if tg not in answered)
+
+    def start_ge(self, spec: ContainerSpec) -> Started:
+        """A gateway emulator on its cpuset, on every network of the run."""
+        slot = self._ge_slots
+        self._ge_slots += 1
+        if slot >= _GE_SLOTS:
+            raise RuntimeError(f"at most {_GE_SLOTS} GEs per run")
+        ct, _ = self._create(spec, self.networks[0].name, self.ge_address(0, slot))
+        for i, net in enumerate(self.networks[1:], 1):
+            net.connect(ct, ipv4_address=self.ge_address(i, slot))
+            self.attached[ct.name].append(net.name)
+        ct.start()
+        return Started(spec.key, spec.role, ct.name, ct.id)
+
+    def start_offline(self, spec: ContainerSpec) -> Started:
+        """A container with no network: a monitor (it reads the host's
+        /proc), a hog."""
+        ct, _ = self._create(spec, None, None)
+        ct.start()
+        return Started(spec.key, spec.role, ct.name, ct.id, None, spec.node)
+
+    def pid_of(self, started: Started) -> int | None:
+        ct = self.containers[started.name]
+        ct.reload()
+        return int(ct.attrs["State"].get("Pid") or 0) or None
+
+    def wait(self, started: Started, timeout_s: float) -> int | None:
+        ct = self.containers[started.name]
+        try:
+            return int(ct.wait(timeout=timeout_s)["StatusCode"])
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            ct.kill()
+            return None
+
+    # --- impairment ------------------------------------------------------------
+
+    def impair(self, targets: Sequence[tuple[Started, Impairment]], netem: bool, duration_s: int,
+               log: Path) -> dict[str, Any]:
+        """Pumba for the whole test when it is on PATH (loss, delay; a rate
+        is tbf, which Pumba lacks: a sidecar gives it), else one sidecar per
+        container in its network namespace (the rules stay after it exits)."""
+        if impair_tools.pumba_on_path():
+            by_imp: dict[Impairment, list[str]] = {}
+            for st, imp in targets:
+                by_imp.setdefault(imp, []).append(st.name)
+            with open(log, "wb") as logf:             # the children keep their own fd
+                applied = impair_tools.apply_pumba([(names, imp) for imp, names in by_imp.items()],
+                                                   duration_s, netem, logf)
+            self._helpers += applied.processes
+            rated = [(st.id, replace(imp, loss=0.0, delay_us=0, jitter_us=0)) for st, imp in targets if imp.rate_bps]
+            if rated:
+                tbf = impair_tools.apply_sidecars(self.client, self.run_id, rated, netem, impair_tools.local_cores())
+                applied = impair_tools.Applied(f"pumba+{tbf.how}", applied.containers, applied.processes)
+        else:
+            applied = impair_tools.apply_sidecars(self.client, self.run_id,
+                                                  [(st.id, imp) for st, imp in targets], netem,
+                                                  impair_tools.local_cores())
+        return {"how": applied.how, "containers": applied.containers}
+
+    # --- the end ---------------------------------------------------------------
+
+    def _each(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        with ThreadPoolExecutor(self._pool) as pool:
+            return list(pool.map(fn, list(items)))
+
+    def states(self) -> dict[str, ContainerState]:
+        def inspect(name: str) -> tuple[str, ContainerState]:
+            try:
+                info = self.client.api.inspect_container(name)
+            except docker.errors.NotFound:
+                return name, ContainerState("removed", None, None)
+            return name, ContainerState.of(info)
+        return dict(self._each(inspect, self.containers))
+
+    def stop_all(self, timeout_s: int = 2) -> None:
+        """SIGTERM to every container (then SIGKILL after ``timeout_s``),
+        in parallel, after disconnecting them from the run networks one at
+        a time: hundreds of exits releasing their endpoints at once left
+        Docker 20.10 with a stale endpoint (``_dockerenv.detach``)."""
+        def stop(ct: Any) -> None:
+            with contextlib.suppress(docker.errors.APIError):
+                self.times.timed("stop", partial(ct.stop, timeout=timeout_s))
+        with self.times.wall("stop"):
+            dockerenv.detach(self.client, [(ct.id, self.attached.get(name, ())) for name, ct in self.containers.items()],
+                             self.times.call)
+            self._each(stop, self.containers.values())
+
+    def save_logs(self, path_of: Callable[[str], Path]) -> None:
+        def save(item: tuple[str, Any]) -> None:
+            name, ct = item
+            try:
+                data = ct.logs(stdout=True, stderr=True, timestamps=True)
+            except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+                data = f"(logs unavailable: {exc})\n".encode()     # e.g. its node's engine is gone
+            write_atomic(path_of(name), data)
+        self._each(save, self.containers.items())
+
+    def remote(self, node: str | None) -> bool:
+        """Whether ``node`` is another host than this one: never here."""
+        return False
+
+    def fetch(self, names: Iterable[str] | None = None) -> list[str]:
+        """Outputs are bind mounts here: nothing to bring back."""
+        return []
+
+    def node_states(self) -> dict[str, str]:
+        """One host: no swarm node to lose."""
+        return {}
+
+    def teardown(self, progress: bool = False) -> Removed:
+        for p in self._helpers:
+            if p.poll() is None:
+                p.terminate()
+                with contextlib.suppress(Exception):
+                    p.wait(timeout=5)
+        with self.times.wall("teardown"):
+            n_ct, n_net, stuck = dockerenv.remove_labelled(self.client, self.run_id, workers=self._pool,
+                                                           progress=progress, on_call=self.times.call)
+        return Removed(n_ct, n_net, tuple(stuck))

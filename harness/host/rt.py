@@ -1,0 +1,185 @@
+"""Real-time gateway emulators: whether this host's Docker engine can give
+containers an RT budget (cgroup v1 with RT group scheduling, dockerd's
+``--cpu-rt-runtime``), how the free budget is split between the CD-GE and
+the workload GEs, and the decision of ``gateway.scheduler`` recorded in
+the plan (wotbench-ge ``--sched fifo --rt-budget R/P``; the container gets
+exactly that budget, nothing else does), and ``give_fifo``: the GE runs
+unprivileged (uid 65534, every capability dropped), so the harness, root on
+the host, sets SCHED_FIFO on its process once the container started; the
+GE waits for it until just before its start instant.
+
+The kernel requires the RT runtime/period ratios of a cgroup's children to
+sum to at most the parent's (/docker), so the free share is the parent's
+ratio minus what other containers already hold."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wotbench.base.errors import UserError
+
+if TYPE_CHECKING:
+    from wotbench.run.placement import ClusterPlan, Plan
+
+#: Where the local engine's cgroup (v1, cpu controller) lives.
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+#: The CD-GE sleeps between its sequential requests (--spin-us): 5 % of a
+#: period is many times its duty.
+CD_GE_SHARE = 0.05
+#: Below this share a workload GE would mostly yield: not worth FIFO.
+MIN_GE_SHARE = 0.2
+#: Kept free for rounding and for the kernel's own check.
+SLACK_SHARE = 0.005
+#: The SCHED_FIFO priority the harness gives a GE (wotbench-ge's --rt-prio).
+RT_PRIO = 50
+
+
+@dataclass(frozen=True)
+class RtAvailable:
+    """The RT share Docker's cgroup can still hand out (0 with ``why``)."""
+
+    period_us: int
+    free_us: int                   # per period
+    why: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.why and self.free_us > 0
+
+
+def _read_int(p: Path) -> int:
+    return int(p.read_text().strip())
+
+
+def rt_available(root: Path = CPU_CGROUP, *, uid: int | None = None) -> RtAvailable:
+    """The local engine's free RT budget: /docker's runtime/period minus
+    the ratios its containers already hold. ``root`` is the cpu cgroup
+    mount (a fake tree in tests); ``uid`` the user GE containers run as
+    (the caller's: only root can give a GE process SCHED_FIFO)."""
+    uid = os.getuid() if uid is None else uid
+    docker = root / "docker"
+    try:
+        runtime, period = _read_int(docker / "cpu.rt_runtime_us"), _read_int(docker / "cpu.rt_period_us")
+    except FileNotFoundError:
+        return RtAvailable(0, 0, f"no RT group scheduling for Docker ({docker}/cpu.rt_runtime_us "
+                                 "missing: cgroup v2 or a kernel without RT_GROUP_SCHED)")
+    except (OSError, ValueError) as err:
+        return RtAvailable(0, 0, f"cannot read {docker}/cpu.rt_runtime_us: {err}")
+    if runtime <= 0:
+        return RtAvailable(period, 0, "dockerd has no RT budget (start it with --cpu-rt-runtime=950000; "
+                                      ".ci/setup.sh does)")
+    held = 0                       # in the parent's period, rounded up
+    for child in sorted(p for p in docker.iterdir() if p.is_dir()):
+        try:
+            r, pp = _read_int(child / "cpu.rt_runtime_us"), _read_int(child / "cpu.rt_period_us")
+        except (OSError, ValueError):
+            continue
+        if r > 0 and pp > 0:
+            held += -(-r * period // pp)
+    free = runtime - held
+    if free <= 0:
+        return RtAvailable(period, 0, "other containers hold Docker's whole RT budget "
+                                      f"({held / period:.0%} of a core)")
+    if uid != 0:
+        return RtAvailable(period, free, f"the harness runs as uid {uid}: only root can give the GEs "
+                                         "SCHED_FIFO (run the harness as root)")
+    return RtAvailable(period, free)
+
+
+def give_fifo(pid: int | None, priority: int = RT_PRIO) -> str | None:
+    """Sets SCHED_FIFO at ``priority`` on every thread of host process
+    ``pid`` (a GE container's: the container has no CAP_SYS_NICE, the
+    harness has). The policy survives the exec of the container's init into
+    the GE. Returns None, or why not (the GE then records its fallback)."""
+    if pid is None:
+        return "its container has no process"
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError as err:
+        return f"/proc/{pid}/task: {err.strerror}"
+    for tid in tids:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+        except ProcessLookupError:
+            continue                            # a thread that ended meanwhile
+        except OSError as err:
+            return f"sched_setscheduler({tid}, SCHED_FIFO, {priority}): {err.strerror}"
+    return None
+
+
+@dataclass(frozen=True)
+class RtBudget:
+    runtime_us: int
+    period_us: int
+
+    @property
+    def arg(self) -> str:
+        """wotbench-ge's ``--rt-budget`` value."""
+        return f"{self.runtime_us}/{self.period_us}"
+
+    @classmethod
+    def parse(cls, arg: str) -> RtBudget:
+        """The budget of an ``arg`` (``R/P``, as the plan records it)."""
+        r, p = arg.split("/")
+        return cls(int(r), int(p))
+
+
+def split_budget(avail: RtAvailable, ge_instances: int, cd_ge: bool) -> tuple[list[RtBudget], RtBudget | None]:
+    """The CD-GE gets CD_GE_SHARE of the period, the workload GEs split the
+    rest (less SLACK_SHARE) equally. Raises ValueError with the reason when
+    a workload GE's share would be under MIN_GE_SHARE."""
+    p = avail.period_us
+    cd = RtBudget(int(CD_GE_SHARE * p), p) if cd_ge else None
+    rest = avail.free_us - (cd.runtime_us if cd else 0) - int(SLACK_SHARE * p)
+    each = rest // max(1, ge_instances)
+    if ge_instances and each < MIN_GE_SHARE * p:
+        raise ValueError(f"Docker's free RT budget ({avail.free_us / p:.0%} of a core) leaves each of "
+                         f"{ge_instances} GE(s) {max(each, 0) / p:.0%}, under {MIN_GE_SHARE:.0%}")
+    return [RtBudget(each, p) for _ in range(ge_instances)], cd
+
+
+def _decide(plan: Plan, scheduler: str, avail: RtAvailable, remote_cd: bool) -> Plan:
+    """``plan`` with each GE's scheduler, budget and why."""
+    n_ge, cd = len(plan.ge_cores), plan.cd_ge_cpuset is not None
+    if scheduler == "normal":
+        return replace(plan, scheduler="normal", sched_why=("gateway.scheduler: normal",))
+    why = avail.why
+    ges: list[RtBudget] = []
+    cd_b: RtBudget | None = None
+    if not why:
+        try:
+            ges, cd_b = split_budget(avail, n_ge, cd and not remote_cd)
+        except ValueError as err:
+            why = str(err)
+    if why:
+        if scheduler == "fifo":
+            raise UserError(f"SCHED_FIFO is not available: {why}", field="gateway.scheduler")
+        return replace(plan, scheduler="normal", sched_why=(f"normal scheduler: {why}",))
+    notes = [f"SCHED_FIFO inside an RT budget: Docker's free share is {avail.free_us}/{avail.period_us} us; "
+             f"CD-GE {CD_GE_SHARE:.0%}, the GE(s) split the rest"]
+    if remote_cd and cd:
+        notes.append("this node's CD-GE runs on a remote engine as uid 65534: normal scheduler")
+    return replace(plan, scheduler="fifo", ge_rt_budgets=tuple(b.arg for b in ges),
+                   cd_ge_rt_budget=cd_b.arg if cd_b else None, sched_why=tuple(notes))
+
+
+def decide(layout: Plan | ClusterPlan, scheduler: str, local: str | None = None,
+           avail: RtAvailable | None = None) -> Plan | ClusterPlan:
+    """The plan (or every node's) with ``gateway.scheduler`` decided. On a
+    swarm only the local node (``local``: its hostname) can run FIFO: remote
+    containers run as uid 65534 (normal scheduler, with a note)."""
+    from wotbench.run.placement import Plan
+    avail = rt_available() if avail is None else avail
+    if isinstance(layout, Plan):
+        return _decide(layout, scheduler, avail, remote_cd=False)
+    nodes = []
+    for np_ in layout.nodes:
+        if np_.hostname == local:
+            nodes.append(replace(np_, plan=_decide(np_.plan, scheduler, avail, remote_cd=False)))
+        else:
+            nodes.append(replace(np_, plan=replace(np_.plan, scheduler="normal", sched_why=(
+                "remote node: its containers run as uid 65534 (no SCHED_FIFO); normal scheduler",))))
+    return replace(layout, nodes=tuple(nodes))

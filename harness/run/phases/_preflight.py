@@ -1,0 +1,186 @@
+"""Plan: what is decided before a container starts. Preflight (placement,
+images, the engine's support for the impairment asked for) runs for every
+test of a spec before the first starts; then each test generates its
+workload and reads the lateness limit its GEs count against."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from wotbench.base.errors import UserError
+from wotbench.engine import Backend
+from wotbench.engine.inventory import Inventory
+from wotbench.host import rt
+from wotbench.host.gecap import CalibrationSetup, GeCapacity, capacity_for
+from wotbench.run.instances import (
+    HEADROOM,
+    WINDOW_US,
+    InstancesAuto,
+    choose,
+    effective_capacity,
+    ge_cores_available,
+    peak_rps,
+)
+from wotbench.run.phases._context import RunContext
+from wotbench.run.phases._interfere import schedule
+from wotbench.run.phases._topology import Layout, layout_of
+from wotbench.run.placement import ClusterPlan, Plan, make_cluster_plan, make_plan
+from wotbench.spec import MAX_GES, Cluster
+from wotbench.tracegen._generate import build_requests, generate
+
+if TYPE_CHECKING:
+    from wotbench.spec import RunSpec, Spec, WorkloadSpec
+
+
+class Preflight(NamedTuple):
+    layout: Layout
+    images: dict[str, str]
+    netem: bool
+    spec: Spec | None = None                 # the spec with gateway.instances decided
+    auto: InstancesAuto | None = None        # how, with gateway.instances: auto
+
+
+def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
+    """This host's plan (its cores, or ``cores``)."""
+    available = sorted(os.sched_getaffinity(0)) if cores is None else list(cores)
+    try:
+        return make_plan(available, reserve=hs.placement.reserve,
+                         ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
+                         devices=hs.device_count, affinity=hs.placement.affinity)
+    except UserError as err:
+        err.field = err.field or "placement"
+        raise
+
+
+def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
+    """On a swarm manager: every node's plan, by the spec's ``cluster``
+    section or its defaults. Elsewhere: this host's plan; a ``cluster``
+    section there is a UserError (it needs a swarm)."""
+    if not inventory.swarm:
+        if hs.cluster is not None:
+            raise UserError("this host is not in a swarm: a spec with this section runs on a "
+                            "swarm manager (docker swarm init; docs/multi-host.md); without it, "
+                            "on this host alone", field="cluster")
+        return rt.decide(plan_for(hs, inventory.local.cores), hs.gateway.scheduler)
+    return rt.decide(make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
+                                       ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
+                                       group_sizes=[g.count for g in hs.groups],
+                                       affinity=hs.placement.affinity),
+                     hs.gateway.scheduler, inventory.local.hostname)
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _trace_peak(workload: WorkloadSpec) -> float:
+    """The trace's peak rate; the requests are built once per workload
+    (every test's preflight runs twice: before any test starts, and its own)."""
+    return peak_rps(build_requests(workload).t_us)
+
+
+def decide_instances(hs: Spec, inventory: Inventory,
+                     say: Callable[[str], None] = _stderr) -> tuple[Spec, InstancesAuto | None]:
+    """``gateway.instances: auto`` decided (wotbench.run.instances): the spec
+    with that many GEs, and why. An integer stays as written (None)."""
+    if not hs.gateway.auto:
+        return hs, None
+
+    def ge_part(k: int) -> Any:
+        n = replace(hs, gateway=replace(hs.gateway, instances=k))
+        return layout_of(layout_for(n, inventory), hs.device_count, k, hs.placement.reserve).ge_part
+
+    def distinct(k: int) -> int:
+        try:
+            return len(set(ge_part(k).plan.ge_cores))
+        except UserError:
+            return 0
+
+    part = ge_part(1)
+    cores = ge_cores_available(distinct, MAX_GES)
+    limits = {"cores": cores, "devices": hs.device_count, "max_ges": MAX_GES}
+    peak = _trace_peak(hs.workload) if hs.workload is not None else 0.0
+    cal: GeCapacity | None = None
+    note = ""
+    if min(limits.values()) > 1:
+        local = part.node is None or part.node == inventory.local.hostname
+        plan = part.plan if local else plan_for(replace(hs, gateway=replace(hs.gateway, instances=1)),
+                                                inventory.local.cores)
+        ge_core = plan.ge_cores[0]
+        dev_core = next((c for c in (*plan.device_cores, *plan.reserved, *plan.available) if c != ge_core), ge_core)
+        if not local:
+            note = f"the GE node {part.node} is not this host: its capacity is this host's figure"
+        own = sorted(os.sched_getaffinity(0))
+        if ge_core not in own or dev_core not in own:      # planned for other cores (plan --cores)
+            ge_core, dev_core = own[-1], own[0]
+        # measured under the scheduler the GE will get (wotbench.host.rt decided it in the plan)
+        cal = capacity_for(CalibrationSetup(ge_core, dev_core, plan.scheduler), say=say)
+    capacity, why_cap = effective_capacity(cal, hs.validity.send_lag_p99_max_us)
+    note = "; ".join(x for x in (note, why_cap) if x)
+    n, why = choose(peak, capacity, HEADROOM, limits)
+    auto = InstancesAuto(peak, WINDOW_US / 1000, capacity, HEADROOM, n, why, cores, cal, note)
+    return replace(hs, gateway=replace(hs.gateway, instances=n)), auto
+
+
+def adopt(ctx: RunContext, pre: Preflight) -> None:
+    """The test runs the spec its preflight decided (``gateway.instances: auto``)."""
+    if pre.spec is not None and pre.auto is not None:
+        ctx.rs = replace(ctx.rs, spec=pre.spec)
+        ctx.manifest["instances_auto"] = pre.auto.to_dict()
+        ctx.say(pre.auto.render())
+
+
+def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
+    """What must hold before anything starts: ``gateway.instances`` decided,
+    a placement on the host or the swarm's nodes (whose engines answer),
+    the images on every node, and support for the impairment asked for."""
+    hs, auto = decide_instances(hs, inventory)
+    lay = layout_of(layout_for(hs, inventory), hs.device_count, hs.gateway.instances, hs.placement.reserve)
+    if lay.swarm:
+        backend.connect([p.node for p in lay.parts if p.node])   # type: ignore[attr-defined]
+    imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(hs.groups)
+            if g.impairment is not None]
+    remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
+    images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote else []))
+    netem = backend.check_impairment(imps) if imps else False
+    schedule(hs, lay)              # interference: its cores and node exist in this layout
+    return Preflight(lay, images, netem, hs, auto)
+
+
+def locate(err: UserError, rs: RunSpec) -> UserError:
+    """Points an error without a file at the spec line of its key."""
+    return rs.locate(err)
+
+
+def generate_workload(rs: RunSpec, outdir: Path) -> Any:
+    return generate(rs.spec.workload, outdir)
+
+
+@dataclass(frozen=True)
+class Workload:
+    gen: Any                        # tracegen's GeneratedWorkload
+    group_of: list[int]             # device id -> group index
+    late_us: int                    # a send later than this counts as late (GE --late-us)
+
+    @property
+    def duration_us(self) -> int:
+        return int(self.gen.duration_us)
+
+
+def prepare(ctx: RunContext) -> Workload:
+    """Generates the workload (offline work, before anything starts)."""
+    ctx.say("generating workload")
+    gen = generate_workload(ctx.rs, ctx.run.workload)
+    group_of = ctx.hs.group_of()
+    if tuple(gen.device_group) != tuple(ctx.hs.groups[gi].name for gi in group_of):
+        raise RuntimeError("tracegen numbered the devices differently from the spec's groups")
+    from wotbench.reporting import late_send_us  # the analysis (pandas, SciPy): not for `plan`
+
+    return Workload(gen, group_of, late_send_us(ctx.run.root))

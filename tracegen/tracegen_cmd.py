@@ -1,0 +1,153 @@
+"""``wotbench tracegen``: generate a workload from a spec file or from flags."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from wotbench.base.errors import UserError
+
+__all__ = ["register", "cmd_tracegen", "spec_from_args"]
+
+# Flags that describe a workload (the flags form); --spec excludes them.
+_WORKLOAD_FLAGS = ("devices", "duration", "requests", "rit", "rit_scope", "service", "methods",
+                   "payload_bytes", "resources", "cd_rit", "cd_service", "cd_calibration")
+_GROUP_FLAG = {"count": "--devices", "rit": "--rit", "service": "--service", "methods": "--methods",
+               "payload_bytes": "--payload-bytes", "resources": "--resources"}
+_SPEC_FLAG = {"workload.duration": "--duration", "workload.requests": "--requests",
+              "workload.rit": "--rit", "workload.rit_scope": "--rit-scope", "workload.seed": "--seed",
+              "devices": "--devices", "devices[0].rit": "--rit", "cd.rit": "--cd-rit",
+              "cd.service": "--cd-service", "cd.calibration": "--cd-calibration"}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "tracegen", help="generate a synthetic workload (trace, resources, expected.json)",
+        description="Generate the trace, per-device resource files, expected.json and the CD "
+                    "workload, from a spec's workload section (--spec) or from flags. "
+                    "Example: wotbench tracegen --devices 10 --duration 60s --rit exp:100ms "
+                    "--service exp:5ms --seed 1 --out wl/")
+    p.add_argument("--spec", type=Path, metavar="FILE", help="experiment spec (YAML); its workload and devices are used")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (must not exist or be empty)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output directory that tracegen made (nothing else in it)")
+    p.add_argument("--per-device-traces", action="store_true", help="also write traces/dev-<id>.csv")
+    p.add_argument("--seed", metavar="N", help="random seed (default 1; overrides the spec's)")
+    g = p.add_argument_group("flags form (one group of identical devices)")
+    g.add_argument("--devices", metavar="N", help="number of devices")
+    g.add_argument("--duration", metavar="TIME", help="trace length, e.g. 60s")
+    g.add_argument("--requests", metavar="N", help="trace length as a request count (instead of --duration)")
+    g.add_argument("--rit", metavar="DIST", help="RIT distribution, e.g. exp:100ms (per device unless --rit-scope gateway)")
+    g.add_argument("--rit-scope", choices=("device", "gateway"), help="device (default) or gateway")
+    g.add_argument("--service", metavar="DIST", help="service-time distribution, e.g. exp:5ms")
+    g.add_argument("--methods", metavar="SHARES", help="method shares, e.g. GET=0.9,PUT=0.1 (default GET)")
+    g.add_argument("--payload-bytes", metavar="N", help="request payload bytes for PUT/POST (default 0)")
+    g.add_argument("--resources", metavar="K", help="resources per device (default 64)")
+    g.add_argument("--cd-rit", metavar="TIME", help="CD-GE inter-arrival time (default 1s)")
+    g.add_argument("--cd-service", metavar="TIME", help="CD node service time, or auto (default: devices' mean)")
+    g.add_argument("--cd-calibration", metavar="TIME", help="CD-only period before the devices start (default 0s)")
+    p.set_defaults(func=cmd_tracegen)
+
+
+def spec_from_args(args: argparse.Namespace) -> Any:
+    """The WorkloadSpec described by the parsed arguments: the spec file's
+    (its first test, at scale full) or the flags'."""
+    # Imported here, not at the top: `wotbench --help` loads this module and needs no NumPy.
+    from wotbench.base.units import parse_count
+    from wotbench.spec import load
+
+    seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    if args.spec is not None:
+        given = [f for f in _WORKLOAD_FLAGS if getattr(args, f) is not None]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UserError("cannot be combined with --spec (edit the spec instead)", field=flag)
+        spec = load(args.spec)[0].spec.workload
+        return spec if seed is None else dataclasses.replace(spec, seed=seed)
+    return _spec_from_flags(args, 1 if seed is None else seed)
+
+
+def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
+    from wotbench.base.units import parse_count, parse_duration, parse_number
+    from wotbench.spec import GroupWorkload, WorkloadSpec, parse_methods, parse_payload
+    from wotbench.tracegen._distribution import parse_distribution
+
+    cwd = Path.cwd()
+    if args.devices is None:
+        raise UserError("missing (number of devices; or give --spec)", field="--devices")
+    count = parse_count(args.devices, "--devices", minimum=1)
+    if args.service is None:
+        raise UserError("missing (service-time distribution, e.g. exp:5ms)", field="--service")
+    if args.rit is None:
+        raise UserError("missing (RIT distribution, e.g. exp:100ms)", field="--rit")
+    scope = args.rit_scope or "device"
+    rit = parse_distribution(args.rit, "--rit", role="rit", base_dir=cwd)
+    service = parse_distribution(args.service, "--service", role="service", base_dir=cwd)
+    methods: tuple[tuple[str, float], ...] = (("GET", 1.0),)
+    if args.methods is not None:
+        shares: dict[str, object] = {}
+        for part in args.methods.split(","):
+            m, sep, v = part.partition("=")
+            shares[m.strip()] = parse_number(v, "--methods") if sep else 1.0
+        methods = parse_methods(shares, "--methods")
+    group_kw: dict[str, Any] = {"methods": methods}
+    if args.payload_bytes is not None:
+        group_kw["payload_bytes"] = parse_payload(args.payload_bytes, "--payload-bytes")
+    if args.resources is not None:
+        group_kw["resources"] = parse_count(args.resources, "--resources", minimum=1)
+    kw: dict[str, Any] = {"seed": seed, "rit_scope": scope}
+    if args.duration is not None and args.requests is not None:
+        raise UserError("give --duration or --requests, not both", field="--requests")
+    if args.duration is not None:
+        kw["duration_us"] = parse_duration(args.duration, "--duration")
+    elif args.requests is not None:
+        kw["requests"] = parse_count(args.requests, "--requests", minimum=1)
+    else:
+        raise UserError("missing (trace length, e.g. 60s; or --requests N)", field="--duration")
+    if args.cd_rit is not None:
+        kw["cd_rit_us"] = parse_duration(args.cd_rit, "--cd-rit")
+    if args.cd_service is not None and args.cd_service != "auto":
+        kw["cd_service_us"] = parse_duration(args.cd_service, "--cd-service")
+    if args.cd_calibration is not None:
+        kw["cd_calibration_us"] = parse_duration(args.cd_calibration, "--cd-calibration")
+    try:
+        group = GroupWorkload("default", count, service, rit if scope == "device" else None, **group_kw)
+        if scope == "gateway":
+            kw["rit"] = rit
+        return WorkloadSpec((group,), **kw)
+    except UserError as err:
+        err.field = _GROUP_FLAG.get(err.field or "", _SPEC_FLAG.get(err.field or "", err.field))
+        raise
+
+
+def _check_budget(spec: Any, args: argparse.Namespace) -> None:
+    """The pre-flight budget (harness/spec/budget.py), before anything is allocated or written."""
+    from wotbench.spec import budget
+
+    try:
+        budget.check_trace(spec, Path(args.out))
+    except UserError as err:
+        if args.spec is not None:
+            err.file = str(args.spec)
+        else:
+            f = err.field or ""
+            err.field = "--devices" if f == "devices[0].count" else _SPEC_FLAG.get(f, err.field)
+        raise
+
+
+def cmd_tracegen(args: argparse.Namespace) -> int:
+    from wotbench.tracegen._generate import check_out, generate
+
+    start = time.perf_counter()
+    check_out(args.out, args.force)      # a bad --out is refused before any work
+    spec = spec_from_args(args)
+    _check_budget(spec, args)
+    out = generate(spec, args.out, per_device_traces=args.per_device_traces, overwrite=args.force)
+    took = time.perf_counter() - start
+    print(f"tracegen: {out.requests} requests to {len(out.device_ids)} devices over "
+          f"{out.duration_us / 1e6:g} s (CD: {out.cd_rit_us} us RIT, {out.cd_service_us} us service) "
+          f"-> {out.outdir} in {took:.2f} s")
+    return 0
