@@ -51,9 +51,10 @@ test: setup build build-asan fuzz-build images images-swarm
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
 # check: the standard tools (ruff, import-linter, mypy: harness/tests/test_tools.py)
 # and every test that needs
-# neither root, Docker nor a built binary, spread over the cores (needs only
-# the venv). test-native: those plus the C binaries' tests (release,
-# ASan/UBSan, fuzz smoke); no Docker. A test that reaches beyond its tier
+# neither root, Docker nor a built binary and is not marked slow (a big input
+# or a memory bound), spread over the cores (needs only the venv; under a
+# minute on 2 cores). test-native: those plus the C binaries' tests (release,
+# ASan/UBSan, fuzz smoke) and the slow ones; no Docker. A test that reaches beyond its tier
 # fails, naming what it reached.
 check: venv
 	$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)

@@ -148,7 +148,7 @@ class ContentionResult:
         d["windows"] = [asdict(w) for w in self.windows]
         if self.cusum is not None:
             d["cusum"]["episodes"] = [list(e) for e in self.cusum.episodes]
-        return _finite(d)
+        return _finite_dict(d)
 
 
 def _finite(obj: Any) -> Any:
@@ -156,10 +156,14 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return _finite_dict(obj)
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     return obj
+
+
+def _finite_dict(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _finite(v) for k, v in d.items()}
 
 
 def _subsample(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -246,7 +250,7 @@ def _episodes(t: np.ndarray, x: np.ndarray, d: _Design, fwd: np.ndarray
     inside = _alarmed(fwd, d.h) & _alarmed(_cusum(x[::-1], d)[::-1], d.h)
     edges = np.diff(np.concatenate(([0], inside.astype(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
-    return float(t[hit[0]]), tuple((float(t[a]), float(t[b])) for a, b in zip(starts, ends))
+    return float(t[hit[0]]), tuple((float(t[a]), float(t[b])) for a, b in zip(starts, ends, strict=True))
 
 
 def _windows(t: np.ndarray, rd: np.ndarray, d: _Design, start_us: float, end_us: float, window_us: float,

@@ -69,7 +69,7 @@ def mean_service_us(resource_files: Iterable[Path], trace: Path | None = None) -
     counts = _trace_counts(trace)
     total = 0.0
     n = 0
-    for (dev, path), count in counts.items():
+    for (dev, path), count in zip(counts.index, counts, strict=True):
         svc = per_device.get(int(dev))
         if svc is None:
             continue  # a device outside this set of files
@@ -82,7 +82,7 @@ def mean_service_us(resource_files: Iterable[Path], trace: Path | None = None) -
     return total / n
 
 
-def _trace_counts(trace: Path) -> pd.Series:
+def _trace_counts(trace: Path) -> pd.Series[int]:
     """Request count per (device_id, path) of a trace CSV (docs/formats.md)."""
     try:
         df = pd.read_csv(trace, header=None, names=["device_id", "uri"], usecols=[0, 3], dtype=str, comment="#",

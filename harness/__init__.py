@@ -14,7 +14,7 @@ from wotbench.base.errors import UserError
 from wotbench.base.version import __version__  # noqa: F401  (the package's version)
 
 if TYPE_CHECKING:
-    from wotbench.reporting._load import Run
+    from wotbench.reporting import Run
     from wotbench.spec import RunSpec, Spec, load_saved
     from wotbench.spec import load as load_spec
 
@@ -33,8 +33,8 @@ def __getattr__(name: str) -> Any:
 def run(spec: str | PathLike[str], results: str | PathLike[str] = "results",
         progress: bool = True) -> list[Path]:
     """Runs an experiment spec on a Docker testbed; returns the results dirs
-    (see :func:`wotbench.run.runner.run`)."""
-    from wotbench.run.runner import run as _run
+    (see :func:`wotbench.execution.runner.run`)."""
+    from wotbench.execution.runner import run as _run
 
     return _run(spec, results, progress)
 

@@ -19,11 +19,26 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wotbench.base.lazy import exports
+
+# The same names for mypy and editors, which cannot follow __getattr__
+# (harness/tests/test_lazy_exports.py holds them to _WHERE and __all__).
+if TYPE_CHECKING:
+    from wotbench.reporting._analyze import Analysis, analyze, analyze_run, late_send_us, summarize_run
+    from wotbench.reporting._checks import Thresholds
+    from wotbench.reporting._gesneeded import WINDOW_US, peak_rps
+    from wotbench.reporting._host import cd_detect, cd_series
+    from wotbench.reporting._injected import read_interference
+    from wotbench.reporting._load import Phases, Run, RunSummary, load_run
+    from wotbench.reporting._records import OBSERVED
+    from wotbench.reporting._render import write_reports
+    from wotbench.reporting._shape import read_record
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
            "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect",
-           "read_interference"]
+           "read_interference", "OBSERVED", "read_record", "WINDOW_US"]
 
 _WHERE = {
     "analyze_run": "_analyze", "analyze": "_analyze", "Analysis": "_analyze",
@@ -32,8 +47,10 @@ _WHERE = {
     "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",
     "cd_series": "_host", "cd_detect": "_host",   # one CD series and its test (validate-cd too)
-    "read_interference": "_interference",
-    "peak_rps": "_gesneeded",         # the trace's peak rate, also for gateway.instances: auto
+    "read_interference": "_injected",
+    "OBSERVED": "_records", "read_record": "_shape",   # the run records the harness writes and reads
+    # the trace's peak rate (and its window), also for gateway.instances: auto
+    "peak_rps": "_gesneeded", "WINDOW_US": "_gesneeded",
 }
 
 

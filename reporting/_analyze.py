@@ -21,7 +21,7 @@ from wotbench.base.errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
 from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
-from wotbench.reporting._interference import read_interference
+from wotbench.reporting._injected import read_interference
 from wotbench.reporting._load import (
     ANALYSIS_COLUMNS,
     GeData,
@@ -33,9 +33,7 @@ from wotbench.reporting._load import (
     read_phases,
     trace_counts,
 )
-from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
-from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
-from wotbench.reporting._swarm import (
+from wotbench.reporting._multihost import (
     HostPlot,
     SwarmRecords,
     busiest_monitor,
@@ -45,9 +43,12 @@ from wotbench.reporting._swarm import (
     swarm_records,
     worst_cd,
 )
+from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
+from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
 from wotbench.spec import Spec, Thresholds, load_saved
 
-__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "records_verdict", "analysis_error", "late_send_us", "thresholds_for", "QGRID"]
+__all__ = ["Analysis", "analyze", "analyze_run", "summarize_run", "records_verdict", "analysis_error", "late_send_us",
+           "thresholds_for", "QGRID"]
 
 
 @dataclass
@@ -103,7 +104,7 @@ def _container_cpu(df: pd.DataFrame | None) -> pd.DataFrame | None:
     if d.empty:
         return None
     d = d.assign(t_s=(d["t_us"] / 1e6).round())
-    return d.groupby(["t_s", "role"], as_index=False)["cpu_pct"].sum()
+    return d.groupby(["t_s", "role"])["cpu_pct"].sum().reset_index()
 
 
 def _groups(files: RunFiles) -> dict[int, str]:
@@ -112,7 +113,7 @@ def _groups(files: RunFiles) -> dict[int, str]:
     for ge_csv in files.ge_csvs:
         df = _read_optional_csv(files.ge_devices(ge_csv))
         if df is not None and {"device_id", "group"} <= set(df.columns):
-            out.update(zip(df["device_id"].astype(int), df["group"].astype(str)))
+            out.update(zip(df["device_id"].astype(int), df["group"].astype(str), strict=True))
     return out
 
 
@@ -148,14 +149,19 @@ def _json_safe(obj: Any) -> Any:
     if isinstance(obj, (np.floating, np.integer, np.bool_)):
         return _json_safe(obj.item())
     if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
+        return _json_safe_dict(obj)
     if isinstance(obj, (list, tuple)):
         return [_json_safe(v) for v in obj]
     return obj
 
 
+def _json_safe_dict(d: dict[Any, Any]) -> dict[str, Any]:
+    return {str(k): _json_safe(v) for k, v in d.items()}
+
+
 def _ge_sections(files: RunFiles, th: Thresholds
-                 ) -> tuple[list[dict], list[dict], list[GePlot], Phases, dict[str, Any] | None, dict[str, float]]:
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[GePlot], Phases, dict[str, Any] | None,
+                            dict[str, float]]:
     """Per GE and per device, in the measurement phase: integrity and latency,
     one streaming pass over each GE's Parquet cache (_stream); and
     ``ges_needed``. Also returns the seconds spent converting CSV to Parquet
@@ -167,7 +173,7 @@ def _ge_sections(files: RunFiles, th: Thresholds
     phases = read_phases(files, data)
     peak = PeakBins(phases.measure)
     ges, devices, plots, behind = [], [], [], []
-    for g, summary, trace in zip(data, files.ge_summaries, files.ge_traces):
+    for g, summary, trace in zip(data, files.ge_summaries, files.ge_traces, strict=True):
         s = GeStream(phases.measure, th, peak)
         for arrays in prefetched(g.batches(ANALYSIS_COLUMNS)):
             s.add(arrays)
@@ -344,9 +350,9 @@ def records_verdict(run_dir: Path, error: str) -> dict[str, Any]:
     th = thresholds_for(files)
     a = {"harness": harness_section(files), "analysis_error": error, "swarm": _records_swarm(files)}
     verdict, reasons, checks = run_checks(a, th, RECORD_CHECKS)
-    return _json_safe({"analysis_format": 1, "thresholds": th.to_dict(), "harness": a["harness"],
-                       "swarm": a["swarm"], "checks": checks, "warnings": [], "verdict": verdict,
-                       "reasons": reasons, "analysis_error": error})
+    return _json_safe_dict({"analysis_format": 1, "thresholds": th.to_dict(), "harness": a["harness"],
+                            "swarm": a["swarm"], "checks": checks, "warnings": [], "verdict": verdict,
+                            "reasons": reasons, "analysis_error": error})
 
 
 def _records_swarm(files: RunFiles) -> bool:

@@ -251,7 +251,7 @@ def check_harness(a: A, th: Thresholds) -> Check:
 def check_ge_counters(a: A, th: Thresholds) -> Check:
     """Late sends in the measurement phase (GE output: send lag beyond
     late_send) and send errors over the whole run (the GE's summary)."""
-    bad, seen = [], []
+    bad: list[str] = []
     for g in a["ges"]:
         n, late = g["requests"], g["late_sends"]
         if n and late / n > th.max_late_sends:
@@ -267,8 +267,8 @@ def check_ge_counters(a: A, th: Thresholds) -> Check:
             bad.append(f"GE {g['ge']}: {c['send_errors']} send errors (max {th.max_send_errors})")
     if bad:
         return False, "; ".join(bad)
-    return True, "; ".join([f"late sends within {th.max_late_sends:.1%} (later than {_us(th.late_send_us)}) "
-                            f"and at most {th.max_send_errors} send errors for every GE", *seen])
+    return True, (f"late sends within {th.max_late_sends:.1%} (later than {_us(th.late_send_us)}) "
+                  f"and at most {th.max_send_errors} send errors for every GE")
 
 
 def check_overload(a: A, th: Thresholds) -> Check:
@@ -339,7 +339,7 @@ RECORD_CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
 def run_checks(a: A, th: Thresholds, table: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = CHECKS
                ) -> tuple[str, list[str], list[dict[str, Any]]]:
     """(verdict, reasons of the failed checks, every check with ok and reason)."""
-    results = []
+    results: list[dict[str, Any]] = []
     for name, fn in table:
         ok, reason = fn(a, th)
         results.append({"check": name, "ok": bool(ok), "reason": reason})

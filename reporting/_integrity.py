@@ -104,7 +104,7 @@ def dist(x: np.ndarray, quantiles: tuple[float, ...]) -> dict[str, Any]:
         return out
     qs = np.percentile(x, quantiles)
     out["mean"] = float(x.mean())
-    out.update({_qname(q): float(v) for q, v in zip(quantiles, qs)})
+    out.update({_qname(q): float(v) for q, v in zip(quantiles, qs, strict=True)})
     out["max"] = float(x.max())
     return out
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -208,7 +208,8 @@ class GeData:
         return self.dataset().to_table(columns=columns, filter=filter)
 
     def to_pandas(self, columns: list[str] | None = None) -> pd.DataFrame:
-        return pq.read_table(self.parquet, columns=columns).to_pandas()
+        df: pd.DataFrame = pq.read_table(self.parquet, columns=columns).to_pandas()
+        return df
 
 
 def ge_data(files: RunFiles) -> list[GeData]:
@@ -279,14 +280,31 @@ def _within_outputs(measure: tuple[float, float], ges: Sequence[GeData], path: P
                         f"[{lo:.0f}, {hi:.0f}] us: not this run's phases", path, None, "measure")
 
 
+def _is_str(v: object) -> bool:
+    return isinstance(v, str)
+
+
+def _is_str_or_none(v: object) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _is_strs_or_none(v: object) -> bool:
+    return v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+#: The keys of summary.json that read_summary takes, and what each must hold when present.
+_SUMMARY_KEYS: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    ("run_id", _is_str, "a string"), ("verdict", _is_str_or_none, "a string"),
+    ("reasons", _is_strs_or_none, "a list of strings"))
+
+
 def read_summary(path: Path) -> RunSummary:
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise UserError("expected a JSON object", path)
-    for key, ok in (("run_id", lambda v: isinstance(v, str)), ("verdict", lambda v: v is None or isinstance(v, str)),
-                    ("reasons", lambda v: v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v)))):
+    for key, ok, what in _SUMMARY_KEYS:
         if key in doc and not ok(doc[key]):
-            raise UserError("expected " + ("a list of strings" if key == "reasons" else "a string"), path, None, key)
+            raise UserError(f"expected {what}", path, None, key)
     return RunSummary(run_id=str(doc.get("run_id", path.parent.name)), complete=bool(doc.get("complete", False)),
                       verdict=doc.get("verdict"), reasons=tuple(doc.get("reasons", ()) or ()), data=doc)
 

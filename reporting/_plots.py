@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 
@@ -15,12 +16,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from wotbench.reporting._analyze import QGRID, Analysis
 from wotbench.reporting._host import CdPlot
 from wotbench.reporting._hostchecks import clock_note
-from wotbench.reporting._interference import mark_interference
+from wotbench.reporting._injected import mark_interference
 from wotbench.reporting._timeline import MEM_SERIES, run_timeline
 
 __all__ = ["run_figures", "host_figures", "sweep_figures", "mark_interference"]
@@ -29,12 +31,12 @@ _PHASE_COLORS = {"calibration": "#d9e8f5", "warmup": "#f2f2f2", "measure": "#fff
 _C_EXP, _C_SUB, _C_CD, _C_BAD = "#1f77b4", "#d62728", "#2ca02c", "#d62728"
 
 
-def _legend(ax: plt.Axes, **kw) -> None:
+def _legend(ax: Axes, **kw: Any) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**kw)
 
 
-def _fig(w: float = 7.5, h: float = 4.2) -> tuple[Figure, plt.Axes]:
+def _fig(w: float = 7.5, h: float = 4.2) -> tuple[Figure, Axes]:
     fig, ax = plt.subplots(figsize=(w, h), dpi=110, layout="constrained")
     ax.grid(True, alpha=0.3)
     return fig, ax
@@ -47,7 +49,7 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _shade_phases(ax: plt.Axes, phases: dict, label: bool = True) -> None:
+def _shade_phases(ax: Axes, phases: dict[str, Any], label: bool = True) -> None:
     for name in ("calibration", "warmup", "cooldown"):
         w = phases.get(name)
         if w:
@@ -88,7 +90,7 @@ def fig_rit_cdf(an: Analysis, k: int) -> bytes | None:
     return _png(fig)
 
 
-def _ccdf(ax: plt.Axes, q: np.ndarray, **kw) -> None:
+def _ccdf(ax: Axes, q: np.ndarray, **kw: Any) -> None:
     y = 1.0 - QGRID
     keep = np.isfinite(q) & (y > 0)
     ax.plot(np.maximum(q[keep], 0.1), y[keep], **kw)
@@ -163,7 +165,8 @@ def fig_cd(an: Analysis) -> bytes | None:
     return _fig_cd(an.cd, an.result["cd"], an.result["phases"], "CD node", an.result.get("interference"))
 
 
-def _fig_cd(cd: CdPlot, sec: dict, phases: dict, who: str, intervals: Sequence[dict] | None = None) -> bytes:
+def _fig_cd(cd: CdPlot, sec: dict[str, Any], phases: dict[str, Any], who: str,
+            intervals: Sequence[dict[str, Any]] | None = None) -> bytes:
     c = sec["contention"]
     fig, ax = _fig(8.5, 4.4)
     _shade_phases(ax, phases)
@@ -178,7 +181,7 @@ def _fig_cd(cd: CdPlot, sec: dict, phases: dict, who: str, intervals: Sequence[d
     for i, w in enumerate(c["windows"]):
         ax.hlines(w["median_rd"], w["start_us"] / 1e6, min(w["end_us"] / 1e6, last), lw=2.5,
                   color=_C_BAD if w["flagged"] else _C_CD,
-                  label=("window median (flagged)" if w["flagged"] else "window median") if i < 2 else None)
+                  label=("window median (flagged)" if w["flagged"] else "window median") if i < 2 else "_nolegend_")
     if c["onset_us"] is not None:
         ax.axvline(c["onset_us"] / 1e6, color=_C_BAD, lw=1.5, label=f"contention onset {c['onset_us'] / 1e6:.0f} s")
     finite = cd.rd[np.isfinite(cd.rd)]
@@ -196,7 +199,7 @@ def _fig_cd(cd: CdPlot, sec: dict, phases: dict, who: str, intervals: Sequence[d
         title += f" (whole-phase p = {c['p_value']:.2g})"
     ax.set_title(f"{who} R_d: {title}")
     handles, labels = ax.get_legend_handles_labels()
-    uniq = dict(zip(labels, handles))
+    uniq = dict(zip(labels, handles, strict=True))
     ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left")
     return _png(fig)
 
@@ -209,8 +212,8 @@ def fig_cpu(an: Analysis) -> bytes | None:
                     an.result.get("interference"))
 
 
-def _fig_cpu(h: pd.DataFrame, phases: dict, containers: pd.DataFrame | None, title: str,
-             intervals: Sequence[dict] | None = None) -> bytes:
+def _fig_cpu(h: pd.DataFrame, phases: dict[str, Any], containers: pd.DataFrame | None, title: str,
+             intervals: Sequence[dict[str, Any]] | None = None) -> bytes:
     fig, ax = _fig(8.5, 4.2)
     _shade_phases(ax, phases)
     mark_interference(ax, intervals)
@@ -285,7 +288,7 @@ def fig_soak(an: Analysis) -> bytes | None:
         ax2.plot(x, w["host_mem_mb"], color="C3", label="host memory used (MiB)")
         ax2.set_ylabel("MiB")
         _legend(ax2, loc="lower right")
-    colour = {}
+    colour: dict[str, str] = {}
     for col, label in MEM_SERIES.items():     # anonymous memory dashed, in its series' colour
         base = col.removesuffix("_anon")
         if col in w:
@@ -304,7 +307,7 @@ def fig_soak(an: Analysis) -> bytes | None:
 
 def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
     """(file stem, caption, PNG) for one run, in reading order."""
-    out: list[tuple[str, str | None, bytes | None]] = [
+    out: list[tuple[str, str, bytes | None]] = [
         ("timeline", "Throughput and mean response time per second; shaded: calibration, warm-up and "
                      "cool-down phases (dotted lines bound the measurement phase) and injected "
                      "interference, if any.", fig_timeline(an)),
@@ -330,7 +333,7 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
     return [(n, c, p) for n, c, p in out if p is not None]
 
 
-def _on_host(intervals: Sequence[dict] | None, hostname: str) -> list[dict]:
+def _on_host(intervals: Sequence[dict[str, Any]] | None, hostname: str) -> list[dict[str, Any]]:
     """The interference episodes that ran on one host of a swarm."""
     return [e for e in intervals or () if e.get("node") in (None, hostname)]
 
@@ -356,22 +359,22 @@ def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None]]:
 
 # --- several runs (a sweep) ------------------------------------------------------
 
-def _by_devices(rows: Sequence[dict]) -> dict[int, list[dict]]:
-    groups: dict[int, list[dict]] = {}
+def _by_devices(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    groups: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(r["devices"], []).append(r)
     return dict(sorted(groups.items()))
 
 
-def _series(ax: plt.Axes, rows: Sequence[dict], x: str, y: str, scale: float = 1.0) -> None:
+def _series(ax: Axes, rows: Sequence[dict[str, Any]], x: str, y: str, scale: float = 1.0) -> None:
     for n, rs in _by_devices(rows).items():
         pts = sorted((r[x], r[y] * scale) for r in rs if r[x] is not None and r[y] is not None)
         if pts:
-            xs, ys = zip(*pts)
+            xs, ys = zip(*pts, strict=True)
             ax.plot(xs, ys, "o-", ms=5, label=f"{n} device{'s' if n != 1 else ''}")
 
 
-def sweep_figures(rows: Sequence[dict]) -> list[tuple[str, str, bytes]]:
+def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bytes]]:
     """Multi-run figures from one row per run (see _render.sweep_row)."""
     out = []
     fig, ax = _fig()

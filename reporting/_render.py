@@ -7,8 +7,9 @@ from __future__ import annotations
 import base64
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -16,7 +17,7 @@ from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.base.results import write_atomic
 from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict
-from wotbench.reporting._interference import interference_table
+from wotbench.reporting._injected import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
 from wotbench.reporting._reportdir import check_outputs
@@ -63,9 +64,9 @@ def terminal_text(an: Analysis) -> str:
     if ht:
         lines += ["Hosts (a run across a swarm)", tabulate(ht[1], ht[0], tablefmt="simple"), HOSTS_NOTE, ""]
     lines.append("Contention detection")
-    for title, cd in cd_blocks(r):
+    for cd_title, cd in cd_blocks(r):
         ct = cd_table(cd)
-        lines += ([title] if title else []) + ([tabulate(ct[1], ct[0], tablefmt="simple")] if ct else [])
+        lines += ([cd_title] if cd_title else []) + ([tabulate(ct[1], ct[0], tablefmt="simple")] if ct else [])
         lines.append(cd_stats_line(cd))
     lines.append("")
     it = interference_table(r)
@@ -124,7 +125,7 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     return "\n".join(out)
 
 
-def sweep_markdown(rows: Sequence[dict], figures: Figures, fig_dir: str) -> str:
+def sweep_markdown(rows: Sequence[dict[str, Any]], figures: Figures, fig_dir: str) -> str:
     return "\n".join(["# WoTbench sweep", "", _md_table(sweep_table(rows)), "", "## Figures", ""]
                      + [f"![{cap}]({fig_dir}/{name}.png)\n" for name, cap, _ in figures])
 
@@ -162,7 +163,7 @@ window.addEventListener('load', function () {
 def _html_table(t: tuple[list[str], list[list[str]]], reason_col: int | None = None) -> str:
     head, rows = t
     th = ['<th class="reason">' if i == reason_col else "<th>" for i in range(len(head))]
-    out = ["<table><tr>" + "".join(f"{t}{html.escape(h)}</th>" for t, h in zip(th, head)) + "</tr>"]
+    out = ["<table><tr>" + "".join(f"{t}{html.escape(h)}</th>" for t, h in zip(th, head, strict=True)) + "</tr>"]
     for row in rows:
         cells = []
         for i, v in enumerate(row):
@@ -229,8 +230,11 @@ def html_page(an: Analysis, figures: Figures) -> str:
     for title, cd in cd_blocks(r):
         ct = cd_table(cd)
         parts += [f"<h3>{html.escape(title)}</h3>"] if title else []
-        parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(cd))}</p>",
-                  f"<p>{html.escape(cd['contention']['reason'])}</p>"] if ct else ["<p>No CD data.</p>"]
+        if cd is None or ct is None:
+            parts.append("<p>No CD data.</p>")
+        else:
+            parts += [_html_table(ct), f"<p>{html.escape(cd_stats_line(cd))}</p>",
+                      f"<p>{html.escape(cd['contention']['reason'])}</p>"]
     it = interference_table(r)
     if it:
         parts += ["<h2>Interference</h2>", "<p>Injected noisy neighbours, seconds since t0.</p>", _html_table(it)]
@@ -252,9 +256,9 @@ def html_page(an: Analysis, figures: Figures) -> str:
     return _page(f"WoTbench {rid}", "\n".join(parts))
 
 
-def sweep_html(rows: Sequence[dict], figures: Figures, links: Sequence[str] = ()) -> str:
+def sweep_html(rows: Sequence[dict[str, Any]], figures: Figures, links: Sequence[str] = ()) -> str:
     runs = "".join(f'<li><a href="{html.escape(link)}">{html.escape(r["run"])}</a></li>'
-                   for r, link in zip(rows, links))
+                   for r, link in zip(rows, links, strict=False))    # links=(): no list of runs
     parts = [f"<h1>WoTbench sweep of {len(rows)} runs</h1>", _html_table(sweep_table(rows)),
              f"<p>Per-run reports:</p><ul>{runs}</ul>" if runs else "",
              "<h2>Figures</h2>", _html_figures(figures)]
@@ -309,7 +313,7 @@ def _records_only(d: Path, err: UserError) -> tuple[str, str, str, str] | None:
 
 
 def write_reports(run_dirs: Sequence[Path], sweep_out: str | os.PathLike[str] | None = None,
-                  echo=print) -> list[Path]:
+                  echo: Callable[[str], object] = print) -> list[Path]:
     """Analyse each run, write ``RUN_DIR/report/{index.html,summary.md,figures/}``,
     print the terminal summary with ``echo``; with several runs also the sweep
     report in ``sweep_out``. A run whose data cannot be analysed (no GE

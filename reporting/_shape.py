@@ -76,39 +76,52 @@ def shape_problem(x: Any, shape: Any, at: str = "") -> tuple[str, str] | None:
     if shape is ANY:
         return None
     if isinstance(shape, tuple) and not all(isinstance(s, type) for s in shape):
-        problems = [shape_problem(x, s, at) for s in shape]
-        if all(p is not None for p in problems):
-            # The deepest complaint of an alternative of the right kind, else the kinds.
-            kind = [p for s, p in zip(shape, problems) if p is not None and _kind_matches(x, s)]
-            return kind[0] if kind else (at or "(top)", f"expected {_name(shape)}, got {_got(x)}")
-        return None
+        return _alternatives_problem(x, shape, at)
     if isinstance(shape, (Obj, MapOf)):
-        if not isinstance(x, dict):
-            return at or "(top)", f"expected an object, got {_got(x)}"
-        if isinstance(shape, MapOf):
-            items = list(x.items())
-        else:
-            missing = [k for k in shape.required if k not in x]
-            if missing:
-                return _key(at, missing[0]), "missing"
-            items = [(k, x[k]) for k in shape.fields if k in x]
-        for k, v in items:
-            p = shape_problem(v, shape.value if isinstance(shape, MapOf) else shape.fields[k], _key(at, k))
-            if p is not None:
-                return p
-        return None
+        return _object_problem(x, shape, at)
     if isinstance(shape, ListOf):
-        if not isinstance(x, list):
-            return at or "(top)", f"expected a list, got {_got(x)}"
-        for i, v in enumerate(x):
-            p = shape_problem(v, shape.item, f"{at}[{i}]")
-            if p is not None:
-                return p
-        return None
+        return _list_problem(x, shape, at)
     types = shape if isinstance(shape, tuple) else (shape,)
     if any(_is(x, t) for t in types):
         return None
     return at or "(top)", f"expected {_name(shape)}, got {_got(x)}"
+
+
+def _alternatives_problem(x: Any, shapes: tuple[Any, ...], at: str) -> tuple[str, str] | None:
+    """None if ``x`` has one of ``shapes``; else the deepest complaint of an
+    alternative of the right kind, else the kinds."""
+    problems = [shape_problem(x, s, at) for s in shapes]
+    if any(p is None for p in problems):
+        return None
+    kind = [p for s, p in zip(shapes, problems, strict=True) if p is not None and _kind_matches(x, s)]
+    return kind[0] if kind else (at or "(top)", f"expected {_name(shapes)}, got {_got(x)}")
+
+
+def _object_problem(x: Any, shape: Obj | MapOf, at: str) -> tuple[str, str] | None:
+    if not isinstance(x, dict):
+        return at or "(top)", f"expected an object, got {_got(x)}"
+    if isinstance(shape, MapOf):
+        items = list(x.items())
+    else:
+        missing = [k for k in shape.required if k not in x]
+        if missing:
+            return _key(at, missing[0]), "missing"
+        items = [(k, x[k]) for k in shape.fields if k in x]
+    for k, v in items:
+        p = shape_problem(v, shape.value if isinstance(shape, MapOf) else shape.fields[k], _key(at, k))
+        if p is not None:
+            return p
+    return None
+
+
+def _list_problem(x: Any, shape: ListOf, at: str) -> tuple[str, str] | None:
+    if not isinstance(x, list):
+        return at or "(top)", f"expected a list, got {_got(x)}"
+    for i, v in enumerate(x):
+        p = shape_problem(v, shape.item, f"{at}[{i}]")
+        if p is not None:
+            return p
+    return None
 
 
 def _kind_matches(x: Any, shape: Any) -> bool:

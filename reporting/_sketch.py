@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["SUB_BITS", "REL_ERROR", "EMIN", "EMAX", "bucket_of", "bucket_value", "hist_percentiles",
            "GroupQuantiles", "Dist", "BottomK"]
@@ -56,7 +57,7 @@ def bucket_of(v: np.ndarray, nonnegative: bool = False) -> np.ndarray:
     return np.where(np.signbit(v), ZERO - k, ZERO + k)
 
 
-def _bucket_values() -> np.ndarray:
+def _bucket_values() -> npt.NDArray[np.float64]:
     k = np.arange(NPOS, dtype=np.int64) + _K0
     lo = (k << _SHIFT).view(np.float64)
     hi = ((k + 1) << _SHIFT).view(np.float64)
@@ -67,7 +68,7 @@ def _bucket_values() -> np.ndarray:
 _VALUES = _bucket_values()
 
 
-def bucket_value(b: np.ndarray) -> np.ndarray:
+def bucket_value(b: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """The value a bucket stands for (its midpoint; 0 for the zero bucket)."""
     return _VALUES[b]
 
@@ -191,11 +192,11 @@ class GroupQuantiles:
             order = np.argsort(grps, kind="stable")
             vals, grps = vals[order], grps[order]
             bounds = np.flatnonzero(np.diff(grps)) + 1
-            for s, e in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [grps.size]))):
+            for s, e in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [grps.size])), strict=True):
                 x = vals[s:e]
                 qs = np.percentile(x, q) if q else []
                 out[int(grps[s])] = Dist(int(x.size), float(x.mean()), float(x.min()), float(x.max()),
-                                         dict(zip(q, map(float, qs))), True)
+                                         dict(zip(q, map(float, qs), strict=True)), True)
             return out
         for i in range(self.groups):
             n = int(self.n[i])
@@ -205,7 +206,7 @@ class GroupQuantiles:
             nz = np.flatnonzero(c)
             vmin, vmax = float(_VALUES[self._off + nz[0]]), float(_VALUES[self._off + nz[-1]])
             qs = hist_percentiles(c, self._off, q, min(vmin, vmax), max(vmin, vmax)) if q else []
-            out[i] = Dist(n, float(self.sum[i] / n), vmin, vmax, dict(zip(q, map(float, qs))), False)
+            out[i] = Dist(n, float(self.sum[i] / n), vmin, vmax, dict(zip(q, map(float, qs), strict=True)), False)
         return out
 
     def total(self, q: Sequence[float] | np.ndarray) -> Dist | None:
@@ -217,10 +218,11 @@ class GroupQuantiles:
         if self._hist is None:
             x = np.concatenate(self._vals)
             qs = np.percentile(x, q) if len(q) else np.zeros(0)
-            return Dist(n, float(x.mean()), float(x.min()), float(x.max()), dict(zip(q, map(float, qs))), True)
+            return Dist(n, float(x.mean()), float(x.min()), float(x.max()), dict(zip(q, map(float, qs), strict=True)),
+                        True)
         qs = hist_percentiles(self._hist[:self.groups].sum(axis=0), self._off, q, self.vmin, self.vmax)
         return Dist(n, float(self.sum[:self.groups].sum() / n), self.vmin, self.vmax,
-                    dict(zip(q, map(float, qs))), False)
+                    dict(zip(q, map(float, qs), strict=True)), False)
 
 
 class BottomK:
@@ -251,7 +253,7 @@ class BottomK:
         keep = keys < self._thr[g]
         self._key = np.concatenate([self._key, keys[keep]])
         self._grp = np.concatenate([self._grp, g[keep]])
-        self._cols = [np.concatenate([c, x[keep]]) for c, x in zip(self._cols, cols)]
+        self._cols = [np.concatenate([c, x[keep]]) for c, x in zip(self._cols, cols, strict=True)]
         self._fresh += int(np.count_nonzero(keep))
         if self._fresh > max(1 << 16, self._key.size // 2):
             self._prune()

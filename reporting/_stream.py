@@ -170,7 +170,10 @@ class GeStream:
         self.sum_r, self.sum_s = np.zeros(0), np.zeros(0)
         self.n = self.n_ok = self.n_timeout = self.late = self.overloaded = self.sent_in = 0
         budget = EXACT_MAX if exact_max is None else exact_max
-        q = lambda: GroupQuantiles(budget)  # noqa: E731
+
+        def q() -> GroupQuantiles:
+            return GroupQuantiles(budget)
+
         self.resp, self.lat, self.rd, self.lag = q(), q(), q(), q()
         self.dev_e, self.dev_s, self.ge_e, self.ge_s = q(), q(), q(), q()
         self.ge_ks = BottomK(KS_MAX_PAIRS, 2, seed=0)
@@ -360,7 +363,6 @@ class GeStream:
                              "ok": ok.astype(np.int64), "response_mean_us": mean})
 
     def finish(self) -> GeOut:
-        th = self.th
         dur_s = (self.window[1] - self.window[0]) / 1e6
         n, n_ok = self.n, self.n_ok
         target = n / dur_s if dur_s > 0 else math.nan
@@ -401,15 +403,18 @@ class GeStream:
         de, ds = self.dev_e.dists(RIT_QUANTILES), self.dev_s.dists(RIT_QUANTILES)
         g = len(self.ids)
         self.dev_ks.k = max(5000, 4 * KS_MAX_PAIRS // max(1, g))
-        pad = lambda x: x + [None] * (g - len(x))  # noqa: E731  (groups without any value)
+
+        def pad(x: list[Dist | None]) -> list[Dist | None]:
+            return x + [None] * (g - len(x))    # groups without any value
+
         resp, lat, rd, de, ds = pad(resp), pad(lat), pad(rd), pad(de), pad(ds)
         rows = []
         for i in sorted(range(g), key=lambda i: self.ids[i]):
             n, n_ok = int(self.req[i]), int(self.okc[i])
-            r = resp[i]
+            r, li, rdi = resp[i], lat[i], rd[i]
             rit = self._rit_section(de[i], ds[i], self.dev_ks, i)
             s = float(self.sum_s[i])
-            exact = all(d is None or d.exact for d in (r, lat[i], rd[i], de[i], ds[i]))
+            exact = all(d is None or d.exact for d in (r, li, rdi, de[i], ds[i]))
             rows.append({
                 "device_id": self.ids[i], "requests": n, "ok": n_ok,
                 "error_rate": (n - n_ok) / n,
@@ -417,10 +422,10 @@ class GeStream:
                 "response_mean_us": _num(r.mean) if r else None,
                 "response_p50_us": _num(r.q[50]) if r else None, "response_p95_us": _num(r.q[95]) if r else None,
                 "response_p99_us": _num(r.q[99]) if r else None,
-                "latency_intended_p99_us": _num(lat[i].q[99]) if lat[i] else None,
-                "rd_mean": _num(rd[i].mean) if rd[i] else None,
+                "latency_intended_p99_us": _num(li.q[99]) if li else None,
+                "rd_mean": _num(rdi.mean) if rdi else None,
                 "rd_ratio": (float(self.sum_r[i]) - s) / s if s > 0 else None,
-                "rd_median": _num(rd[i].q[50]) if rd[i] else None,
+                "rd_median": _num(rdi.q[50]) if rdi else None,
                 "rit_expected_mean_us": rit["expected"]["mean"], "rit_expected_p5_us": rit["expected"]["p5"],
                 "rit_submitted_mean_us": rit["submitted"]["mean"], "rit_submitted_p5_us": rit["submitted"]["p5"],
                 "rit_ks_d": rit["ks_d"], "rit_ok": rit["ok"], "rit_problems": rit["problems"],

@@ -12,9 +12,9 @@ from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary
 
-__all__ = ["run_id", "run_notes", "APPROX_NOTE", "has_approx", "checks_table", "rit_table", "rate_table", "latency_table", "cd_table",
-           "cd_stats_line", "cd_blocks", "hosts_table", "HOSTS_NOTE", "device_table", "group_table", "sweep_row",
-           "sweep_table"]
+__all__ = ["run_id", "run_notes", "APPROX_NOTE", "has_approx", "checks_table", "rit_table", "rate_table",
+           "latency_table", "cd_table", "cd_stats_line", "cd_blocks", "hosts_table", "HOSTS_NOTE", "device_table",
+           "group_table", "sweep_row", "sweep_table"]
 
 
 # --- number formatting --------------------------------------------------------
@@ -99,12 +99,12 @@ def run_notes(an: Analysis) -> list[str]:
     return notes
 
 
-def checks_table(r: dict) -> tuple[list[str], list[list[str]]]:
+def checks_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["check", "result", "detail"], [[c["check"], "PASS" if c["ok"] else "FAIL", c["reason"]]
                                           for c in r["checks"]]
 
 
-def rit_table(r: dict) -> tuple[list[str], list[list[str]]]:
+def rit_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Paper Table 1 (mean and p5 of expected vs submitted RIT) plus p50/p95/p99 and KS."""
     head = ["GE", "devices", "RIT", "mean", "p5", "p50", "p95", "p99", "KS D", "KS p", "ok"]
     rows = []
@@ -119,7 +119,7 @@ def rit_table(r: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def rate_table(r: dict) -> tuple[list[str], list[list[str]]]:
+def rate_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["GE", "target rate", "achieved", "deviation", "send lag p50", "p99", "p99.9", "max",
             "errors", "scheduler"]
     rows = [[str(g["ge"]), _f(g["target_rate"], ".1f") + "/s", _f(g["achieved_rate"], ".1f") + "/s",
@@ -129,7 +129,7 @@ def rate_table(r: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def sched_cell(s: dict | None) -> str:
+def sched_cell(s: dict[str, Any] | None) -> str:
     """A GE's scheduler: FIFO with its RT budget, yields and stalls, or
     normal (and why, when FIFO was asked for and refused)."""
     if not s:
@@ -142,7 +142,7 @@ def sched_cell(s: dict | None) -> str:
     return "normal"
 
 
-def latency_table(r: dict) -> tuple[list[str], list[list[str]]]:
+def latency_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["GE", "latency", "mean", "p50", "p90", "p99", "p99.9", "max"]
     rows = []
     for g in r["ges"]:
@@ -154,7 +154,7 @@ def latency_table(r: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def cd_table(cd: dict | None) -> tuple[list[str], list[list[str]]] | None:
+def cd_table(cd: dict[str, Any] | None) -> tuple[list[str], list[list[str]]] | None:
     """One CD test: calibration against measurement."""
     if cd is None:
         return None
@@ -169,7 +169,7 @@ def cd_table(cd: dict | None) -> tuple[list[str], list[list[str]]] | None:
     return head, rows
 
 
-def cd_stats_line(cd: dict | None) -> str:
+def cd_stats_line(cd: dict[str, Any] | None) -> str:
     if cd is None:
         return "no CD data"
     c = cd["contention"]
@@ -185,7 +185,7 @@ def cd_stats_line(cd: dict | None) -> str:
     return "; ".join(parts)
 
 
-def cd_blocks(r: dict) -> list[tuple[str | None, dict | None]]:
+def cd_blocks(r: dict[str, Any]) -> list[tuple[str | None, dict[str, Any] | None]]:
     """(title, CD section) of every CD test: the run's, or one per host of a
     swarm that ran (or should have run) a CD pair, titled with its clock."""
     if not r.get("swarm"):
@@ -194,7 +194,7 @@ def cd_blocks(r: dict) -> list[tuple[str | None, dict | None]]:
             if s["device_host"] or s["cd"] is not None]
 
 
-def _probe_cells(x: dict | None) -> list[str]:
+def _probe_cells(x: dict[str, Any] | None) -> list[str]:
     """probe R - S p50 and p99 (n), same-host R - S p50, extra latency of the path."""
     if x is None:
         return ["-"] * 4
@@ -207,14 +207,15 @@ def _probe_cells(x: dict | None) -> list[str]:
                                                   else "")]
 
 
-def _status(c: dict | None, device_host: bool) -> str:
+def _status(c: dict[str, Any] | None, device_host: bool) -> str:
     """A host's contention status; what fails the run in capitals."""
     if c is None:
         return "NO CD DATA" if device_host else "-"
-    return c["status"].upper() if c["status"] == "contention" else c["status"]
+    status: str = c["status"]
+    return status.upper() if status == "contention" else status
 
 
-def hosts_table(r: dict) -> tuple[list[str], list[list[str]]] | None:
+def hosts_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """A run across a swarm, one row per host: what it ran, its CD verdict
     and R_d, the cross-host latency, its clock offset and CPU."""
     if not r.get("swarm"):
@@ -243,7 +244,7 @@ HOSTS_NOTE = ("R-S: response time minus the CD node's service time S, each from 
               "are placed on the run's t0 with it.")
 
 
-def device_table(r: dict, limit: int = 40) -> tuple[list[str], list[list[str]], int]:
+def device_table(r: dict[str, Any], limit: int = 40) -> tuple[list[str], list[list[str]], int]:
     """The devices, worst R_d first (at most ``limit`` rows); across a swarm with their host."""
     devs = sorted(r["devices"], key=lambda d: -(d["rd_ratio"] if d["rd_ratio"] is not None else -1e9))
     head = ["device", "GE", "requests", "throughput", "R mean", "R p95", "R p99", "R_d", "RIT mean exp/sub",
@@ -255,12 +256,12 @@ def device_table(r: dict, limit: int = 40) -> tuple[list[str], list[list[str]], 
              "yes" if d["rit_ok"] else "NO"] for d in devs[:limit]]
     if r.get("swarm"):       # which host each device ran on: read its R against that host's row
         head.insert(2, "host")
-        for row, d in zip(rows, devs):
+        for row, d in zip(rows, devs[:limit], strict=True):
             row.insert(2, str(d.get("host") or "-"))
     return head, rows, len(devs)
 
 
-def group_table(r: dict) -> tuple[list[str], list[list[str]]] | None:
+def group_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     if len(r["groups"]) < 2:
         return None
     head = ["group", "devices", "requests", "throughput/device", "R mean", "R_d"]
@@ -288,7 +289,7 @@ def sweep_row(an: Analysis) -> dict[str, Any]:
     }
 
 
-def sweep_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
+def sweep_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     head = ["run", "devices", "throughput/device", "R mean", "R_d devices", "R_d CD (baseline)",
             "contention (p)", "CPU %", "verdict"]
     body = [[r["run"], str(r["devices"]), _f(r["throughput_per_device"], ".2f") + "/s", _us(r["response_mean_us"]),

@@ -19,8 +19,10 @@ and reduced per sample instant.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +34,11 @@ import pyarrow.parquet as pq
 from wotbench.base import rundir as layout
 from wotbench.base.rundir import RunDir
 
-__all__ = ["WINDOW_S", "REL", "DRIFT_RULE", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table", "timeline_table"]
+if TYPE_CHECKING:
+    from wotbench.reporting._analyze import Analysis
+
+__all__ = ["WINDOW_S", "REL", "DRIFT_RULE", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table",
+           "timeline_table"]
 
 WINDOW_S = 10.0
 REL = 0.05
@@ -100,7 +106,7 @@ def drift(t_s: np.ndarray, y: np.ndarray, series: str, unit: str, floor: float,
 
 # --- GE outputs, streamed ----------------------------------------------------------------
 
-def _batches(csv: Path):
+def _batches(csv: Path) -> Iterator[pa.RecordBatch]:
     pq_path = csv.with_suffix(".parquet")
     if pq_path.exists():
         try:
@@ -141,9 +147,9 @@ def _ge_windows(run: RunDir, t_lo: float, n: int, w_us: float) -> dict[str, np.n
                 h += np.bincount(wi[fin] * nb + bi, minlength=n * nb)
     out = {"rate_per_s": sent / (w_us / 1e6), "ok_per_s": ok / (w_us / 1e6)}
     for name, h in (("lag", lag_h), ("rt", rt_h)):
-        h = h.reshape(n, nb)
+        per_window = h.reshape(n, nb)
         for q in (50, 99):
-            out[f"{name}_p{q}_ms"] = _hist_q(h, q / 100) / 1e3
+            out[f"{name}_p{q}_ms"] = _hist_q(per_window, q / 100) / 1e3
     return out
 
 
@@ -226,7 +232,7 @@ MEM_SERIES = {"mem_ge": "GE", "mem_cd": "CD pair (node + CD-GE)", "mem_devices_t
               "mem_devices_total_anon": "devices, total (anon)", "mem_devices_max_anon": "devices, largest (anon)"}
 
 
-def timeline(run_dir: Path, phases: dict, window_s: float = WINDOW_S) -> Timeline:
+def timeline(run_dir: Path, phases: dict[str, Any], window_s: float = WINDOW_S) -> Timeline:
     """Per-window series over the whole test (calibration start or 0 .. cool-down end)
     and the drift verdicts over the measurement phase."""
     run = RunDir(Path(run_dir))
@@ -260,7 +266,7 @@ def timeline(run_dir: Path, phases: dict, window_s: float = WINDOW_S) -> Timelin
     return Timeline(win, drifts, window_s)
 
 
-def run_timeline(an) -> Timeline | None:
+def run_timeline(an: Analysis) -> Timeline | None:
     """The timeline of an analysed run, None when its files do not allow one."""
     try:
         return timeline(an.path, an.result["phases"])

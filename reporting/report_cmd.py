@@ -12,7 +12,7 @@ from wotbench.base.errors import UserError
 __all__ = ["register", "cmd_report"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report", help="summarise, check and plot finished runs",
         description="Analyse run directories (or folders of ge-*.csv files): print a summary with the run "

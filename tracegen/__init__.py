@@ -14,7 +14,15 @@ and how resources are chosen.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wotbench.base.lazy import exports
+
+# The same names for mypy and editors, which cannot follow __getattr__
+# (harness/tests/test_lazy_exports.py holds them to _WHERE and __all__).
+if TYPE_CHECKING:
+    from wotbench.tracegen._distribution import Distribution, parse_distribution
+    from wotbench.tracegen._generate import GeneratedWorkload, build_requests, device_host, generate
 
 __all__ = ["generate", "GeneratedWorkload", "build_requests", "device_host", "Distribution",
            "parse_distribution"]

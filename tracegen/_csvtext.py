@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 from wotbench.base.formats import METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 
@@ -97,7 +98,7 @@ class TraceEncoder:
         if self._fused:
             # One row per (device, method, resource): ",GET,coap://dev-3/r/7\n".
             rows = [f",{m},coap://{h}/r/{r}{tails[g][mi]}"
-                    for h, g, k in zip(hosts, self._group_of.tolist(), k_dev.tolist())
+                    for h, g, k in zip(hosts, self._group_of.tolist(), k_dev.tolist(), strict=True)
                     for mi, m in enumerate(names) for r in range(k)]
             self._s = _table(rows)
             self._s_base = np.concatenate(([0], np.cumsum(k_dev * len(used))))[:-1]
@@ -129,13 +130,13 @@ class TraceEncoder:
         return np.dtype(fields)
 
     def encode(self, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
-               res: np.ndarray) -> Iterator[np.ndarray]:
+               res: np.ndarray) -> Iterator[npt.NDArray[np.uint8]]:
         """Yield uint8 arrays whose concatenation is the CSV text of the rows (no header)."""
         for job in self._jobs(t_us, dev, method, res):
             yield self._chunk(*job)
 
     def _chunk(self, row: np.dtype, ndig: int, ts: np.ndarray, dv: np.ndarray,
-               me: np.ndarray, res: np.ndarray) -> np.ndarray:
+               me: np.ndarray, res: np.ndarray) -> npt.NDArray[np.uint8]:
         m = ts.size
         rec = np.empty(m, dtype=row)
         np.take(self._a, dv, out=rec["a"], mode="clip")
@@ -149,6 +150,7 @@ class TraceEncoder:
             np.take(_DIGITS[4], low, out=rec[f"t{j}"], mode="clip")
             q = high
         np.take(_DIGITS[groups[0]], q, out=rec["t0"], mode="clip")
+        assert row.fields is not None  # a record dtype (_row_dtype)
         o_t = row.fields["t0"][1]
         self._blank_leading_zeros(rec.view(np.uint8).reshape(m, row.itemsize)[:, o_t:o_t + ndig], ts, ndig)
         if self._fused:
@@ -163,8 +165,9 @@ class TraceEncoder:
             np.take(self._h, dv, out=rec["h"], mode="clip")
             g = self._group_of[dv]
             np.take(self._c, self._c_base[g] + me * self._c_k[g] + res, out=rec["c"], mode="clip")
-        flat = rec.view(np.uint8)
-        return flat[flat != 0]
+        flat: npt.NDArray[np.uint8] = rec.view(np.uint8)
+        text: npt.NDArray[np.uint8] = flat[flat != 0]
+        return text
 
     @staticmethod
     def _blank_leading_zeros(digits: np.ndarray, ts: np.ndarray, tw: int) -> None:
@@ -173,7 +176,7 @@ class TraceEncoder:
         if ndig.size > 1 and (ndig[1:] >= ndig[:-1]).all():
             # Sorted times: digit counts form a few contiguous blocks.
             cuts = np.flatnonzero(np.diff(ndig)) + 1
-            for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [ndig.size]))):
+            for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [ndig.size])), strict=True):
                 digits[a:b, :tw - int(ndig[a])] = 0
         else:
             for d in np.unique(ndig):
@@ -190,18 +193,18 @@ class TraceEncoder:
             fh.write(TRACE_HEADER_PAYLOAD if self.payload_column else TRACE_HEADER)
         if workers <= 1:
             for chunk in self.encode(t_us, dev, method, res):
-                fh.write(chunk)
+                fh.write(chunk.data)
             return
         jobs = self._jobs(t_us, dev, method, res)
-        window: deque[Future[np.ndarray]] = deque()
+        window: deque[Future[npt.NDArray[np.uint8]]] = deque()
         with ThreadPoolExecutor(workers, thread_name_prefix="tracegen-encode") as pool:
             for job in jobs:
                 window.append(pool.submit(self._chunk, *job))
                 # A bounded window keeps memory flat: at most 2 chunks per worker in flight.
                 if len(window) >= 2 * workers:
-                    fh.write(window.popleft().result())
+                    fh.write(window.popleft().result().data)
             while window:
-                fh.write(window.popleft().result())
+                fh.write(window.popleft().result().data)
 
     def _jobs(self, t_us: np.ndarray, dev: np.ndarray, method: np.ndarray,
               res: np.ndarray) -> Iterator[tuple[Any, ...]]:

@@ -1,67 +1,38 @@
-"""Distributions of request inter-arrival times (RIT) and service times.
+"""Distributions of request inter-arrival times (RIT) and service times, drawn.
 
-Written as ``kind:parameters`` with units (docs/spec.md)::
-
-    det:1s   exp:300us   uniform:1ms,5ms   lognormal:mean=5ms,cv=2
-    pareto:mean=5ms,alpha=1.5   empirical:rits.csv
-    mmpp2:on=exp:100us,off=exp:10ms,t_on=50ms,t_off=200ms   (RIT only)
-
-All values are held in microseconds (float). Each kind below is one entry
-of the registry (tracegen/_registry.py): a small frozen dataclass with its
-parameters, how to parse them, its mean, its quantile function and partial
-mean, and how to draw it. Adding a kind is one more such class, decorated
-with ``@register``; :func:`parse_distribution` finds it by name.
+A spec holds each distribution as its parsed values (wotbench.spec.distributions:
+the grammar, the checks, the mean; no NumPy). Each kind here is that kind
+with its draws: one entry of the registry (tracegen/_registry.py), a frozen
+dataclass extending the spec's kind (same fields, same parsing) with its
+quantile function and partial mean and how to draw it, in NumPy. Adding a
+kind is one more such class, decorated with ``@register``.
+:func:`parse_distribution` parses like the spec and gives the drawing kind;
+:func:`~wotbench.tracegen._registry.sampler` turns a spec's value into one.
 """
 
 from __future__ import annotations
 
-import math
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Self
 
 import numpy as np
+import numpy.typing as npt
 
-from wotbench.base import units
-from wotbench.base.errors import UserError
+from wotbench.spec import distributions as spec
+from wotbench.spec import resource_service_times as _resource_service_times
+from wotbench.spec.distributions import DistributionSpec
+from wotbench.spec.empirical import Observed
 from wotbench.tracegen import _streams
-from wotbench.tracegen._empirical import load_empirical
-from wotbench.tracegen._registry import REGISTRY, ROLES, Distribution, Params, lookup, register
+from wotbench.tracegen._registry import REGISTRY, Distribution, register, sampler
 
-__all__ = ["Distribution", "parse_distribution", "load_empirical", "REGISTRY",
+__all__ = ["Distribution", "parse_distribution", "resource_service_times", "REGISTRY",
            "Det", "Exp", "Uniform", "Lognormal", "Pareto", "Mmpp2", "Empirical"]
 
 
-def _probs(q: np.ndarray | float) -> np.ndarray:
+def _probs(q: np.ndarray | float) -> npt.NDArray[np.float64]:
     return np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
-
-
-@dataclass(frozen=True)
-class _ByMean(Distribution):
-    """A kind given by its mean (> 0): ``kind:MEAN``, or with a shape parameter,
-    ``kind:mean=MEAN,<shape>=X`` (``shape`` names it: the subclass's own field,
-    which must be above ``shape_above``, ``shape_why`` says why)."""
-
-    mean: float
-    shape: ClassVar[str | None] = None
-    shape_above: ClassVar[float] = 0.0
-    shape_why: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        if not self.mean > 0:
-            raise UserError(f"{self.kind}: mean must be > 0")
-        if self.shape is not None and not getattr(self, self.shape) > self.shape_above:
-            raise UserError(f"{self.kind}: parameter {self.shape!r} must be > {self.shape_above:g}{self.shape_why}")
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Distribution:
-        if cls.shape is None:
-            return cls(text, at.time("mean", body))
-        kv = at.keyed(body, ("mean", cls.shape))
-        return cls(text, at.time("mean", kv["mean"]), **{cls.shape: at.number(cls.shape, kv[cls.shape])})
-
-    def mean_us(self) -> float:
-        return self.mean
 
 
 # -- the kinds ---------------------------------------------------------------------
@@ -69,24 +40,8 @@ class _ByMean(Distribution):
 
 @register
 @dataclass(frozen=True)
-class Det(Distribution):
+class Det(spec.Det, Distribution):
     """``det:VALUE``: always the same value."""
-
-    kind = "det"
-    aliases = ("deterministic", "const")
-    mean: float
-    """The value."""
-
-    def __post_init__(self) -> None:
-        if not self.mean >= 0:
-            raise UserError("det: value must be >= 0")
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Det:
-        return cls(text, at.time("value", body))
-
-    def mean_us(self) -> float:
-        return self.mean
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         return np.full_like(np.asarray(q, dtype=np.float64), self.mean)
@@ -103,12 +58,8 @@ class Det(Distribution):
 
 @register
 @dataclass(frozen=True)
-class Exp(_ByMean):
+class Exp(spec.Exp, Distribution):
     """``exp:MEAN``: exponential."""
-
-    kind = "exp"
-    aliases = ("exponential",)
-    poisson = True
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         with np.errstate(divide="ignore"):
@@ -129,26 +80,8 @@ class Exp(_ByMean):
 
 @register
 @dataclass(frozen=True)
-class Uniform(Distribution):
+class Uniform(spec.Uniform, Distribution):
     """``uniform:LOW,HIGH``."""
-
-    kind = "uniform"
-    low: float
-    high: float
-
-    def __post_init__(self) -> None:
-        if not (0 <= self.low < self.high):
-            raise UserError("uniform: need 0 <= low < high")
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Uniform:
-        parts = [p.strip() for p in body.split(",")]
-        if len(parts) != 2:
-            raise UserError("uniform: expected two values LOW,HIGH (uniform:1ms,5ms)", field=at.field)
-        return cls(text, at.time("low", parts[0]), at.time("high", parts[1]))
-
-    def mean_us(self) -> float:
-        return (self.low + self.high) / 2
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         return self.low + np.asarray(q, dtype=np.float64) * (self.high - self.low)
@@ -167,18 +100,8 @@ class Uniform(Distribution):
 
 @register
 @dataclass(frozen=True)
-class Lognormal(_ByMean):
+class Lognormal(spec.Lognormal, Distribution):
     """``lognormal:mean=MEAN,cv=CV``: lognormal by mean and coefficient of variation."""
-
-    kind = "lognormal"
-    shape = "cv"
-    cv: float
-
-    @property
-    def lognormal_params(self) -> tuple[float, float]:
-        """(mu, sigma) of the underlying normal."""
-        sigma2 = math.log1p(self.cv**2)
-        return math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2)
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         from scipy import special
@@ -204,19 +127,8 @@ class Lognormal(_ByMean):
 
 @register
 @dataclass(frozen=True)
-class Pareto(_ByMean):
+class Pareto(spec.Pareto, Distribution):
     """``pareto:mean=MEAN,alpha=ALPHA``: Pareto type I (heavy tail), alpha > 1."""
-
-    kind = "pareto"
-    shape = "alpha"
-    shape_above = 1.0
-    shape_why = " (else the mean is infinite)"
-    alpha: float
-
-    @property
-    def pareto_scale(self) -> float:
-        """x_m of the Pareto (type I) with this mean and alpha."""
-        return self.mean * (self.alpha - 1) / self.alpha
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         with np.errstate(divide="ignore"):
@@ -241,69 +153,39 @@ class Pareto(_ByMean):
 
 @register
 @dataclass(frozen=True)
-class Mmpp2(Distribution):
-    """``mmpp2:on=DIST,off=DIST,t_on=MEAN,t_off=MEAN``: bursty on/off arrivals (RIT only).
-
-    A process, not iid draws: alternating exponential sojourns (means
-    ``t_on``, ``t_off``), each state with its own RIT distribution; drawn
-    by ``_streams.mmpp2``.
-    """
-
-    kind = "mmpp2"
-    is_iid = False
-    on: Distribution
-    off: Distribution
-    t_on: float
-    t_off: float
-
-    def __post_init__(self) -> None:
-        bad = next((d for d in (self.on, self.off) if not d.is_iid), None)
-        if bad is not None:
-            raise UserError(f"mmpp2: 'on'/'off' cannot themselves be {bad.kind}")
-        if not (self.on.mean_us() > 0 and self.off.mean_us() > 0):
-            raise UserError("mmpp2: 'on' and 'off' RITs must have a mean > 0")
-        if not (self.t_on > 0 and self.t_off > 0):
-            raise UserError("mmpp2: parameters 't_on' and 't_off' must be > 0")
+class Mmpp2(spec.Mmpp2, Distribution):
+    """``mmpp2:on=DIST,off=DIST,t_on=MEAN,t_off=MEAN``: bursty on/off arrivals (RIT only),
+    drawn by ``_streams.mmpp2``; ``on`` and ``off`` are drawing kinds too."""
 
     @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Mmpp2:
-        kv = at.keyed(body, ("on", "off", "t_on", "t_off"), nested=("on", "off"))
-        return cls(text, _iid_param(at, "on", kv["on"]), _iid_param(at, "off", kv["off"]),
-                   at.time("t_on", kv["t_on"]), at.time("t_off", kv["t_off"]))
-
-    def mean_us(self) -> float:
-        rate = (self.t_on / self.on.mean_us() + self.t_off / self.off.mean_us()) / (self.t_on + self.t_off)
-        return 1.0 / rate
+    def of(cls, dist: DistributionSpec) -> Self:
+        assert isinstance(dist, spec.Mmpp2), dist
+        return cls(dist.text, sampler(dist.on), sampler(dist.off), dist.t_on, dist.t_off)
 
     def arrivals(self, n_streams: int, horizon_us: float,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        return _streams.mmpp2(self, n_streams, horizon_us, rng)
+        return _streams.mmpp2(sampler(self.on), sampler(self.off), self.t_on, self.t_off, n_streams,
+                              horizon_us, rng)
+
+
+#: The values of each file read (wotbench.spec.empirical), as an array: one per file, no copy.
+_SAMPLES: weakref.WeakKeyDictionary[Observed, npt.NDArray[np.float64]] = weakref.WeakKeyDictionary()
 
 
 @register
 @dataclass(frozen=True)
-class Empirical(Distribution):
-    """``empirical:FILE``: resampled from observed values (a one-column CSV, us;
-    read and bounded by tracegen/_empirical.py)."""
+class Empirical(spec.Empirical, Distribution):
+    """``empirical:FILE``: resampled from observed values."""
 
-    kind = "empirical"
-    path: Path
-    samples: np.ndarray = field(compare=False, repr=False)
-    """The observed values (float64, us)."""
+    samples: npt.NDArray[np.float64] = field(init=False, compare=False, repr=False)
+    """The observed values (float64, us, read-only; the file's values, not a copy)."""
 
     def __post_init__(self) -> None:
-        if self.samples.size == 0:
-            raise UserError("empirical: no values")
-
-    @classmethod
-    def parse(cls, text: str, body: str, at: Params) -> Empirical:
-        path = Path(body).expanduser()
-        if not path.is_absolute() and at.base_dir is not None:
-            path = at.base_dir / path
-        return cls(text, path, load_empirical(path, at.field))
-
-    def mean_us(self) -> float:
-        return float(self.samples.mean())
+        super().__post_init__()
+        samples = _SAMPLES.get(self.observed)
+        if samples is None:
+            samples = _SAMPLES[self.observed] = np.frombuffer(self.observed.values.cast("B"), dtype=np.float64)
+        object.__setattr__(self, "samples", samples)
 
     def ppf(self, q: np.ndarray | float) -> np.ndarray:
         return np.quantile(self.samples, np.asarray(q, dtype=np.float64))
@@ -321,7 +203,8 @@ class Empirical(Distribution):
         cum = np.cumsum(self.samples)
         if cum[-1] <= 0:
             return np.zeros(size)
-        return self.samples[np.searchsorted(cum, rng.random(size) * cum[-1], side="right")]
+        picked: npt.NDArray[np.float64] = self.samples[np.searchsorted(cum, rng.random(size) * cum[-1], side="right")]
+        return picked
 
 
 # -- parsing -----------------------------------------------------------------------
@@ -329,46 +212,11 @@ class Empirical(Distribution):
 
 def parse_distribution(text: object, field: str | None = None, *, role: str = "rit",
                        base_dir: Path | None = None) -> Distribution:
-    """Parse ``kind:params`` into a :class:`Distribution` (an instance of the kind's entry).
-
-    ``role`` is ``"rit"`` (all kinds; mean must be > 0) or ``"service"``
-    (iid kinds only; zero allowed). ``base_dir`` anchors relative empirical
-    paths. Errors are UserError naming ``field`` and the parameter.
-    """
-    if not isinstance(text, str) or ":" not in text:
-        raise UserError(f"expected a distribution like exp:300us, got {units.short(text)}", field=field)
-    raw_kind, _, body = text.strip().partition(":")
-    entry = lookup(raw_kind)
-    if entry is None:
-        raise UserError(f"unknown distribution {units.short(raw_kind.strip())} (one of {', '.join(REGISTRY)})",
-                        field=field)
-    body = body.strip()
-    if not body:
-        raise UserError(f"{entry.kind}: parameters missing", field=field)
-    if role not in ROLES:
-        raise ValueError(role)
-    try:
-        if role == "service" and not entry.is_iid:
-            raise UserError(f"{entry.kind} is an arrival process: allowed for RITs only")
-        dist = entry.parse(text.strip(), body, Params(entry.kind, field, base_dir))
-    except UserError as err:
-        if err.field is None and err.file is None:
-            err.field = field
-        raise
-    if role == "rit" and not dist.mean_us() > 0:
-        raise UserError(f"{entry.kind}: the mean inter-arrival time must be > 0", field=field)
-    return dist
+    """Parse ``kind:params`` as a spec does (:func:`wotbench.spec.distributions.parse_distribution`:
+    same grammar, checks and errors) into the kind's drawing :class:`Distribution`."""
+    return sampler(spec.parse_distribution(text, field, role=role, base_dir=base_dir))
 
 
-def _iid_param(at: Params, name: str, text: str) -> Distribution:
-    """A distribution given as a parameter (``on=exp:100us``): any iid kind."""
-    head, colon, _ = text.partition(":")
-    entry = lookup(head) if colon else None
-    if entry is not None and not entry.is_iid:
-        raise UserError(f"{at.kind} parameter {name!r}: cannot be {entry.kind}", field=at.field)
-    try:
-        return parse_distribution(text, at.field, role="rit", base_dir=at.base_dir)
-    except UserError as err:
-        if err.file is None:
-            err.what = f"{at.kind} parameter {name!r}: {err.what}"
-        raise
+def resource_service_times(service: DistributionSpec, k: int) -> np.ndarray:
+    """:func:`wotbench.spec.resource_service_times` as an int64 array."""
+    return np.array(_resource_service_times(service, k), dtype=np.int64)

@@ -19,6 +19,7 @@ from wotbench.base.version import __version__
 from wotbench.tracegen import _stats as stats
 from wotbench.tracegen._csvtext import device_host
 from wotbench.tracegen._distribution import Exp
+from wotbench.tracegen._registry import sampler
 
 if TYPE_CHECKING:
     from wotbench.spec import WorkloadSpec
@@ -56,13 +57,13 @@ def _target_rit(spec: WorkloadSpec, g: int | None) -> dict[str, object] | None:
     if spec.rit_scope == "gateway":
         assert spec.rit is not None
         if g is None:
-            return spec.rit.describe(stats.PERCENTILES)
+            return sampler(spec.rit).describe(stats.PERCENTILES)
         mean = spec.rit.mean_us() * spec.n_devices
         return exp_of(mean) if spec.rit.poisson else {"dist": None, "mean_us": mean}
     if g is not None:
         rit = spec.groups[g].rit
         assert rit is not None
-        return rit.describe(stats.PERCENTILES)
+        return sampler(rit).describe(stats.PERCENTILES)
     mean = 1.0 / spec.aggregate_rate_per_us()
     if all(grp.rit is not None and grp.rit.poisson for grp in spec.groups):
         return exp_of(mean)  # a superposition of Poisson streams is Poisson
@@ -100,7 +101,7 @@ class _DeviceRits:
 
 def _resource_counts(spec: WorkloadSpec, req: Requests) -> list[np.ndarray]:
     """Per group, a (devices x resources) matrix of request counts."""
-    group_of = spec.group_of_device()
+    group_of = np.asarray(spec.group_of_device())
     ks = np.array([g.resources for g in spec.groups], dtype=np.int64)
     if len(spec.groups) == 1:
         code = req.dev.astype(np.int64) * ks[0] + req.res
@@ -110,7 +111,7 @@ def _resource_counts(spec: WorkloadSpec, req: Requests) -> list[np.ndarray]:
     per_res = np.bincount(code, minlength=int(ks[group_of].sum()))
     sizes = [g.count * g.resources for g in spec.groups]
     cuts = np.cumsum(sizes)[:-1]
-    return [part.reshape(g.count, g.resources) for g, part in zip(spec.groups, np.split(per_res, cuts))]
+    return [part.reshape(g.count, g.resources) for g, part in zip(spec.groups, np.split(per_res, cuts), strict=True)]
 
 
 def _group_entry(spec: WorkloadSpec, g: int, first: int, cmat: np.ndarray, rits: np.ndarray,
@@ -137,7 +138,7 @@ def _group_entry(spec: WorkloadSpec, g: int, first: int, cmat: np.ndarray, rits:
         "target": {
             "rate_per_s_per_device": _r(spec.device_rate_per_us()[g] * 1e6),
             "rit": _target_rit(spec, g),
-            "service": grp.service.describe(stats.PERCENTILES),
+            "service": sampler(grp.service).describe(stats.PERCENTILES),
             "resource_mean_us": _r(grp.resource_mean_us),
         },
     }
@@ -178,7 +179,7 @@ def expected_stats(spec: WorkloadSpec, req: Requests) -> dict[str, object]:
     svc_mean = np.full(n_dev, np.nan)
     svc_pct = np.full((n_dev, len(stats.PERCENTILES)), np.nan)
     groups_out = []
-    for g, (grp, cmat) in enumerate(zip(spec.groups, cmats)):
+    for g, (grp, cmat) in enumerate(zip(spec.groups, cmats, strict=True)):
         a, b = firsts[g], firsts[g + 1]
         with np.errstate(invalid="ignore", divide="ignore"):
             svc_mean[a:b] = (cmat @ grp.resource_service_us) / cmat.sum(axis=1)

@@ -149,7 +149,7 @@ def _install(tmp: Path, final: Path, replace: bool) -> None:
 def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bool) -> GeneratedWorkload:
     req = build_requests(spec, rows_by_device=per_device_traces)
     n_dev = spec.n_devices
-    group_of = spec.group_of_device()
+    group_of = np.asarray(spec.group_of_device())
     hosts = [device_host(d) for d in range(n_dev)]
     used = [i for i, m in enumerate(METHODS) if any(dict(g.methods).get(m, 0.0) > 0 for g in spec.groups)]
     enc = TraceEncoder(hosts, group_of, [g.resources for g in spec.groups],

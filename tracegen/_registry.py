@@ -1,40 +1,42 @@
-"""The distribution registry: the base class every kind extends, and the table of kinds.
+"""The registry of sampling kinds: the base class every kind extends, and the table of kinds.
 
-A kind (``exp``, ``mmpp2``, ...) is one frozen dataclass, subclass of
-:class:`Distribution`, holding its parameters as fields (checked in
-``__post_init__``) and saying how to parse them (``parse``), its mean
-(``mean_us``) and, for iid kinds, its quantile function (``ppf``), its
-partial mean ``L(q) = E[X; X <= F^-1(q)]`` (which gives the conditional bin
-means that resource sets are built from, see ``bin_means``) and how to draw
-it (``sample``, ``sample_length_biased``). A process (mmpp2) is not iid:
-it says so (``is_iid = False``) and gives its ``arrivals``, which are drawn
-in tracegen/_streams.py. ``@register`` adds a kind to ``REGISTRY``, after
-checking that it defines what it must. The kinds themselves are in
-tracegen/_distribution.py, with ``parse_distribution``.
+A spec holds a distribution as its parsed values (wotbench.spec.distributions,
+no NumPy). Here a kind (``exp``, ``mmpp2``, ...) is one frozen dataclass,
+subclass of :class:`Distribution` (itself a
+:class:`~wotbench.spec.distributions.DistributionSpec`): the spec's kind
+with the same fields, plus, for iid kinds, its quantile function (``ppf``),
+its partial mean ``L(q) = E[X; X <= F^-1(q)]`` (which gives the conditional
+bin means that resource sets are built from, see ``bin_means``) and how to
+draw it (``sample``, ``sample_length_biased``), in NumPy. A process (mmpp2)
+is not iid: it says so (``is_iid = False``) and gives its ``arrivals``,
+which are drawn in tracegen/_streams.py. ``@register`` adds a kind to
+``REGISTRY``, after checking that it defines what it must; a kind new to
+the spec (not one of its own) is then parsed in specs too, the spec holding
+it as it is. :func:`sampler` is the sampling object of a spec's value. The
+kinds themselves are in tracegen/_distribution.py, with ``parse_distribution``.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import dataclasses
+from abc import ABC
 from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
-from wotbench.base.errors import UserError
-from wotbench.base.units import parse_number, parse_time_us
+from wotbench.spec.distributions import ROLES, DistributionSpec, Params, add_kinds, claim_names
 from wotbench.tracegen import _streams
 
-__all__ = ["Distribution", "Params", "register", "lookup", "REGISTRY", "ROLES"]
+__all__ = ["Distribution", "Params", "register", "lookup", "sampler", "REGISTRY", "ROLES"]
 
-ROLES: tuple[str, ...] = ("rit", "service")
 _IID_METHODS: tuple[str, ...] = ("ppf", "partial_mean", "sample", "sample_length_biased")
 
 #: Every kind, in registration order: kind name -> its class.
 REGISTRY: dict[str, type[Distribution]] = {}
 #: Kind names and their aliases (lower case) -> class.
 _NAMES: dict[str, type[Distribution]] = {}
+add_kinds(_NAMES)
 
 D = TypeVar("D", bound="type[Distribution]")
 
@@ -44,79 +46,35 @@ def lookup(name: str) -> type[Distribution] | None:
     return _NAMES.get(name.strip().lower())
 
 
-@dataclass(frozen=True)
-class Params:
-    """What an entry's ``parse`` gets: where the text came from, and checked converters."""
-
-    kind: str
-    field: str | None
-    base_dir: Path | None
-
-    def time(self, name: str, text: str) -> float:
-        """A time with a unit, in microseconds; errors name the parameter."""
-        try:
-            return parse_time_us(text, self.field, what="value")
-        except UserError as err:
-            raise UserError(f"{self.kind} parameter {name!r}: {err.what}", field=self.field) from None
-
-    def number(self, name: str, text: str) -> float:
-        """A plain number (the grammar of wotbench.base.units); errors name the parameter."""
-        try:
-            return parse_number(text, self.field)
-        except UserError as err:
-            raise UserError(f"{self.kind} parameter {name!r}: {err.what}", field=self.field) from None
-
-    def keyed(self, body: str, keys: tuple[str, ...], nested: tuple[str, ...] = ()) -> dict[str, str]:
-        """Split ``a=1,b=2``. For the ``nested`` keys (distributions themselves), a piece
-        that is not ``known_key=...`` continues the value (``on=uniform:1ms,2ms``)."""
-        out: dict[str, str] = {}
-        last: str | None = None
-        for piece in body.split(","):
-            key, sep, val = piece.partition("=")
-            key = key.strip()
-            if sep and key in keys and key not in out:
-                out[key] = val.strip()
-                last = key
-            elif last in nested and (not sep or key not in keys):
-                out[last] += "," + piece.strip()
-            else:
-                raise UserError(f"{self.kind}: unexpected {piece.strip()!r} (parameters: {', '.join(keys)})",
-                                field=self.field)
-        missing = [k for k in keys if k not in out]
-        if missing:
-            raise UserError(f"{self.kind}: missing parameter {missing[0]!r} "
-                            f"(need {', '.join(f'{k}=' for k in keys)})", field=self.field)
-        return out
+def sampler(dist: DistributionSpec) -> Distribution:
+    """The sampling object of a spec's distribution (the registered kind of
+    its name, with its values); one already is its own."""
+    if isinstance(dist, Distribution):
+        return dist
+    entry = REGISTRY.get(dist.kind)
+    if entry is None:
+        raise TypeError(f"distribution {dist.kind!r} has no sampling kind registered")
+    return entry.of(dist)
 
 
 @dataclass(frozen=True)
-class Distribution(ABC):
-    """A validated distribution; values in microseconds. Build with :func:`parse_distribution`.
+class Distribution(DistributionSpec, ABC):
+    """A validated distribution that can be drawn; values in microseconds.
+    Build with :func:`parse_distribution` or from a spec's value with :func:`sampler`.
 
     The base of the kind entries: each subclass sets ``kind`` (and maybe
     ``aliases``), holds its parameters as fields, checks them in
-    ``__post_init__`` and implements ``parse`` and ``mean_us``; an iid kind
-    also implements the methods in ``_IID_METHODS``, a process (``is_iid =
-    False``) implements ``arrivals``. :func:`register` checks this.
+    ``__post_init__`` and implements ``parse`` and ``mean_us`` (the
+    spec's kind does all this: an entry of one of those extends it); an iid
+    kind also implements the methods in ``_IID_METHODS``, a process
+    (``is_iid = False``) implements ``arrivals``. :func:`register` checks this.
     """
 
-    text: str
-
-    kind: ClassVar[str]
-    aliases: ClassVar[tuple[str, ...]] = ()
-    is_iid: ClassVar[bool] = True
-    """A sequence of independent draws (a renewal stream), as opposed to a process."""
-    poisson: ClassVar[bool] = False
-    """Its renewal stream is a Poisson process: so are its thinnings and superpositions."""
-
     @classmethod
-    @abstractmethod
-    def parse(cls, text: str, body: str, at: Params) -> Distribution:
-        """Build from the text after ``kind:`` (``body``, not empty)."""
-
-    @abstractmethod
-    def mean_us(self) -> float:
-        """Mean value; for a process the long-run mean RIT (1 / long-run rate)."""
+    def of(cls, dist: DistributionSpec) -> Self:
+        """This kind with the values of the spec's ``dist`` (a kind with the same fields)."""
+        kw: dict[str, Any] = {f.name: getattr(dist, f.name) for f in dataclasses.fields(dist) if f.init}
+        return cls(**kw)
 
     def _process(self) -> TypeError:
         return TypeError(f"{self.kind} is a process, not iid draws: use arrivals() (tracegen/_streams.py)")
@@ -160,21 +118,17 @@ class Distribution(ABC):
         out: dict[str, object] = {"dist": self.text, "mean_us": round(self.mean_us(), 3)}
         if self.is_iid:
             p = self.ppf(np.asarray(percentiles, dtype=np.float64) / 100.0)
-            out.update({f"p{n}_us": round(float(v), 3) for n, v in zip(percentiles, p)})
+            out.update({f"p{n}_us": round(float(v), 3) for n, v in zip(percentiles, p, strict=True)})
         return out
 
 
 def register(cls: D) -> D:
     """Add a kind (a subclass of :class:`Distribution`) to ``REGISTRY``."""
-    own = [c for c in cls.__mro__ if issubclass(c, Distribution) and c is not Distribution]
+    own = [c for c in cls.__mro__ if issubclass(c, DistributionSpec) and c not in (Distribution, DistributionSpec)]
     needed = ("parse", "mean_us", *(_IID_METHODS if cls.is_iid else ("arrivals",)))
     missing = [m for m in needed if not any(m in c.__dict__ for c in own)]
     if missing:
         raise TypeError(f"distribution {cls.kind!r} does not define {', '.join(missing)}")
-    names = (cls.kind, *cls.aliases)
-    taken = [n for n in names if n in _NAMES]
-    if taken:
-        raise TypeError(f"distribution name {taken[0]!r} is registered twice")
-    _NAMES.update(dict.fromkeys(names, cls))
+    claim_names(_NAMES, cls)
     REGISTRY[cls.kind] = cls
     return cls

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wotbench.tracegen._registry import sampler
 from wotbench.tracegen._streams import arrivals
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _keep_first(t_pre: np.ndarray, counts_pre: np.ndarray, last: int, dev_after:
     counts = kept[ends] - kept[starts]
     if extra > 0:
         devs, times = np.unique(dev_after[:extra], return_counts=True)
-        for d, c in zip(devs.tolist(), times.tolist()):
+        for d, c in zip(devs.tolist(), times.tolist(), strict=True):
             end = int(starts[d] + counts[d])
             keep[end - c:end] = False
             counts[d] -= c
@@ -103,14 +104,14 @@ def _draw(spec: WorkloadSpec, horizon: float, seeds: list[np.random.SeedSequence
     if spec.rit_scope == "gateway":
         assert spec.rit is not None
         rng = np.random.default_rng(seeds[0])
-        t, _ = arrivals(spec.rit, 1, horizon, rng)
+        t, _ = arrivals(sampler(spec.rit), 1, horizon, rng)
         dev = rng.integers(0, spec.n_devices, t.size, dtype=np.int32)
         return t.astype(np.int64), dev, None  # truncation is floor: t >= 0
     times, devs, counts = [], [], []
     first = 0
     for g, grp in enumerate(spec.groups):
         assert grp.rit is not None
-        t, c = arrivals(grp.rit, grp.count, horizon, np.random.default_rng(seeds[3 + g]))
+        t, c = arrivals(sampler(grp.rit), grp.count, horizon, np.random.default_rng(seeds[3 + g]))
         times.append(t.astype(np.int64))
         devs.append(np.repeat(np.arange(first, first + grp.count, dtype=np.int32), c))
         counts.append(c)
@@ -169,13 +170,13 @@ def _methods_and_resources(spec: WorkloadSpec, dev: np.ndarray, rng_m: np.random
     sel: list[slice | np.ndarray] = [slice(None)]
     sizes = [n]
     if len(groups) > 1:
-        gidx = spec.group_of_device()[dev]
+        gidx = np.asarray(spec.group_of_device())[dev]
         masks = [gidx == g for g in range(len(groups))]
         sel, sizes = list(masks), [int(m.sum()) for m in masks]
     method = np.zeros(n, dtype=np.uint8)
     if any(dict(g.methods).get("GET", 0.0) < 1.0 for g in groups):
         u = rng_m.random(n)
-        for g, s in zip(groups, sel):
+        for g, s in zip(groups, sel, strict=True):
             cum = np.cumsum(g.method_shares)[:-1]
             method[s] = np.searchsorted(cum, u[s], side="right")
     same_k = len({g.resources for g in groups}) == 1
@@ -183,6 +184,6 @@ def _methods_and_resources(spec: WorkloadSpec, dev: np.ndarray, rng_m: np.random
         res = rng_r.integers(0, groups[0].resources, n, dtype=np.int32)
     else:
         res = np.empty(n, dtype=np.int32)
-        for g, s, size in zip(groups, sel, sizes):
+        for g, s, size in zip(groups, sel, sizes, strict=True):
             res[s] = rng_r.integers(0, g.resources, size, dtype=np.int32)
     return method, res

@@ -23,9 +23,9 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:  # the distributions call back into this module (their ``arrivals``)
-    from wotbench.tracegen._distribution import Mmpp2
     from wotbench.tracegen._registry import Distribution
 
 __all__ = ["arrivals", "renewal", "mmpp2"]
@@ -74,7 +74,7 @@ def renewal(dist: Distribution, n_streams: int, horizon_us: float,
             continue
         extra: dict[int, np.ndarray] = {}
         if short.size:
-            extra = dict(zip(short.tolist(), _extend(dist, cum[short, -1], horizon_us, k, rng)))
+            extra = dict(zip(short.tolist(), _extend(dist, cum[short, -1], horizon_us, k, rng), strict=True))
         for i in range(hi - lo):
             row = cum[i]
             if i in extra:
@@ -88,7 +88,8 @@ def renewal(dist: Distribution, n_streams: int, horizon_us: float,
 
 def _phase(dist: Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
     """Time to each stream's first arrival, as if it had been running forever."""
-    return rng.random(n) * dist.sample_length_biased(rng, n)
+    phase: npt.NDArray[np.float64] = rng.random(n) * dist.sample_length_biased(rng, n)
+    return phase
 
 
 def _long_streams(dist: Distribution, n_streams: int, horizon_us: float,
@@ -130,22 +131,24 @@ def _extend(dist: Distribution, last: np.ndarray, horizon_us: float, k: int,
     return [np.concatenate(p) for p in parts]
 
 
-def mmpp2(dist: Mmpp2, n_streams: int, horizon_us: float,
+def mmpp2(on: Distribution, off: Distribution, t_on: float, t_off: float, n_streams: int, horizon_us: float,
           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Streams of the on/off process, one after the other."""
-    parts = [_mmpp2_stream(dist, horizon_us, rng) for _ in range(n_streams)]
+    """Streams of the on/off process (RITs ``on`` and ``off``, mean sojourns
+    ``t_on`` and ``t_off``), one after the other."""
+    parts = [_mmpp2_stream(on, off, t_on, t_off, horizon_us, rng) for _ in range(n_streams)]
     counts = np.array([p.size for p in parts], dtype=np.int64)
     times = np.concatenate(parts) if parts else np.empty(0)
     return times, counts
 
 
-def _mmpp2_stream(dist: Mmpp2, horizon_us: float, rng: np.random.Generator) -> np.ndarray:
-    cycle = dist.t_on + dist.t_off
+def _mmpp2_stream(on: Distribution, off: Distribution, t_on: float, t_off: float, horizon_us: float,
+                  rng: np.random.Generator) -> np.ndarray:
+    cycle = t_on + t_off
     n = int(horizon_us / cycle * 1.2 + 6.0 * math.sqrt(horizon_us / cycle) + 4)
-    start_on = bool(rng.random() < dist.t_on / cycle)
+    start_on = bool(rng.random() < t_on / cycle)
     while True:
-        on_len = rng.exponential(dist.t_on, n)
-        off_len = rng.exponential(dist.t_off, n)
+        on_len = rng.exponential(t_on, n)
+        off_len = rng.exponential(t_off, n)
         pair = (on_len, off_len) if start_on else (off_len, on_len)
         sojourn = np.column_stack(pair).reshape(-1)
         ends = np.cumsum(sojourn)
@@ -157,7 +160,7 @@ def _mmpp2_stream(dist: Mmpp2, horizon_us: float, rng: np.random.Generator) -> n
     is_on[0 if start_on else 1::2] = True
     live = starts < horizon_us
     out: list[np.ndarray] = []
-    for state, sub in ((True, dist.on), (False, dist.off)):
+    for state, sub in ((True, on), (False, off)):
         sel = live & (is_on == state)
         st = starts[sel]
         length = np.minimum(ends[sel], horizon_us) - st

@@ -6,9 +6,12 @@ import argparse
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wotbench.base.errors import UserError
+
+if TYPE_CHECKING:
+    from wotbench.spec import WorkloadSpec
 
 __all__ = ["register", "cmd_tracegen", "spec_from_args"]
 
@@ -23,14 +26,15 @@ _SPEC_FLAG = {"workload.duration": "--duration", "workload.requests": "--request
               "cd.service": "--cd-service", "cd.calibration": "--cd-calibration"}
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "tracegen", help="generate a synthetic workload (trace, resources, expected.json)",
         description="Generate the trace, per-device resource files, expected.json and the CD "
                     "workload, from a spec's workload section (--spec) or from flags. "
                     "Example: wotbench tracegen --devices 10 --duration 60s --rit exp:100ms "
                     "--service exp:5ms --seed 1 --out wl/")
-    p.add_argument("--spec", type=Path, metavar="FILE", help="experiment spec (YAML); its workload and devices are used")
+    p.add_argument("--spec", type=Path, metavar="FILE",
+                   help="experiment spec (YAML); its workload and devices are used")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (must not exist or be empty)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output directory that tracegen made (nothing else in it)")
@@ -40,7 +44,8 @@ def register(subparsers: Any) -> None:
     g.add_argument("--devices", metavar="N", help="number of devices")
     g.add_argument("--duration", metavar="TIME", help="trace length, e.g. 60s")
     g.add_argument("--requests", metavar="N", help="trace length as a request count (instead of --duration)")
-    g.add_argument("--rit", metavar="DIST", help="RIT distribution, e.g. exp:100ms (per device unless --rit-scope gateway)")
+    g.add_argument("--rit", metavar="DIST",
+                   help="RIT distribution, e.g. exp:100ms (per device unless --rit-scope gateway)")
     g.add_argument("--rit-scope", choices=("device", "gateway"), help="device (default) or gateway")
     g.add_argument("--service", metavar="DIST", help="service-time distribution, e.g. exp:5ms")
     g.add_argument("--methods", metavar="SHARES", help="method shares, e.g. GET=0.9,PUT=0.1 (default GET)")
@@ -52,7 +57,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_tracegen)
 
 
-def spec_from_args(args: argparse.Namespace) -> Any:
+def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
     """The WorkloadSpec described by the parsed arguments: the spec file's
     (its first test, at scale full) or the flags'."""
     # Imported here, not at the top: `wotbench --help` loads this module and needs no NumPy.
@@ -66,13 +71,14 @@ def spec_from_args(args: argparse.Namespace) -> Any:
             flag = "--" + given[0].replace("_", "-")
             raise UserError("cannot be combined with --spec (edit the spec instead)", field=flag)
         spec = load(args.spec)[0].spec.workload
+        assert spec is not None  # Spec.build always reads one from the file
         return spec if seed is None else dataclasses.replace(spec, seed=seed)
     return _spec_from_flags(args, 1 if seed is None else seed)
 
 
-def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
-    from wotbench.base.units import parse_count, parse_duration, parse_number
-    from wotbench.spec import GroupWorkload, WorkloadSpec, parse_methods, parse_payload
+def _spec_from_flags(args: argparse.Namespace, seed: int) -> WorkloadSpec:
+    from wotbench.base.units import parse_count
+    from wotbench.spec import GroupWorkload, WorkloadSpec
     from wotbench.tracegen._distribution import parse_distribution
 
     cwd = Path.cwd()
@@ -86,6 +92,23 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
     scope = args.rit_scope or "device"
     rit = parse_distribution(args.rit, "--rit", role="rit", base_dir=cwd)
     service = parse_distribution(args.service, "--service", role="service", base_dir=cwd)
+    group_kw = _group_flags(args)
+    kw: dict[str, Any] = {"seed": seed, "rit_scope": scope, **_length_flags(args), **_cd_flags(args)}
+    try:
+        group = GroupWorkload("default", count, service, rit if scope == "device" else None, **group_kw)
+        if scope == "gateway":
+            kw["rit"] = rit
+        return WorkloadSpec((group,), **kw)
+    except UserError as err:
+        err.field = _GROUP_FLAG.get(err.field or "", _SPEC_FLAG.get(err.field or "", err.field))
+        raise
+
+
+def _group_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The group's keywords from --methods, --payload-bytes and --resources."""
+    from wotbench.base.units import parse_count, parse_number
+    from wotbench.spec import parse_methods, parse_payload
+
     methods: tuple[tuple[str, float], ...] = (("GET", 1.0),)
     if args.methods is not None:
         shares: dict[str, object] = {}
@@ -98,32 +121,37 @@ def _spec_from_flags(args: argparse.Namespace, seed: int) -> Any:
         group_kw["payload_bytes"] = parse_payload(args.payload_bytes, "--payload-bytes")
     if args.resources is not None:
         group_kw["resources"] = parse_count(args.resources, "--resources", minimum=1)
-    kw: dict[str, Any] = {"seed": seed, "rit_scope": scope}
+    return group_kw
+
+
+def _length_flags(args: argparse.Namespace) -> dict[str, int]:
+    """The trace's length: --duration or --requests, exactly one."""
+    from wotbench.base.units import parse_count, parse_duration
+
     if args.duration is not None and args.requests is not None:
         raise UserError("give --duration or --requests, not both", field="--requests")
     if args.duration is not None:
-        kw["duration_us"] = parse_duration(args.duration, "--duration")
-    elif args.requests is not None:
-        kw["requests"] = parse_count(args.requests, "--requests", minimum=1)
-    else:
-        raise UserError("missing (trace length, e.g. 60s; or --requests N)", field="--duration")
+        return {"duration_us": parse_duration(args.duration, "--duration")}
+    if args.requests is not None:
+        return {"requests": parse_count(args.requests, "--requests", minimum=1)}
+    raise UserError("missing (trace length, e.g. 60s; or --requests N)", field="--duration")
+
+
+def _cd_flags(args: argparse.Namespace) -> dict[str, int]:
+    """The CD workload's keywords from --cd-rit, --cd-service (auto: none) and --cd-calibration."""
+    from wotbench.base.units import parse_duration
+
+    kw: dict[str, int] = {}
     if args.cd_rit is not None:
         kw["cd_rit_us"] = parse_duration(args.cd_rit, "--cd-rit")
     if args.cd_service is not None and args.cd_service != "auto":
         kw["cd_service_us"] = parse_duration(args.cd_service, "--cd-service")
     if args.cd_calibration is not None:
         kw["cd_calibration_us"] = parse_duration(args.cd_calibration, "--cd-calibration")
-    try:
-        group = GroupWorkload("default", count, service, rit if scope == "device" else None, **group_kw)
-        if scope == "gateway":
-            kw["rit"] = rit
-        return WorkloadSpec((group,), **kw)
-    except UserError as err:
-        err.field = _GROUP_FLAG.get(err.field or "", _SPEC_FLAG.get(err.field or "", err.field))
-        raise
+    return kw
 
 
-def _check_budget(spec: Any, args: argparse.Namespace) -> None:
+def _check_budget(spec: WorkloadSpec, args: argparse.Namespace) -> None:
     """The pre-flight budget (harness/spec/budget.py), before anything is allocated or written."""
     from wotbench.spec import budget
 

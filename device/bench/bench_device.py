@@ -55,6 +55,9 @@ COUNTS = re.compile(r"^wotbench-device:((?: \w+=\d+)+)$", re.M)
 STEP_FRACTIONS = (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5)
 # Service time > 0: (name, service_us, mode, threads, window); capacity threads / S.
 SERVICE_CASES = (("1ms_sleep_4threads", 1000, "sleep", 4, 256), ("1ms_busy_1thread", 1000, "busy", 1, 64))
+#: One measurement (a closed-loop point, an open-loop step, a GE point) as
+#: the load tool's JSON plus what was measured around it.
+Point = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -150,12 +153,12 @@ def measured(dev: Device, cmd: list[str]) -> tuple[str, dict[str, float]]:
 
 
 def closed_point(work: Path, setup: Setup, threads: int, rep: int, service_us: int = 0, mode: str = "sleep",
-                 window: int | None = None) -> dict[str, Any]:
+                 window: int | None = None) -> Point:
     with device(work, setup, threads, service_us, mode) as dev:
         out, cost = measured(dev, ["taskset", "-c", str(setup.load_cpu), str(DEVLOAD), "-p", str(dev.port),
                                    "-w", str(window or setup.window), "-s", str(setup.closed_seconds)]
                              + (["-c"] if setup.type == "con" else []))
-    r = json.loads(out)
+    r: Point = json.loads(out)
     r.update(cost, rep=rep, threads=threads, service_us=service_us, mode=mode, device_counts=dev.counts,
              device_net_util=cost["device_net_cpu_s"] / r["seconds"],
              load_util=cost["load_cpu_s"] / r["seconds"],
@@ -165,21 +168,21 @@ def closed_point(work: Path, setup: Setup, threads: int, rep: int, service_us: i
     return r
 
 
-def open_step(dev: Device, setup: Setup, rate: int) -> dict[str, Any]:
+def open_step(dev: Device, setup: Setup, rate: int) -> Point:
     out, cost = measured(dev, ["taskset", "-c", str(setup.load_cpu), str(DEVRATE), "-p", str(dev.port),
                                "-r", str(rate), "-d", str(setup.step_ms), "-b", str(setup.bound_us)]
                          + (["-c"] if setup.type == "con" else []))
-    r = json.loads(out)
+    r: Point = json.loads(out)
     r.update(cost, passed=r["within_bound_fraction"] >= setup.need,
              device_net_util=cost["device_net_cpu_s"] / r["duration_s"],
              device_us_per_request=1e6 * cost["device_net_cpu_s"] / max(r["answered"], 1))
     return r
 
 
-def open_sweep(work: Path, setup: Setup, threads: int, rep: int, grid: list[int]) -> tuple[list[dict], int | None]:
+def open_sweep(work: Path, setup: Setup, threads: int, rep: int, grid: list[int]) -> tuple[list[Point], int | None]:
     """Steps up the grid until a step fails; returns the steps and the
     highest passing rate (None when the first step failed)."""
-    steps: list[dict] = []
+    steps: list[Point] = []
     best = None
     with device(work, setup, threads) as dev:
         for rate in grid:
@@ -195,7 +198,7 @@ def open_sweep(work: Path, setup: Setup, threads: int, rep: int, grid: list[int]
     return steps, best
 
 
-def ge_point(work: Path, setup: Setup, rate: int, rep: int) -> dict[str, Any]:
+def ge_point(work: Path, setup: Setup, rate: int, rep: int) -> Point:
     trace = work / f"ge-{rate}-{rep}.csv"
     out, summ = trace.with_suffix(".out.csv"), trace.with_suffix(".json")
     with device(work, setup, setup.ge_threads) as dev:
@@ -228,8 +231,8 @@ def med(values: list[float | None]) -> float | None:
     return float(statistics.median(vals)) if vals else None
 
 
-def summarize(setup: Setup, closed: list[dict], sustained: list[dict], ge: list[dict],
-              service: list[dict]) -> dict[str, Any]:
+def summarize(setup: Setup, closed: list[Point], sustained: list[Point], ge: list[Point],
+              service: list[Point]) -> dict[str, Any]:
     table = []
     for t in setup.threads:
         c = [r for r in closed if r["threads"] == t]
@@ -343,11 +346,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {b} is missing (make build {BIN}/devload {BIN}/devrate)", file=sys.stderr)
             return 2
     host = {"cores": os.cpu_count(), "kernel": platform.release(), "loadavg_before": os.getloadavg()}
-    closed: list[dict] = []
-    steps: list[dict] = []
-    sustained: list[dict] = []
-    ge: list[dict] = []
-    service: list[dict] = []
+    closed: list[Point] = []
+    steps: list[Point] = []
+    sustained: list[Point] = []
+    ge: list[Point] = []
+    service: list[Point] = []
     with tempfile.TemporaryDirectory(prefix="bench-device-") as tmp:
         work = Path(tmp)
         for rep in range(setup.repetitions):

@@ -9,7 +9,7 @@ import signal
 import socket
 import struct
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,10 +59,10 @@ def device_fuzzers() -> list[Path]:
 def free_port(family: int = socket.AF_INET) -> int:
     with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
-def write_resources(path: Path, rows: Sequence[tuple], payload_column: bool = True) -> Path:
+def write_resources(path: Path, rows: Sequence[tuple[object, ...]], payload_column: bool = True) -> Path:
     lines = ["path,service_us,payload_bytes" if payload_column else "path,service_us"]
     for row in rows:
         lines.append(",".join("" if v is None else str(v) for v in row))
@@ -81,7 +81,7 @@ class Device:
     port: int = 0
     args: Sequence[str] = ()
     cpu: int | None = None
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[str] | None = None
     started: str = ""  # the start-up line
     stderr: str = ""
     counts: dict[str, int] = field(default_factory=dict)
@@ -132,11 +132,11 @@ class Device:
 
 
 @pytest.fixture
-def make_device(device_bins: dict[str, Path], tmp_path: Path) -> Iterator:
+def make_device(device_bins: dict[str, Path], tmp_path: Path) -> Iterator[Callable[..., Device]]:
     """make_device(rows, *args, binary='release', host=..., cpu=...) -> started Device."""
     started: list[Device] = []
 
-    def factory(rows: Sequence[tuple], *args: str, binary: str = "release",
+    def factory(rows: Sequence[tuple[object, ...]], *args: str, binary: str = "release",
                 host: str = "127.0.0.1", cpu: int | None = None) -> Device:
         res = write_resources(tmp_path / f"res{len(started)}.csv", rows)
         dev = Device(device_bins[binary], res, host=host, args=args, cpu=cpu)
@@ -200,7 +200,7 @@ class RawClient:
 
 
 @pytest.fixture
-def raw_client() -> Iterator:
+def raw_client() -> Iterator[Callable[[tuple[str, int]], RawClient]]:
     clients: list[RawClient] = []
 
     def factory(addr: tuple[str, int]) -> RawClient:

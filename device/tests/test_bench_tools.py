@@ -11,16 +11,18 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def devrate(tool: Path, *args: str) -> dict:
+def devrate(tool: Path, *args: str) -> dict[str, Any]:
     p = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    out: dict[str, Any] = json.loads(p.stdout)
+    return out
 
 
 def test_devrate_counts_every_reply_of_a_device(bench_bins, make_device):

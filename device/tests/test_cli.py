@@ -61,6 +61,7 @@ def test_accepts_extra_columns_crlf_and_reordering(device_bins, tmp_path):
         port = s.getsockname()[1]
     proc = subprocess.Popen([str(device_bins["release"]), "--listen", f"127.0.0.1:{port}",
                              "--resources", str(f)], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
     try:
         assert "1 resources on" in proc.stderr.readline()
         out = subprocess.run(["coap-client-notls", "-m", "get", f"coap://127.0.0.1:{port}/p/q"],

@@ -14,7 +14,7 @@ from aiocoap.numbers.codes import Code
 ROWS = [("/a", 0, None), ("/b/c", 1500, 40), ("/tiny", 300, 3), ("/empty", 0, 0)]
 
 
-def coap_client(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+def coap_client(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["coap-client-notls", *args], capture_output=True, text=True,
                           timeout=timeout)
 
@@ -92,7 +92,8 @@ def test_well_known_core_2000_resources_block2(make_device, client):
                 resp = await asyncio.wait_for(
                     ctx.request(Message(code=Code.GET, uri=url)).response, 30)
                 assert resp.code == Code.CONTENT and resp.opt.content_format == 40
-                return resp.payload
+                payload: bytes = resp.payload
+                return payload
             finally:
                 await ctx.shutdown()
         got = asyncio.run(fetch()).decode()

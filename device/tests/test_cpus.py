@@ -107,7 +107,7 @@ BAD_SYNTAX = ["", "x", "1,", ",1", "1,,2", "1-", "-1", "3-1", "1-2-3", "0x1", "+
               "1 ", "0 1", "1;2", "1:2", "0-3:2", "١", "1024", "0-1024", "99999999999999999999"]
 
 
-def run_held(device_bins, tmp_path, *args: str) -> subprocess.CompletedProcess:
+def run_held(device_bins, tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
     """The device with --listen on a port this test holds: exit 1 (`cannot
     bind`) would show that the socket came before the check."""
     res = tmp_path / "res.csv"
@@ -120,7 +120,7 @@ def run_held(device_bins, tmp_path, *args: str) -> subprocess.CompletedProcess:
                               capture_output=True, text=True, timeout=10)
 
 
-def assert_refused(proc: subprocess.CompletedProcess, tmp_path: Path, pattern: str) -> None:
+def assert_refused(proc: subprocess.CompletedProcess[str], tmp_path: Path, pattern: str) -> None:
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ def _run(binary: Path, *args: str, timeout: float = 30) -> subprocess.CompletedP
                           env={"ASAN_OPTIONS": "detect_leaks=1", "UBSAN_OPTIONS": "halt_on_error=1"})
 
 
-def _episode(binary: Path, kind: str, threads: int, *extra: str) -> dict:
+def _episode(binary: Path, kind: str, threads: int, *extra: str) -> dict[str, Any]:
     start = _now_us() + 300_000
     end = start + 400_000
     proc = _run(binary, "--kind", kind, "--threads", str(threads), "--start-at", str(start),
@@ -42,7 +43,7 @@ def _episode(binary: Path, kind: str, threads: int, *extra: str) -> dict:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, proc.stdout
-    out = json.loads(lines[0])
+    out: dict[str, Any] = json.loads(lines[0])
     assert out["kind"] == kind and out["threads"] == threads and out["interrupted"] is False
     # It slept until the planned start (an absolute sleep never wakes early)
     # and ran until the end; how late it woke is a timing figure, not a check.

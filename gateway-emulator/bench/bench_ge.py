@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,7 @@ DEVICE = ROOT / "build" / "bin" / "wotbench-device"
 LAG_P99_LIMIT_US = 50.0
 
 
-def start_device(work: Path, cpu: int, threads: int, policy: str) -> tuple[subprocess.Popen, int]:
+def start_device(work: Path, cpu: int, threads: int, policy: str) -> tuple[subprocess.Popen[str], int]:
     try:
         return loopback.start_device(DEVICE, work, cpu=cpu, threads=threads, policy=policy)
     except (OSError, RuntimeError) as err:
@@ -47,7 +48,7 @@ def start_device(work: Path, cpu: int, threads: int, policy: str) -> tuple[subpr
 
 
 def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep: int,
-            ge: tuple[str, Path] = ("this", GE)) -> dict:
+            ge: tuple[str, Path] = ("this", GE)) -> dict[str, Any]:
     trace = work / f"t-{mean_us}-{rep}.csv"
     n = loopback.poisson_trace(trace, 1e6 / mean_us, args.duration_s, f"coap://127.0.0.1:{port}/a",
                                seed=rep * 1000 + int(mean_us * 10))
@@ -84,7 +85,7 @@ def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep
     }
 
 
-def median_line(runs: list[dict]) -> dict:
+def median_line(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = [k for k, v in runs[0].items() if isinstance(v, (int, float)) and k not in ("rep",)]
     med = {k: statistics.median(r[k] for r in runs if r[k] is not None) for k in keys}
     med.update(kind="median", ge=runs[0]["ge"], repetitions=len(runs), type=runs[0]["type"], sched=runs[0]["sched"])
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         medians = []
         try:
             for mean in means:
-                runs: dict[str, list[dict]] = {label: [] for label, _ in ges}
+                runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in ges}
                 for rep in range(args.repetitions):
                     for ge in ges:       # side by side: every binary once per repetition
                         r = one_run(work, mean, args, port, rep, ge)
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'mean RIT':>9} " + " ".join(f"{label:>24}" for label, _ in ges))
     for mean in means:
         cells = [next(m for m in medians if m["ge"] == label and m["mean_rit_us"] == mean) for label, _ in ges]
-        print(f"{mean:>7g}us " + " ".join(f"{c['send_lag_p99_us']:>9.0f} us {c['achieved_rps']:>9.0f}/s" for c in cells))
+        row = " ".join(f"{c['send_lag_p99_us']:>9.0f} us {c['achieved_rps']:>9.0f}/s" for c in cells)
+        print(f"{mean:>7g}us {row}")
     return 0
 
 

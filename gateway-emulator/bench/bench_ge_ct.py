@@ -64,7 +64,8 @@ class Bench:
             **hardening(memory_bytes=64 << 20, pids=32))
         self.objects.append(dev)
         dev.reload()
-        return dev.attrs["NetworkSettings"]["Networks"][self.net]["IPAddress"]
+        address: str = dev.attrs["NetworkSettings"]["Networks"][self.net]["IPAddress"]
+        return address
 
     def hog(self) -> Any:
         ct = self.c.containers.run(IMAGES["nettools"], ["sh", "-c", "while :; do :; done"], detach=True,
@@ -73,19 +74,21 @@ class Bench:
         self.objects.append(ct)
         return ct
 
-    def ge(self, work: Path, trace: Path, fifo: bool) -> dict:
+    def ge(self, work: Path, trace: Path, fifo: bool) -> dict[str, Any]:
         argv = ["--trace", f"/io/{trace.name}", "--out", "/io/out.csv", "--summary", "/io/s.json",
                 "--type", "con", "--ack-timeout-ms", "300", "--max-retransmit", "0", "--timeout-ms", "500",
                 "--cpu", self.ge_core, "--quiet"]
-        kw = hardening(memory_bytes=1 << 30, pids=16)
+        # the RT budget of a GE under fifo; None (docker-py's default) gives none
+        rt_runtime, rt_period = BUDGET if fifo else (None, None)
         if fifo:
             argv += ["--sched", "fifo", "--rt-prio", str(rt.RT_PRIO), "--rt-budget", f"{BUDGET[0]}/{BUDGET[1]}",
                      "--start-at", str(int(time.time() * 1e6 + START_LEAD_S * 1e6))]
-            kw.update(cpu_rt_runtime=BUDGET[0], cpu_rt_period=BUDGET[1])
         os.chown(work, 65534, 65534)
         ct = self.c.containers.run(IMAGES["ge"], argv, detach=True, cpuset_cpus=self.ge_core, network=self.net,
                                    labels=self.label, user="65534:65534",
-                                   volumes={str(work): {"bind": "/io", "mode": "rw"}}, **kw)
+                                   volumes={str(work): {"bind": "/io", "mode": "rw"}},
+                                   cpu_rt_runtime=rt_runtime, cpu_rt_period=rt_period,
+                                   **hardening(memory_bytes=1 << 30, pids=16))
         self.objects.append(ct)
         if fifo:
             ct.reload()
@@ -96,7 +99,8 @@ class Bench:
         if rc != 0:
             raise RuntimeError(f"wotbench-ge exited {rc}: {ct.logs().decode()[-500:]}")
         self.remove(ct)
-        return json.loads((work / "s.json").read_text())
+        summary: dict[str, Any] = json.loads((work / "s.json").read_text())
+        return summary
 
     def remove(self, obj: Any) -> None:
         try:
@@ -122,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rates = [int(r) for r in args.rates.split(",")]
     b = Bench(args.ge_core, args.device_core)
-    runs: list[dict] = []
+    runs: list[dict[str, Any]] = []
     t_start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-ge-ct-") as tmp:
         work = Path(tmp)
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def median_table(runs: list[dict], rates: list[int]) -> str:
+def median_table(runs: list[dict[str, Any]], rates: list[int]) -> str:
     cols = [(s, h) for h in (False, True) for s in ("normal", "fifo")]
     lines = ["| rate | " + " | ".join(f"{s}{' + hog' if h else ''}" for s, h in cols) + " |",
              "|---|" + "---|" * len(cols)]

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from wotbench.host import loopback
 
@@ -38,12 +39,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DEVICE = ROOT / "build" / "bin" / "wotbench-device"
 
 
-def run_ge(ge: Path, trace: Path, args: argparse.Namespace, sched: str) -> dict:
+def run_ge(ge: Path, trace: Path, args: argparse.Namespace, sched: str) -> dict[str, Any]:
     out, summ = trace.with_suffix(".out.csv"), trace.with_suffix(".json")
     # /usr/bin/time reports the GE's own peak RSS (%M): wait4's ru_maxrss
     # would carry this Python process's size across fork + exec.
-    cmd = [*loopback.sched_prefix(sched), "/usr/bin/time", "-f", "maxrss_kb=%M", str(ge), "--trace", str(trace), "--out", str(out),
-           "--summary", str(summ), "--cpu", str(args.ge_cpu), "--type", "non",
+    cmd = [*loopback.sched_prefix(sched), "/usr/bin/time", "-f", "maxrss_kb=%M", str(ge), "--trace", str(trace),
+           "--out", str(out), "--summary", str(summ), "--cpu", str(args.ge_cpu), "--type", "non",
            "--timeout-ms", "1000", "--quiet"]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     _, status, _ = os.wait4(proc.pid, 0)
@@ -65,7 +66,7 @@ def run_ge(ge: Path, trace: Path, args: argparse.Namespace, sched: str) -> dict:
             "memory": s.get("memory"), "csv_bytes": out_bytes}
 
 
-def rss_part(work: Path, args: argparse.Namespace, port: int, bins: dict[str, Path]) -> list[dict]:
+def rss_part(work: Path, args: argparse.Namespace, port: int, bins: dict[str, Path]) -> list[dict[str, Any]]:
     lines = []
     for n in [int(x) for x in args.rss_requests.split(",")]:
         trace = work / f"rss-{n}.csv"
@@ -81,11 +82,11 @@ def rss_part(work: Path, args: argparse.Namespace, port: int, bins: dict[str, Pa
     return lines
 
 
-def lag_part(work: Path, args: argparse.Namespace, port: int, bins: dict[str, Path]) -> list[dict]:
+def lag_part(work: Path, args: argparse.Namespace, port: int, bins: dict[str, Path]) -> list[dict[str, Any]]:
     lines = []
     names = list(bins)
     for rate in [float(x) for x in args.lag_rates.split(",")]:
-        runs: dict[str, list[dict]] = {k: [] for k in names}
+        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in names}
         for rep in range(args.repetitions):
             trace = work / f"lag-{int(rate)}-{rep}.csv"
             loopback.poisson_trace(trace, rate, args.lag_duration_s, f"coap://127.0.0.1:{port}/a",
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "build" / "bench" / "ge-stream.json")
     args = ap.parse_args(argv)
     bins = {"old": args.old, "new": args.new}
-    lines: list[dict] = []
+    lines: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-ge-stream-") as tmp:
         work = Path(tmp)
         dev, port = loopback.start_device(DEVICE, work, cpu=args.device_cpu, threads=1, policy=args.sched)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +51,7 @@ class Device:
     port: int = 0
     args: Sequence[str] = ()
     host: str = "127.0.0.1"
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[str] | None = None
 
     def start(self) -> Device:
         self.port = self.port or free_port(self.host)
@@ -78,7 +78,7 @@ class Device:
 
 
 @pytest.fixture
-def make_device(device_bin: Path, tmp_path: Path) -> Iterator:
+def make_device(device_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Device]]:
     """make_device({path: service_us}, *args, host=...) -> started Device."""
     started: list[Device] = []
 

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -38,10 +39,10 @@ def free_port(host: str = "127.0.0.1") -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
-def write_trace(path: Path, rows: Sequence[tuple], header: bool = True) -> Path:
+def write_trace(path: Path, rows: Sequence[tuple[object, ...]], header: bool = True) -> Path:
     lines = ["device_id,send_ts_us,method,uri"] if header else []
     lines += [",".join(str(v) for v in r) for r in rows]
     path.write_text("\n".join(lines) + "\n")
@@ -54,8 +55,15 @@ class GeRun:
     stderr: str
     out: Path
     summary_path: Path
-    rows: pd.DataFrame | None = None
-    summary: dict = field(default_factory=dict)
+    table: pd.DataFrame | None = None  # the --out CSV, read when the GE exited 0
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The --out CSV; a run that failed has none, and asking for it
+        fails the test with the GE's exit code and stderr."""
+        assert self.table is not None, f"the GE exited {self.returncode}: {self.stderr}"
+        return self.table
 
 
 def run_ge(binary: Path, trace: Path, *args: str, timeout: float = 120,
@@ -69,6 +77,6 @@ def run_ge(binary: Path, trace: Path, *args: str, timeout: float = 120,
                           env=dict(os.environ, **(env or {})))
     run = GeRun(proc.returncode, proc.stderr, out, summary)
     if proc.returncode == 0:
-        run.rows = pd.read_csv(out, dtype={"code": str, "status": str})
+        run.table = pd.read_csv(out, dtype={"code": str, "status": str})
         run.summary = json.loads(summary.read_text())
     return run

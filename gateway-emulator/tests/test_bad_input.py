@@ -9,6 +9,7 @@ import resource
 import signal
 import stat
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ BAD_TRACES = {
 }
 
 
-def run(ge: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+def run(ge: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(ge), "--out", str(tmp / "o.csv"), "--summary", str(tmp / "s.json"),
                            *args], capture_output=True, text=True, timeout=60)
 
@@ -134,18 +135,22 @@ def test_unwritable_output_is_refused_before_sending(ge_bin, tmp_path):
 @pytest.fixture(params=["release", "asan"])
 def any_ge(request) -> Path:
     """The GE binary, and the same under ASan/UBSan."""
-    return request.getfixturevalue("ge_bin" if request.param == "release" else "ge_asan_bin")
+    binary: Path = request.getfixturevalue("ge_bin" if request.param == "release" else "ge_asan_bin")
+    return binary
 
 
-def ge_quick(ge: Path, *args: str, limit_bytes: int | None = None) -> subprocess.CompletedProcess:
+def _limit_file_size(limit_bytes: int) -> None:
+    """In the child before exec: a write past the limit fails with EFBIG
+    instead of killing the GE with SIGXFSZ."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+
+def ge_quick(ge: Path, *args: str, limit_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
     """The GE against a closed loopback port (NON, 50 ms timeout): done in well under a second."""
-    def fsize() -> None:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
-
     return subprocess.run([str(ge), "--type", "non", "--timeout-ms", "50", "--quiet", *args],
                           capture_output=True, text=True, timeout=30, env={**os.environ, **SAN_ENV},
-                          preexec_fn=fsize if limit_bytes is not None else None)
+                          preexec_fn=None if limit_bytes is None else partial(_limit_file_size, limit_bytes))
 
 
 def listing(folder: Path) -> dict[str, tuple[int, bytes | None]]:
@@ -157,7 +162,7 @@ def listing(folder: Path) -> dict[str, tuple[int, bytes | None]]:
     return out
 
 
-def one_line(p: subprocess.CompletedProcess, status: int, start: str) -> None:
+def one_line(p: subprocess.CompletedProcess[str], status: int, start: str) -> None:
     assert p.returncode == status, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(start), p.stderr

@@ -31,7 +31,7 @@ class FakeDevices:
     """Sockets A and B are two devices; C is a stranger. `script(sock_name,
     request, send)` decides what to send back for each request."""
 
-    def __init__(self, script: Callable) -> None:
+    def __init__(self, script: Callable[[str, bytes, Callable[..., None]], None]) -> None:
         self.socks = {}
         for name in "ABC":
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -43,7 +43,7 @@ class FakeDevices:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def port(self, name: str) -> int:
-        return self.socks[name].getsockname()[1]
+        return int(self.socks[name].getsockname()[1])
 
     def _run(self) -> None:
         try:

@@ -19,11 +19,11 @@ from wotbench.base.formats import GE_OUTPUT_COLUMNS
 SERVICE = {"/s0": 0, "/s300": 300, "/s1000": 1000}
 
 
-def poisson_rows(dev, n: int, mean_us: float, seed: int, device_id: int = 0) -> list[tuple]:
+def poisson_rows(dev, n: int, mean_us: float, seed: int, device_id: int = 0) -> list[tuple[int, np.int64, str, str]]:
     rng = np.random.default_rng(seed)
     ts = np.cumsum(rng.exponential(mean_us, n)).astype(np.int64)
     paths = rng.choice(list(SERVICE), n)
-    return [(device_id, t, "GET", dev.uri(p)) for t, p in zip(ts, paths)]
+    return [(device_id, t, "GET", dev.uri(p)) for t, p in zip(ts, paths, strict=True)]
 
 
 def numpy_pct(x: np.ndarray) -> dict[str, float]:
@@ -236,7 +236,8 @@ def test_replies_are_stamped_when_they_arrive_not_when_read(binary, ge_bin, ge_a
     proc.send_signal(signal.SIGSTOP)
     time.sleep(0.4)
     proc.send_signal(signal.SIGCONT)
-    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
     rows = pd.read_csv(out)
     first = rows[rows.intended_us < 40_000]
     assert (first.status == "ok").all() and len(first) == 40

@@ -64,7 +64,7 @@ def test_fallback_recorded_when_fifo_refused(ge_bin, make_device, tmp_path):
     assert s["sched"]["yields"] == 0
 
 
-def _unprivileged_ge(ge_bin, trace, tmp_path, start_in_s: float) -> tuple[subprocess.Popen, Path]:
+def _unprivileged_ge(ge_bin, trace, tmp_path, start_in_s: float) -> tuple[subprocess.Popen[str], Path]:
     summary = tmp_path / "s.json"
     start_at = int(time.time() * 1e6 + start_in_s * 1e6)
     proc = subprocess.Popen([*NO_SYS_NICE, str(ge_bin), "--trace", str(trace), "--out", str(tmp_path / "o.csv"),

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import overload
 
 __all__ = [
     "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "WORKLOAD", "GE", "CD", "MONITOR",
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
-    "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD", "FIGURES",
+    "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD",
+    "FIGURES",
     "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
     "NODES", "PROBE", "TRACE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
@@ -91,9 +92,21 @@ def ge_index(path: Path | str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _at(*parts: str) -> Any:
-    """A RunDir property: the path ``parts`` below the run's root."""
-    return property(lambda self: self.root.joinpath(*parts), doc="/".join(parts))
+class _At:
+    """A RunDir or HostDir property: the path ``parts`` below its root."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+        self.__doc__ = "/".join(parts)
+
+    @overload
+    def __get__(self, folder: None, owner: type) -> _At: ...
+    @overload
+    def __get__(self, folder: RunDir | HostDir, owner: type | None = None) -> Path: ...
+
+    def __get__(self, folder: RunDir | HostDir | None, owner: type | None = None) -> Path | _At:
+        return self if folder is None else folder.root.joinpath(*self.parts)
+
 
 
 @dataclass(frozen=True)
@@ -107,16 +120,16 @@ class HostDir:
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
 
-    cd_dir = _at(CD)
-    cd_csv = _at(CD, CD_OUTPUT)
-    cd_raw = _at(CD, CD_RAW)
-    cd_summary = _at(CD, CD_SUMMARY)
-    cd_hosts = _at(CD, CD_HOSTS)
-    monitor_dir = _at(MONITOR)
-    host_monitor = _at(MONITOR, HOST_MONITOR)
-    collectl_dir = _at(MONITOR, COLLECTL)
-    probe_csv = _at(PROBE_OUTPUT)
-    probe_summary = _at(PROBE_SUMMARY)
+    cd_dir = _At(CD)
+    cd_csv = _At(CD, CD_OUTPUT)
+    cd_raw = _At(CD, CD_RAW)
+    cd_summary = _At(CD, CD_SUMMARY)
+    cd_hosts = _At(CD, CD_HOSTS)
+    monitor_dir = _At(MONITOR)
+    host_monitor = _At(MONITOR, HOST_MONITOR)
+    collectl_dir = _At(MONITOR, COLLECTL)
+    probe_csv = _At(PROBE_OUTPUT)
+    probe_summary = _At(PROBE_SUMMARY)
 
 
 @dataclass(frozen=True)
@@ -132,31 +145,31 @@ class RunDir:
     def name(self) -> str:
         return self.root.name
 
-    incomplete = _at(INCOMPLETE)
-    spec = _at(SPEC)
-    manifest = _at(MANIFEST)
-    phases = _at(PHASES)
-    observed = _at(OBSERVED)
-    summary = _at(SUMMARY)
-    interference = _at(INTERFERENCE)
-    pumba_log = _at(PUMBA_LOG)
-    workload = _at(WORKLOAD)
-    trace = _at(WORKLOAD, TRACE)
-    ge_dir = _at(GE)
-    cd_dir = _at(CD)
-    monitor_dir = _at(MONITOR)
-    logs_dir = _at(LOGS)
-    devices_dir = _at(DEVICES)
-    report_dir = _at(REPORT)
-    ge_hosts = _at(GE, HOSTS)
-    cd_csv = _at(CD, CD_OUTPUT)
-    cd_raw = _at(CD, CD_RAW)
-    cd_summary = _at(CD, CD_SUMMARY)
-    host_monitor = _at(MONITOR, HOST_MONITOR)
-    containers_monitor = _at(MONITOR, CONTAINERS_MONITOR)
-    harness_monitor = _at(MONITOR, HARNESS_MONITOR)
-    containers_spool = _at(MONITOR, CONTAINERS_SPOOL)
-    collectl_dir = _at(MONITOR, COLLECTL)
+    incomplete = _At(INCOMPLETE)
+    spec = _At(SPEC)
+    manifest = _At(MANIFEST)
+    phases = _At(PHASES)
+    observed = _At(OBSERVED)
+    summary = _At(SUMMARY)
+    interference = _At(INTERFERENCE)
+    pumba_log = _At(PUMBA_LOG)
+    workload = _At(WORKLOAD)
+    trace = _At(WORKLOAD, TRACE)
+    ge_dir = _At(GE)
+    cd_dir = _At(CD)
+    monitor_dir = _At(MONITOR)
+    logs_dir = _At(LOGS)
+    devices_dir = _At(DEVICES)
+    report_dir = _At(REPORT)
+    ge_hosts = _At(GE, HOSTS)
+    cd_csv = _At(CD, CD_OUTPUT)
+    cd_raw = _At(CD, CD_RAW)
+    cd_summary = _At(CD, CD_SUMMARY)
+    host_monitor = _At(MONITOR, HOST_MONITOR)
+    containers_monitor = _At(MONITOR, CONTAINERS_MONITOR)
+    harness_monitor = _At(MONITOR, HARNESS_MONITOR)
+    containers_spool = _At(MONITOR, CONTAINERS_SPOOL)
+    collectl_dir = _At(MONITOR, COLLECTL)
 
     def ge_csv(self, k: int) -> Path:
         return self.root / GE / ge_output(k)
@@ -179,8 +192,8 @@ class RunDir:
     def log(self, container: str) -> Path:
         return self.root / LOGS / f"{container}.log"
 
-    nodes_dir = _at(NODES)
-    probe_dir = _at(PROBE)
+    nodes_dir = _At(NODES)
+    probe_dir = _At(PROBE)
 
     def host(self, hostname: str | None) -> HostDir:
         """Per-host files: ``nodes/<hostname>/``, or the run folder itself

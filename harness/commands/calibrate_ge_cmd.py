@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("calibrate-ge", help="measure one GE's capacity on this host (cached)")
     p.add_argument("--force", action="store_true", help="measure again even if cached")
     p.add_argument("--sched", choices=["normal", "fifo"], default="normal",

@@ -9,12 +9,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 __all__ = ["register", "cmd_capacity"]
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("capacity", help="search the largest device count or per-device rate "
                        "that stays valid and meets the spec's response-time objective")
     p.add_argument("spec", type=Path, help="experiment spec (YAML) with a 'capacity' section")
@@ -36,7 +35,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     print(f"{'#':>2}  {cap.vary:<18} {'result':<6} evidence")
     for i, p in enumerate(doc["probes"], 1):
         pr = capacity.ProbeResult(**p)
-        print(f"{i:>2}  {capacity.fmt_value(cap, pr.value):<18} {'PASS' if pr.passed else 'FAIL':<6} {capacity.evidence_text(cap, pr)}")
+        verdict = "PASS" if pr.passed else "FAIL"
+        print(f"{i:>2}  {capacity.fmt_value(cap, pr.value):<18} {verdict:<6} {capacity.evidence_text(cap, pr)}")
     ans = doc["answer"]
     if ans is None:
         print(f"capacity: none; even {cap.vary} = {capacity.fmt_value(cap, cap.start)} failed")

@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="wotbench", description="Containerized CoAP device-emulation testbed."
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # The registrars only add parsers, which are _Parsers and so ArgumentParsers.
+    sub = typing.cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+                      parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     # Subcommand modules register themselves here (imported lazily so that
     # `wotbench --help` stays fast).
     from wotbench.tracegen import tracegen_cmd as tracegen_cli

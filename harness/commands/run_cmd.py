@@ -6,10 +6,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run an experiment spec on a Docker testbed")
     p.add_argument("spec", type=Path, help="experiment spec (YAML)")
     p.add_argument("--results", type=Path, default=Path("results"),
@@ -36,7 +35,7 @@ def register(sub: Any) -> None:
 
 def _cores(text: str) -> list[int]:
     from wotbench.base.errors import UserError
-    from wotbench.run.placement import MAX_CPU_ID, cpu_ids
+    from wotbench.execution.placement import MAX_CPU_ID, cpu_ids
 
     try:
         return cpu_ids(text or "-")
@@ -52,8 +51,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from wotbench.base.errors import UserError
     from wotbench.engine.inventory import Inventory, read_inventory
-    from wotbench.run.phases import decide_instances, layout_for, layout_of, render_schedule, schedule
-    from wotbench.run.placement import Plan
+    from wotbench.execution.phases import decide_instances, layout_for, layout_of, render_schedule, schedule
+    from wotbench.execution.placement import Plan
     from wotbench.spec import budget, load
 
     runs = load(args.spec, args.scale)
@@ -89,7 +88,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from wotbench.base.errors import UserError
-    from wotbench.run.runner import RunFailed, RunOptions, run_spec
+    from wotbench.execution.runner import RunFailed, RunOptions, run_spec
     from wotbench.spec import load
 
     runs = load(args.spec, args.scale)  # every variant validated before anything starts

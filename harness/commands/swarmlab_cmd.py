@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import signal
 import time
-from typing import Any
 
 __all__ = ["register", "cmd_swarm_lab"]
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("swarm-lab", help="a real Docker Swarm on this machine: the host is the manager, "
                                          "each worker a container running its own dockerd")
     cmds = p.add_subparsers(dest="lab_cmd", required=True, metavar="up|down")

@@ -9,14 +9,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from wotbench.base.errors import UserError
 
 __all__ = ["register", "cmd_validate_cd"]
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("validate-cd", help="run trials with and without injected interference and report "
                        "the contention detector's detection rate, onset error and false alarms")
     p.add_argument("spec", type=Path, nargs="?", help="experiment spec (YAML) with a 'validate_cd' section")

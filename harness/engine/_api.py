@@ -18,12 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import docker.errors
+import requests
+
 if TYPE_CHECKING:
+    from wotbench.engine._remote import ClockOffset
     from wotbench.engine._timing import PhaseTimes
     from wotbench.host.rt import RtBudget
     from wotbench.spec import Impairment
 
-__all__ = ["Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed", "NODE_ROLES", "GE_ROLES", "HOG_ROLE"]
+#: What any engine call raises when the engine behind it stopped answering
+#: (dockerd restarted or gone, a swarm node lost): callers retry or give up.
+ENGINE_GONE: tuple[type[Exception], ...] = (requests.exceptions.ConnectionError, docker.errors.DockerException)
+
+__all__ = ["ENGINE_GONE", "Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed",
+           "NODE_ROLES", "GE_ROLES", "HOG_ROLE"]
 
 #: Roles of the containers of a run.
 NODE_ROLES = ("device", "cd-node")
@@ -61,7 +70,9 @@ class ContainerSpec:
 
     @property
     def image_role(self) -> str:
-        return "device" if self.role in NODE_ROLES or self.role == HOG_ROLE else "nettools" if self.role == "monitor" else "ge"
+        if self.role in NODE_ROLES or self.role == HOG_ROLE:
+            return "device"
+        return "nettools" if self.role == "monitor" else "ge"
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ class Backend(Protocol):
     #: Nodes lost during the run (hostname -> why); always empty on one host.
     lost: dict[str, str]
     #: Each node's clock against this host's (wotbench.engine.ClockOffset); empty on one host.
-    clocks: dict[str, Any]
+    clocks: dict[str, ClockOffset]
     #: Per phase (create, start, ready, remove, ...): each engine call's seconds and the wall time.
     times: PhaseTimes
     #: Host settings the run changed (what -> before/after), for the manifest; empty if none.

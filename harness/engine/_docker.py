@@ -16,13 +16,15 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Required, TypedDict, TypeVar
 
 import docker
 import docker.errors
 import docker.types
 import requests
-from docker.models.containers import _create_container_args  # docker-py's own run -> create translation
+from docker.models import containers as docker_containers
+from docker.models.containers import Container
+from docker.models.networks import Network
 from tqdm import tqdm
 
 from wotbench.base.formats import DEFAULT_COAP_PORT
@@ -51,6 +53,37 @@ UNPRIVILEGED_ROLES = ("ge", "cd-ge", "probe")
 #: Subnets a run tries past ones another tool took between listing and creating.
 SUBNET_RETRIES = 8
 T = TypeVar("T")
+U = TypeVar("U")
+
+
+class CreateOptions(TypedDict, total=False):
+    """What only some containers of a run are created with."""
+
+    nano_cpus: int
+    user: str
+    entrypoint: list[str]
+    init: bool
+    cpu_rt_runtime: int
+    cpu_rt_period: int
+
+
+class CreateArgs(dockerenv.Hardening, CreateOptions, total=False):
+    """What every container of a run is created with (:meth:`DockerBackend.create_args`)."""
+
+    image: Required[str]
+    command: Required[list[str]]
+    name: Required[str]
+    detach: Required[bool]
+    cpuset_cpus: Required[str]
+    labels: Required[dict[str, str]]
+
+
+class Endpoint(TypedDict, total=False):
+    """A container's network: none, or one network at a fixed address."""
+
+    network_mode: str
+    network: str
+    networking_config: dict[str, docker.types.EndpointConfig]
 
 
 class DockerBackend:
@@ -64,9 +97,9 @@ class DockerBackend:
         self.client, self.run_id = client, run_id
         self.short = run_id.rsplit("-", 1)[-1]
         self.owner = dockerenv.owner_label()
-        self.networks: list[Any] = []
+        self.networks: list[Network] = []
         self.subnets: list[ipaddress.IPv4Network] = []
-        self.containers: dict[str, Any] = {}          # name -> Container
+        self.containers: dict[str, Container] = {}    # name -> Container
         self.attached: dict[str, list[str]] = {}      # name -> the run networks it has an endpoint on
         self.slowest_start_s = 0.0
         self._ge_slots = 0
@@ -103,7 +136,7 @@ class DockerBackend:
     def create_networks(self, nodes: int) -> int:
         """One internal bridge per NET_CAPACITY containers (a Linux bridge
         takes at most 1023 ports), on subnets free on this host; first the
-        host's ARP table made large enough for them (backend/_neigh.py)."""
+        host's ARP table made large enough for them (host/neigh.py)."""
         change = _neigh.ensure(nodes + _GE_SLOTS)
         if change is not None:
             self.host_changes["neigh"] = change.as_dict()
@@ -129,15 +162,16 @@ class DockerBackend:
                 self._guard(net)
         return len(self.networks)
 
-    def _guard(self, net: Any) -> None:
-        """The host guard on a new run bridge (_hostguard.py): its containers
+    def _guard(self, net: Network) -> None:
+        """The host guard on a new run bridge (host/hostguard.py): its containers
         cannot open anything to the host itself; recorded in host_changes."""
         g = self.host_changes.setdefault("host_guard", {"bridges": [], "tools": []})
         why = hostguard.available()
         if why is not None:
             g["not_applied"] = why
             return
-        bridge = (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{net.id[:12]}"
+        options = net.attrs.get("Options") or {}
+        bridge = options.get("com.docker.network.bridge.name") or f"br-{dockerenv.engine_id(net)[:12]}"
         g["tools"] = hostguard.guard(bridge, self.run_id)
         g["bridges"].append(bridge)
 
@@ -145,12 +179,12 @@ class DockerBackend:
         """(network name, address) for ``count`` nodes, filling networks in
         order; the first addresses of each are left for the GEs."""
         out: list[tuple[str, str]] = []
-        for net, sub in zip(self.networks, self.subnets):
+        for net, sub in zip(self.networks, self.subnets, strict=True):
             base = int(sub.network_address)
             for k in range(2 + _GE_SLOTS, 2 + NET_CAPACITY):
                 if len(out) == count:
                     return out
-                out.append((net.name, str(ipaddress.IPv4Address(base + k))))
+                out.append((dockerenv.engine_name(net), str(ipaddress.IPv4Address(base + k))))
         if len(out) < count:
             raise RuntimeError(f"networks hold {len(out)} containers, {count} needed")
         return out
@@ -160,30 +194,32 @@ class DockerBackend:
 
     # --- containers ------------------------------------------------------------
 
-    def _endpoint(self, network: str | None, address: str | None) -> dict[str, Any]:
+    def _endpoint(self, network: str | None, address: str | None) -> Endpoint:
         if network is None:
             return {"network_mode": "none"}
         return {"network": network, "networking_config": {
             network: self.client.api.create_endpoint_config(ipv4_address=address)}}
 
-    def create_args(self, spec: ContainerSpec, user: str) -> dict[str, Any]:
+    def create_args(self, spec: ContainerSpec, user: str) -> CreateArgs:
         """What every container of the run is created with, on any engine:
         its image, command, cpuset, labels, limits and hardening; ``user``
         for one that runs as the caller (``as_caller``)."""
-        kwargs = dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids)
+        opts: CreateOptions = {}
         if spec.nano_cpus:
-            kwargs["nano_cpus"] = spec.nano_cpus
+            opts["nano_cpus"] = spec.nano_cpus
         if spec.as_caller:
-            kwargs["user"] = user
+            opts["user"] = user
         if spec.entrypoint:
-            kwargs["entrypoint"] = list(spec.entrypoint)
+            opts["entrypoint"] = list(spec.entrypoint)
         if spec.role == "monitor":      # collectl as PID 1 exits at once; an init forwards SIGTERM
-            kwargs["init"] = True
+            opts["init"] = True
         if spec.rt_budget is not None:  # SCHED_FIFO GE/CD-GE: its RT budget (FIFO given by the harness)
-            kwargs.update(cpu_rt_runtime=spec.rt_budget.runtime_us, cpu_rt_period=spec.rt_budget.period_us)
+            opts["cpu_rt_runtime"] = spec.rt_budget.runtime_us
+            opts["cpu_rt_period"] = spec.rt_budget.period_us
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
         return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
-                "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra), **kwargs}
+                "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra),
+                **dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids), **opts}
 
     @staticmethod
     def _user_for(spec: ContainerSpec) -> str:
@@ -200,7 +236,7 @@ class DockerBackend:
             return f"{UNPRIVILEGED_UID}:{UNPRIVILEGED_UID}"
         return f"{os.getuid()}:{os.getgid()}"
 
-    def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Any, float]:
+    def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Container, float]:
         """One API call: the engine's create, without docker-py's inspect of
         the new container (the handle needs only its id and name). Returns
         the handle and when the call began."""
@@ -208,27 +244,31 @@ class DockerBackend:
                   for m in spec.mounts}
         name = self.name_of(spec.key)
         kwargs = {**self.create_args(spec, self._user_for(spec)), "volumes": mounts,
-                  **self._endpoint(network, address), "version": self.client.api._version}
+                  **self._endpoint(network, address), "version": self.client.api.api_version}
         t = time.monotonic()
-        made = self.client.api.create_container(**_create_container_args(kwargs))
+        # docker-py's own translation of run arguments to create arguments (private: not in types-docker)
+        create = docker_containers._create_container_args(kwargs)  # type: ignore[attr-defined]
+        made = self.client.api.create_container(**create)
         ct = self.client.containers.prepare_model({"Id": made["Id"], "Name": "/" + name})
         self.containers[name] = ct
         self.attached[name] = [network] if network is not None else []
         return ct, t
 
-    def _create_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Any, float]:
+    def _create_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Container, float]:
         ct, t = self._create(spec, network, address)
         took = time.monotonic() - t
         self.times.call("create", took)
         return ct, took
 
-    def _start_created(self, spec: ContainerSpec, made: tuple[Any, float], address: str) -> tuple[Started, float]:
+    def _start_created(self, spec: ContainerSpec, made: tuple[Container, float],
+                       address: str) -> tuple[Started, float]:
         ct, create_s = made
         t = time.monotonic()
         ct.start()
         now = time.monotonic()
         self.times.call("start", now - t)
-        return Started(spec.key, spec.role, ct.name, ct.id, address, spec.node), create_s + now - t
+        started = Started(spec.key, spec.role, dockerenv.engine_name(ct), dockerenv.engine_id(ct), address, spec.node)
+        return started, create_s + now - t
 
     def _parallel(self, phase: str, what: str, jobs: Sequence[Callable[[], T]], progress: bool) -> list[T]:
         """Runs ``jobs`` on the pool with a progress bar, timing the phase's
@@ -254,9 +294,9 @@ class DockerBackend:
         calls in flight and re-raises."""
         where = self.addresses(len(specs))
         made = self._parallel("create", "creating devices", [
-            partial(self._create_node, s, *w) for s, w in zip(specs, where)], progress)
+            partial(self._create_node, s, *w) for s, w in zip(specs, where, strict=True)], progress)
         done = self._parallel("start", "starting devices", [
-            partial(self._start_created, s, m, w[1]) for s, m, w in zip(specs, made, where)], progress)
+            partial(self._start_created, s, m, w[1]) for s, m, w in zip(specs, made, where, strict=True)], progress)
         self.slowest_start_s = max([self.slowest_start_s, *(took for _, took in done)])
         return [st for st, _ in done]
 
@@ -273,19 +313,20 @@ class DockerBackend:
         self._ge_slots += 1
         if slot >= _GE_SLOTS:
             raise RuntimeError(f"at most {_GE_SLOTS} GEs per run")
-        ct, _ = self._create(spec, self.networks[0].name, self.ge_address(0, slot))
+        ct, _ = self._create(spec, dockerenv.engine_name(self.networks[0]), self.ge_address(0, slot))
+        name = dockerenv.engine_name(ct)
         for i, net in enumerate(self.networks[1:], 1):
             net.connect(ct, ipv4_address=self.ge_address(i, slot))
-            self.attached[ct.name].append(net.name)
+            self.attached[name].append(dockerenv.engine_name(net))
         ct.start()
-        return Started(spec.key, spec.role, ct.name, ct.id)
+        return Started(spec.key, spec.role, name, dockerenv.engine_id(ct))
 
     def start_offline(self, spec: ContainerSpec) -> Started:
         """A container with no network: a monitor (it reads the host's
         /proc), a hog."""
         ct, _ = self._create(spec, None, None)
         ct.start()
-        return Started(spec.key, spec.role, ct.name, ct.id, None, spec.node)
+        return Started(spec.key, spec.role, dockerenv.engine_name(ct), dockerenv.engine_id(ct), None, spec.node)
 
     def pid_of(self, started: Started) -> int | None:
         ct = self.containers[started.name]
@@ -327,7 +368,7 @@ class DockerBackend:
 
     # --- the end ---------------------------------------------------------------
 
-    def _each(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    def _each(self, fn: Callable[[U], T], items: Iterable[U]) -> list[T]:
         with ThreadPoolExecutor(self._pool) as pool:
             return list(pool.map(fn, list(items)))
 
@@ -344,17 +385,17 @@ class DockerBackend:
         """SIGTERM to every container (then SIGKILL after ``timeout_s``),
         in parallel, after disconnecting them from the run networks one at
         a time: hundreds of exits releasing their endpoints at once left
-        Docker 20.10 with a stale endpoint (``_dockerenv.detach``)."""
-        def stop(ct: Any) -> None:
+        Docker 20.10 with a stale endpoint (``dockerenv.detach``)."""
+        def stop(ct: Container) -> None:
             with contextlib.suppress(docker.errors.APIError):
                 self.times.timed("stop", partial(ct.stop, timeout=timeout_s))
         with self.times.wall("stop"):
-            dockerenv.detach(self.client, [(ct.id, self.attached.get(name, ())) for name, ct in self.containers.items()],
-                             self.times.call)
+            attached = [(dockerenv.engine_id(ct), self.attached.get(name, ())) for name, ct in self.containers.items()]
+            dockerenv.detach(self.client, attached, self.times.call)
             self._each(stop, self.containers.values())
 
     def save_logs(self, path_of: Callable[[str], Path]) -> None:
-        def save(item: tuple[str, Any]) -> None:
+        def save(item: tuple[str, Container]) -> None:
             name, ct = item
             try:
                 data = ct.logs(stdout=True, stderr=True, timestamps=True)

@@ -21,9 +21,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from wotbench.engine._api import Mount
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+    from docker import DockerClient
 
 __all__ = ["IO", "REMOTE_UID", "ClockOffset", "pack", "unpack", "relative", "clock_offset"]
 
@@ -98,14 +102,15 @@ class _Chunks(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: Any) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         while not self._buf:
             try:
                 self._buf = next(self._it)
             except StopIteration:
                 return 0
-        n = min(len(b), len(self._buf))
-        b[:n], self._buf = self._buf[:n], self._buf[n:]
+        view = memoryview(b).cast("B")
+        n = min(len(view), len(self._buf))
+        view[:n], self._buf = self._buf[:n], self._buf[n:]
         return n
 
 
@@ -146,12 +151,12 @@ class ClockOffset:
     uncertainty_us: float
     how: str = "engine API SystemTime against this host's clock at the call's midpoint, best of 5"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float | str]:
         return {"offset_us": round(self.offset_us, 1), "uncertainty_us": round(self.uncertainty_us, 1),
                 "how": self.how}
 
 
-def clock_offset(client: Any, samples: int = 5) -> ClockOffset:
+def clock_offset(client: DockerClient, samples: int = 5) -> ClockOffset:
     """The engine's clock (``GET /info`` SystemTime) against ours."""
     best: tuple[float, float] | None = None
     for _ in range(samples):

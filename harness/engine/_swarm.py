@@ -27,12 +27,13 @@ import docker
 import docker.errors
 import docker.types
 import requests
+from docker.models.containers import Container
 
 from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
 from wotbench.engine import netimpair as impair_tools
 from wotbench.engine._api import ContainerSpec, ContainerState, Mount, Removed, Started
-from wotbench.engine._docker import DockerBackend
+from wotbench.engine._docker import DockerBackend, Endpoint
 from wotbench.engine._remote import IO, REMOTE_UID, ClockOffset, clock_offset, pack, relative, unpack
 from wotbench.engine.dockerenv import IMAGES, LABEL_ENGINE
 
@@ -79,7 +80,8 @@ class SwarmBackend(DockerBackend):
                                     f"its engine (docker node update --label-add {LABEL_ENGINE}=ssh://... "
                                     f"{host}; docs/multi-host.md)", field="cluster")
                 self.engines[host] = dockerenv.engine_client(url, host)
-            self.clocks[host] = clock_offset(self.engines[host]) if host != self.local else ClockOffset(0.0, 0.0, "this host")
+            self.clocks[host] = (clock_offset(self.engines[host]) if host != self.local
+                                 else ClockOffset(0.0, 0.0, "this host"))
 
     def client_of(self, node: str | None) -> docker.DockerClient:
         return self.engines[node or self.local]
@@ -96,7 +98,7 @@ class SwarmBackend(DockerBackend):
                 continue
             for role in roles:
                 try:
-                    got = c.images.get(IMAGES[role]).id
+                    got: str | None = dockerenv.engine_id(c.images.get(IMAGES[role]))
                 except docker.errors.ImageNotFound:
                     got = None
                 if got != ids[role]:
@@ -128,9 +130,9 @@ class SwarmBackend(DockerBackend):
 
     def addresses(self, count: int) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for net, sub in zip(self.networks, self.subnets):
+        for net, sub in zip(self.networks, self.subnets, strict=True):
             base = int(sub.network_address)
-            out += [(net.name, str(ipaddress.IPv4Address(base + k)))
+            out += [(dockerenv.engine_name(net), str(ipaddress.IPv4Address(base + k)))
                     for k in range(10, 10 + min(OVERLAY_STATIC, count - len(out)))]
         if len(out) < count:
             raise RuntimeError(f"networks hold {len(out)} containers, {count} needed")
@@ -138,18 +140,18 @@ class SwarmBackend(DockerBackend):
 
     # --- containers -------------------------------------------------------------
 
-    def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Any, float]:
+    def _create(self, spec: ContainerSpec, network: str | None, address: str | None) -> tuple[Container, float]:
         node = spec.node or self.local
         if not self.remote(node):
             ct, t = super()._create(spec, network, address)
-            self.node_of[ct.name] = node
+            self.node_of[dockerenv.engine_name(ct)] = node
             return ct, t
         c = self.engines[node]
         name = self.name_of(spec.key)
         t = time.monotonic()
         vol = c.volumes.create(f"{name}-io", labels=self.labels("volume"))
-        endpoint = ({"network_mode": "none"} if network is None else {"network": network, "networking_config": {
-            network: c.api.create_endpoint_config(ipv4_address=address)}})
+        endpoint: Endpoint = ({"network_mode": "none"} if network is None else {
+            "network": network, "networking_config": {network: c.api.create_endpoint_config(ipv4_address=address)}})
         ct = c.containers.create(**self.create_args(spec, f"{REMOTE_UID}:{REMOTE_UID}"),
                                  volumes={vol.name: {"bind": IO, "mode": "rw"}}, **endpoint)
         self.containers[name] = ct
@@ -172,11 +174,12 @@ class SwarmBackend(DockerBackend):
 
     def start_ge(self, spec: ContainerSpec) -> Started:
         """A GE on its node, on every overlay (an address the engine picks)."""
-        ct, _ = self._create(spec, self.networks[0].name, None)
+        ct, _ = self._create(spec, dockerenv.engine_name(self.networks[0]), None)
         for net in self.networks[1:]:
-            self.client_of(spec.node).networks.get(net.name).connect(ct)
+            self.client_of(spec.node).networks.get(dockerenv.engine_name(net)).connect(ct)
         ct.start()
-        return Started(spec.key, spec.role, ct.name, ct.id, None, spec.node or self.local)
+        return Started(spec.key, spec.role, dockerenv.engine_name(ct), dockerenv.engine_id(ct), None,
+                       spec.node or self.local)
 
     def wait(self, started: Started, timeout_s: float) -> int | None:
         try:
@@ -241,11 +244,11 @@ class SwarmBackend(DockerBackend):
             return name, replace(state, started_at=None) if self.remote(node) else state
         return dict(self._each(inspect, self.containers))
 
-    def _live(self) -> dict[str, Any]:
+    def _live(self) -> dict[str, Container]:
         return {n: ct for n, ct in self.containers.items() if self.node_of.get(n) not in self.lost}
 
     def stop_all(self, timeout_s: int = 2) -> None:
-        def stop(ct: Any) -> None:
+        def stop(ct: Container) -> None:
             with contextlib.suppress(*_ERRORS):
                 ct.stop(timeout=timeout_s)
         self._each(stop, self._live().values())

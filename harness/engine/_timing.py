@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar, TypeVarTuple
 
 import numpy as np
 
 __all__ = ["PhaseTimes"]
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 @dataclass
@@ -30,7 +31,7 @@ class PhaseTimes:
         with self._lock:
             self.calls.setdefault(phase, []).append(seconds)
 
-    def timed(self, phase: str, fn: Callable[..., T], *args: Any) -> T:
+    def timed(self, phase: str, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         """``fn(*args)``, its duration recorded as one call of ``phase``."""
         t = time.monotonic()
         try:

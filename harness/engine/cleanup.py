@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from wotbench.base.errors import UserError
 from wotbench.engine import daemon as engine
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 #: The flag that restarts the engine, and the one that consents without a terminal.
 RESTART_FLAG, YES_FLAG = "--restart-engine", "--yes"
@@ -26,7 +29,7 @@ def register_flags(p: argparse.ArgumentParser) -> None:
                    help=f"with {RESTART_FLAG}: do not ask (needed when stdin is not a terminal)")
 
 
-def _node_engines(c: Any) -> list[tuple[str, Any]]:
+def _node_engines(c: DockerClient) -> list[tuple[str, DockerClient]]:
     """The engines of a swarm's other nodes that carry an engine label
     (docs/multi-host.md); none outside a swarm. A node whose engine does
     not answer is reported, and skipped."""
@@ -45,7 +48,7 @@ def _node_engines(c: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def _remove(c: Any, args: argparse.Namespace, keep: set[str]) -> tuple[int, int, list[str]]:
+def _remove(c: DockerClient, args: argparse.Namespace, keep: set[str]) -> tuple[int, int, list[str]]:
     """Every engine's leftovers (a swarm's other nodes first, then this
     one's): containers and networks removed, networks that stayed."""
     from wotbench.engine import dockerenv
@@ -104,7 +107,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return _after_restart(engine.restart(how, print), args, keep)
 
 
-def _after_restart(c: Any, args: argparse.Namespace, keep: set[str]) -> int:
+def _after_restart(c: DockerClient, args: argparse.Namespace, keep: set[str]) -> int:
     """Removes again what stayed, now that the engine forgot the endpoint."""
     from wotbench.engine import dockerenv
 

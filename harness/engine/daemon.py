@@ -22,9 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from wotbench.base.errors import UserError
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 #: How long dockerd may take to stop (it stops its containers) and to answer again.
 STOP_WAIT_S, START_WAIT_S = 120.0, 60.0
@@ -150,7 +153,7 @@ def restart_plan(yes: bool, tty: bool) -> Plan:
     return Plan(systemd=False, dockerd=_process(sock))
 
 
-def running_containers(c: Any) -> list[str]:
+def running_containers(c: DockerClient) -> list[str]:
     """``name (image)`` of every running container of the engine."""
     return sorted(f"{ct['Names'][0].lstrip('/')} ({ct.get('Image', '?')})" for ct in c.api.containers())
 
@@ -175,7 +178,7 @@ def consent(plan: Plan, stuck: list[str], running: list[str], args: argparse.Nam
     return answer.strip().lower() in ("y", "yes")
 
 
-def _engine_up(timeout_s: float) -> Any | None:
+def _engine_up(timeout_s: float) -> DockerClient | None:
     import docker
     import docker.errors
 
@@ -206,7 +209,7 @@ def _restart_process(d: Dockerd) -> None:
                        stderr=err, close_fds=True, check=True, timeout=10)
 
 
-def restart(plan: Plan, say: Callable[[str], None]) -> Any:
+def restart(plan: Plan, say: Callable[[str], None]) -> DockerClient:
     """Restarts the engine as ``plan`` says; returns a client once it
     answers (a UserError naming where to look if it does not)."""
     t = time.monotonic()

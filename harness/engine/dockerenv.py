@@ -15,14 +15,24 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import docker
 import docker.errors
+import docker.models.containers
+import docker.types
+from docker.models.networks import Network
+from docker.models.resource import Model
 from tqdm import tqdm
 
 from wotbench.base.errors import UserError
 from wotbench.host import hostguard
+
+#: A connection to one Docker engine, as the layers above the engine name it
+#: (they do not import docker themselves).
+Client = docker.DockerClient
+#: One container of an engine (docker-py's model), named here for the same reason.
+Container = docker.models.containers.Container
 
 LABEL_RUN = "org.wotbench.run"
 LABEL_ROLE = "org.wotbench.role"
@@ -95,7 +105,19 @@ def engine_client(url: str, node: str) -> docker.DockerClient:
     return c
 
 
-def hardening(*, memory_bytes: int, pids: int) -> dict[str, Any]:
+class Hardening(TypedDict):
+    """The engine's create arguments of :func:`hardening`."""
+
+    cap_drop: list[str]
+    security_opt: list[str]
+    read_only: bool
+    mem_limit: int
+    memswap_limit: int
+    pids_limit: int
+    log_config: docker.types.LogConfig
+
+
+def hardening(*, memory_bytes: int, pids: int) -> Hardening:
     """Unprivileged containers: no capabilities, no privilege gain, a
     read-only root filesystem, memory and process limits."""
     return {
@@ -105,8 +127,23 @@ def hardening(*, memory_bytes: int, pids: int) -> dict[str, Any]:
         "mem_limit": memory_bytes,
         "memswap_limit": memory_bytes,
         "pids_limit": pids,
-        "log_config": {"type": "json-file", "config": {"max-size": "1m"}},
+        "log_config": docker.types.LogConfig(type="json-file", config={"max-size": "1m"}),
     }
+
+
+def engine_id(obj: Model) -> str:
+    """The id of an engine object. docker-py builds its models from the
+    engine's answer, which always has one (its stubs allow None)."""
+    if obj.id is None:
+        raise RuntimeError(f"the engine described a {type(obj).__name__} without an id")
+    return obj.id
+
+
+def engine_name(obj: Container | Network) -> str:
+    """The name of a container or network (see :func:`engine_id`)."""
+    if obj.name is None:
+        raise RuntimeError(f"the engine described a {type(obj).__name__} without a name")
+    return obj.name
 
 
 def check_images(c: docker.DockerClient, roles: Iterable[str]) -> dict[str, str]:
@@ -114,7 +151,7 @@ def check_images(c: docker.DockerClient, roles: Iterable[str]) -> dict[str, str]
     ids = {}
     for role in roles:
         try:
-            ids[role] = c.images.get(IMAGES[role]).id
+            ids[role] = engine_id(c.images.get(IMAGES[role]))
         except docker.errors.ImageNotFound:
             raise UserError(f"image {IMAGES[role]} is missing (run: make images)") from None
     return ids
@@ -191,10 +228,11 @@ def is_pool_overlap(err: Exception) -> bool:
     return isinstance(err, docker.errors.APIError) and "overlaps" in str(err.explanation or err)
 
 
-def _labels(obj: Any) -> dict[str, str]:
+def _labels(obj: dict[str, Any] | Model) -> dict[str, str]:
     """Labels of a listed container (a sparse listing: no inspect), volume or network."""
     attrs = obj if isinstance(obj, dict) else obj.attrs
-    return attrs.get("Labels") or attrs.get("Config", {}).get("Labels") or {}
+    labels: dict[str, str] = attrs.get("Labels") or attrs.get("Config", {}).get("Labels") or {}
+    return labels
 
 
 def _run_owners(c: docker.DockerClient) -> dict[str, str]:
@@ -328,7 +366,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
     """Removes every container, volume, then network carrying the run label
     (of one run, or of any run but those in ``keep`` when ``run_id`` is
     None), and, with ``local`` (this host's engine), the host guard's
-    rules of those runs (_hostguard.py). Returns the counts removed and the
+    rules of those runs (host/hostguard.py). Returns the counts removed and the
     names of networks the engine refused to remove. ``swarm_networks``
     False: a swarm worker's engine, which sees the manager's overlay
     networks but cannot remove them.
@@ -337,7 +375,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
     ``network-remove``)."""
     flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
 
-    def kept(obj: Any) -> bool:
+    def kept(obj: dict[str, Any] | Model) -> bool:
         return _labels(obj).get(LABEL_RUN) in keep
 
     cts = [ct for ct in c.api.containers(all=True, filters=flt) if not kept(ct)]
@@ -368,7 +406,7 @@ def remove_labelled(c: docker.DockerClient, run_id: str | None = None,
                 if exc.status_code not in (400, 403):
                     raise
                 if attempt == network_attempts - 1:
-                    stuck.append(net.name)
+                    stuck.append(engine_name(net))
                     break
                 time.sleep(0.25)
         if on_call is not None:

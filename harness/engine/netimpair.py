@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NotRequired, TypedDict
 
 import docker
 import docker.errors
@@ -35,17 +35,35 @@ def local_cores() -> str:
     return ",".join(map(str, sorted(os.sched_getaffinity(0))))
 
 
-def sidecar_args(run_id: str, role: str, cpuset: str | None = None) -> dict[str, object]:
+class SidecarArgs(TypedDict):
+    """The engine's run arguments of :func:`sidecar_args`."""
+
+    cap_drop: list[str]
+    cap_add: list[str]
+    security_opt: list[str]
+    read_only: bool
+    tmpfs: dict[str, str]
+    mem_limit: int
+    memswap_limit: int
+    pids_limit: int
+    cpuset_cpus: NotRequired[str]
+    labels: dict[str, str]
+
+
+def sidecar_args(run_id: str, role: str, cpuset: str | None = None) -> SidecarArgs:
     """How a sidecar runs: NET_ADMIN its only capability (it stays root in
     the container: Docker 20.10 has no ambient capabilities for another
     user), no privilege gain, a read-only root with a small tmpfs for
     iptables' lock, memory and pids limits, on ``cpuset`` (this host: the
     harness's reserved cores; a swarm node's engine: its choice)."""
-    return {"cap_drop": ["ALL"], "cap_add": ["NET_ADMIN"], "security_opt": ["no-new-privileges"],
-            "read_only": True, "tmpfs": {"/run": "size=1m,mode=0755"},
-            "mem_limit": SIDECAR_MEMORY, "memswap_limit": SIDECAR_MEMORY, "pids_limit": SIDECAR_PIDS,
-            **({"cpuset_cpus": cpuset} if cpuset else {}),
-            "labels": {LABEL_RUN: run_id, LABEL_ROLE: role, LABEL_OWNER: owner_label()}}
+    args: SidecarArgs = {
+        "cap_drop": ["ALL"], "cap_add": ["NET_ADMIN"], "security_opt": ["no-new-privileges"],
+        "read_only": True, "tmpfs": {"/run": "size=1m,mode=0755"},
+        "mem_limit": SIDECAR_MEMORY, "memswap_limit": SIDECAR_MEMORY, "pids_limit": SIDECAR_PIDS,
+        "labels": {LABEL_RUN: run_id, LABEL_ROLE: role, LABEL_OWNER: owner_label()}}
+    if cpuset:
+        args["cpuset_cpus"] = cpuset
+    return args
 
 
 def netem_available(c: docker.DockerClient, run_id: str) -> bool:

@@ -83,14 +83,15 @@ def delivered_rate(target: tuple[str, int], path: str, requests: int, interval_s
 def _answer_mid(data: bytes) -> int | None:
     if len(data) < 4 or data[0] >> 6 != 1 or data[1] != _CONTENT:
         return None
-    return struct.unpack_from("!H", data, 2)[0]
+    mid: int = struct.unpack_from("!H", data, 2)[0]
+    return mid
 
 
 def _send_round(sock: socket.socket, pending: Iterable[tuple[str, int]], mids: Iterable[int],
                 inflight: dict[int, tuple[str, int]]) -> None:
     """One GET to every pending target; one that does not fit the socket
     buffer (or drew an ICMP error) waits for the next round."""
-    for t, mid in zip(pending, mids):
+    for t, mid in zip(pending, mids, strict=False):   # mids is endless
         inflight[mid] = t
         try:
             sock.sendto(_get(mid, mid), t)

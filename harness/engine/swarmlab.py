@@ -25,18 +25,22 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict, Unpack
 
-import docker
 import docker.errors
+from docker import DockerClient
+from docker.models.containers import Container
+from docker.models.networks import Network
 
 from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
 from wotbench.engine.dockerenv import IMAGE_TAG, IMAGES, LABEL_ENGINE, LABEL_ROLE
 
-__all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR", "DEFAULT_IMAGES"]
+__all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR",
+           "DEFAULT_IMAGES"]
 
 LABEL_LAB = "org.wotbench.swarmlab"
 NODE_IMAGE = f"wotbench/swarm-node:{IMAGE_TAG}"
@@ -97,11 +101,12 @@ class HostState:
     networks: dict[str, str]
 
     @classmethod
-    def read(cls, c: docker.DockerClient) -> HostState:
+    def read(cls, c: DockerClient) -> HostState:
         try:
             swarm = c.info()["Swarm"]["LocalNodeState"]
-            cts = {ct.id: ct.name for ct in c.containers.list(all=True, ignore_removed=True)}
-            nets = {n.id: n.name for n in c.networks.list()}
+            cts = {dockerenv.engine_id(ct): dockerenv.engine_name(ct)
+                   for ct in c.containers.list(all=True, ignore_removed=True)}
+            nets = {dockerenv.engine_id(n): dockerenv.engine_name(n) for n in c.networks.list()}
         except _SDK_ERRORS as exc:
             raise SwarmLabError(f"reading the host's Docker state: {exc}") from None
         return cls(swarm, cts, nets)
@@ -121,6 +126,15 @@ class HostState:
             raise SwarmLabError("the host is not as the lab found it: " + "; ".join(diff))
 
 
+class ExecOptions(TypedDict, total=False):
+    """How :meth:`Node.exec` runs a command (its keyword arguments)."""
+
+    what: str | None
+    timeout_s: float
+    input: str
+    check: bool
+
+
 @dataclass
 class Node:
     """A worker: a container whose hostname (and swarm node name) is ``name``
@@ -135,7 +149,7 @@ class Node:
         return _run(["docker", "exec", "-i", self.name, *argv], what or f"{self.name}: {' '.join(argv)}",
                     timeout_s, input=input, check=check)
 
-    def docker(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    def docker(self, *args: str, **kw: Unpack[ExecOptions]) -> subprocess.CompletedProcess[str]:
         """A docker command against the node's own engine."""
         return self.exec("docker", *args, **kw)
 
@@ -247,7 +261,7 @@ class Lab:
         shutil.rmtree(self.state_dir / self.id, ignore_errors=True)
         (self.state_dir / f"{self.id}.json").unlink(missing_ok=True)
 
-    def _swarm_is_ours(self, c: docker.DockerClient) -> bool:
+    def _swarm_is_ours(self, c: DockerClient) -> bool:
         """The swarm is this lab's (its label), or this lab's init half made it."""
         if c.info()["Swarm"]["LocalNodeState"] == "inactive":
             return False
@@ -257,27 +271,27 @@ class Lab:
         except docker.errors.APIError:
             return self.swarm_init and (self.before is None or self.before.swarm == "inactive")
 
-    def _remove_services(self, c: docker.DockerClient) -> None:
+    def _remove_services(self, c: DockerClient) -> None:
         """Every service of the lab's swarm; waits for their containers here."""
         for svc in c.services.list():
-            svc.remove()
+            svc.remove()  # type: ignore[no-untyped-call]  # unannotated in types-docker
         known = self.before.containers if self.before else {}
 
         def tasks() -> list[str]:
-            return [ct.name for ct in c.containers.list(all=True, ignore_removed=True, filters={
+            return [dockerenv.engine_name(ct) for ct in c.containers.list(all=True, ignore_removed=True, filters={
                 "label": "com.docker.swarm.service.id"}) if ct.id not in known]
 
         _until(self.timeout_s, "service containers to go", lambda: not tasks(), lambda: ", ".join(tasks()))
 
-    def _remove_containers(self, c: docker.DockerClient) -> None:
+    def _remove_containers(self, c: DockerClient) -> None:
         """A node removes its containers (releasing their overlay attachments)
         and leaves (if it joined), then every container of the lab goes."""
         cts = c.containers.list(all=True, filters={"label": self.label}, ignore_removed=True)
         leave = "docker ps -aq | xargs -r docker rm -f; docker swarm leave --force"
 
-        def rm(ct: Any) -> None:
+        def rm(ct: Container) -> None:
             if ct.labels.get(LABEL_ROLE) == "swarm-node" and ct.status == "running":
-                Node(ct.name, "").exec("sh", "-c", leave, timeout_s=60, check=False)
+                Node(dockerenv.engine_name(ct), "").exec("sh", "-c", leave, timeout_s=60, check=False)
             try:
                 ct.remove(force=True, v=True)
             except docker.errors.NotFound:
@@ -286,7 +300,7 @@ class Lab:
         with ThreadPoolExecutor(dockerenv.WORKERS) as pool:
             list(pool.map(rm, cts))
 
-    def _remove_networks(self, c: docker.DockerClient, scope: str, left: bool) -> None:
+    def _remove_networks(self, c: DockerClient, scope: str, left: bool) -> None:
         """The lab's networks of one scope; after the swarm is gone also the
         docker_gwbridge and ingress it leaves behind (unless found before)."""
         nets = [n for n in c.networks.list(filters={"label": self.label}) if n.attrs.get("Scope") == scope]
@@ -295,7 +309,7 @@ class Lab:
                      if n.name in ("docker_gwbridge", "ingress")
                      and (n.id not in self.before.networks if self.before else left)]
 
-        def removed(net: Any) -> bool:        # False while the engine still holds endpoints
+        def removed(net: Network) -> bool:        # False while the engine still holds endpoints
             try:
                 net.remove()
             except docker.errors.NotFound:
@@ -305,7 +319,7 @@ class Lab:
             return True
 
         for net in nets:
-            _until(self.timeout_s, f"removing network {net.name}", lambda: removed(net), lambda: "in use")
+            _until(self.timeout_s, f"removing network {net.name}", partial(removed, net), lambda: "in use")
 
 
 @dataclass
@@ -350,7 +364,7 @@ class SwarmLab:
         lab.save()
         return lab
 
-    def _make(self, c: docker.DockerClient, lab: Lab, subnets: list[IPv4Network]) -> None:
+    def _make(self, c: DockerClient, lab: Lab, subnets: list[IPv4Network]) -> None:
         bridge, swarm_pool, node_pool = subnets
         lab.docker("network", "create", "--driver", "bridge", "--subnet", str(bridge),
                    "--gateway", lab.manager, "--label", lab.label, lab.network)

@@ -3,7 +3,7 @@ same moment must not both put their GE on one core (each would measure
 the other). A run holds an exclusive ``flock`` on one file per GE core
 from before anything starts until it ends; the kernel releases it when the
 harness exits, also when it is killed, so a dead run never blocks a core.
-The container check (``_dockerenv.busy_ge_cores``) still covers GEs whose
+The container check (``wotbench.engine.dockerenv.busy_ge_cores``) still covers GEs whose
 harness is gone but whose container is not yet.
 
 The lock files live where only the harness's user can create or open them

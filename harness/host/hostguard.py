@@ -12,7 +12,7 @@ that is not part of a flow the host began: the harness's readiness probe
 opening anything to the host does not.
 
 Each rule carries the comment ``wotbench-run:<run-id>``, so it is removed
-with the run's networks (``_dockerenv.remove_labelled``: teardown, the
+with the run's networks (``wotbench.engine.dockerenv.remove_labelled``: teardown, the
 reaper, ``wotbench clean``) and never anything else.
 """
 

@@ -13,7 +13,7 @@ GE container's network namespace, a batch at a time, from the harness's
 reserved core: the broadcasts are made and answered there, and each
 device learns the GE's address from the request it answered. The kernel
 then keeps the entries (a used entry is re-confirmed by unicast probes;
-backend/_neigh.py keeps the table large enough not to evict them).
+host/neigh.py keeps the table large enough not to evict them).
 
 Needs CAP_SYS_ADMIN (setns); without it, or on a swarm, priming is
 skipped and the run says so.
@@ -61,7 +61,8 @@ def socket_in_netns(pid: int) -> socket.socket:
     """A UDP socket in the network namespace of process ``pid``: made by a
     short-lived thread that enters the namespace (setns moves only the
     calling thread) and ends there; the socket stays in that namespace."""
-    out: dict[str, object] = {}
+    made: list[socket.socket] = []
+    failed: list[OSError] = []
 
     def enter() -> None:
         try:
@@ -70,16 +71,16 @@ def socket_in_netns(pid: int) -> socket.socket:
                 if libc.setns(ns.fileno(), CLONE_NEWNET) != 0:
                     e = ctypes.get_errno()
                     raise OSError(e, f"setns into the network namespace of pid {pid}: {os.strerror(e)}")
-            out["sock"] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            made.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
         except OSError as err:
-            out["error"] = err
+            failed.append(err)
 
     t = threading.Thread(target=enter, name="netns")
     t.start()
     t.join()
-    if "error" in out:
-        raise out["error"]              # type: ignore[misc]
-    return out["sock"]                  # type: ignore[return-value]
+    if failed:
+        raise failed[0]
+    return made[0]
 
 
 def _ping(mid: int) -> bytes:
@@ -97,28 +98,47 @@ def prime(sock: socket.socket, targets: Sequence[tuple[str, int]], deadline: flo
         for k in range(0, len(todo), BATCH):
             if time.monotonic() >= deadline:
                 return len(targets) - len(waiting)
-            for t in todo[k:k + BATCH]:
-                try:
-                    sock.sendto(_ping(waiting[t] & 0xFFFF), t)
-                except OSError as err:
-                    if err.errno not in (errno.EAGAIN, errno.ENOBUFS, errno.EHOSTUNREACH):
-                        raise
-            end = min(deadline, time.monotonic() + BATCH_WAIT_S)
-            pending = {t for t in todo[k:k + BATCH] if t in waiting}
-            while pending and (left := end - time.monotonic()) > 0:
-                if not select.select([sock], [], [], left)[0]:
-                    break
-                while True:
-                    try:
-                        data, src = sock.recvfrom(64)
-                    except BlockingIOError:
-                        break
-                    if len(data) >= 4 and data[0] >> 4 & 3 == 3 and src in waiting:   # RST
-                        del waiting[src]
-                        pending.discard(src)
+            batch = todo[k:k + BATCH]
+            _send_batch(sock, batch, waiting)
+            _await_batch(sock, batch, waiting, min(deadline, time.monotonic() + BATCH_WAIT_S))
         if not waiting:
             break
     return len(targets) - len(waiting)
+
+
+def _send_batch(sock: socket.socket, batch: Sequence[tuple[str, int]], waiting: dict[tuple[str, int], int]) -> None:
+    """A ping to every target of ``batch``; one the kernel cannot send now
+    (a full buffer, no route yet) stays silent for the retry round."""
+    for t in batch:
+        try:
+            sock.sendto(_ping(waiting[t] & 0xFFFF), t)
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.ENOBUFS, errno.EHOSTUNREACH):
+                raise
+
+
+def _await_batch(sock: socket.socket, batch: Sequence[tuple[str, int]], waiting: dict[tuple[str, int], int],
+                 end: float) -> None:
+    """Takes the answers until every target of ``batch`` answered or ``end``
+    (time.monotonic()); each one that answered leaves ``waiting``."""
+    pending = {t for t in batch if t in waiting}
+    while pending and (left := end - time.monotonic()) > 0:
+        if not select.select([sock], [], [], left)[0]:
+            break
+        _take_answers(sock, waiting, pending)
+
+
+def _take_answers(sock: socket.socket, waiting: dict[tuple[str, int], int], pending: set[tuple[str, int]]) -> None:
+    """Every datagram queued on ``sock``: an RST from a waiting target
+    removes it from ``waiting`` and ``pending``."""
+    while True:
+        try:
+            data, src = sock.recvfrom(64)
+        except BlockingIOError:
+            return
+        if len(data) >= 4 and data[0] >> 4 & 3 == 3 and src in waiting:   # RST
+            del waiting[src]
+            pending.discard(src)
 
 
 def prime_from(pid: int | None, targets: Sequence[tuple[str, int]], deadline: float) -> Primed:

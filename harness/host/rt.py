@@ -1,9 +1,9 @@
 """Real-time gateway emulators: whether this host's Docker engine can give
 containers an RT budget (cgroup v1 with RT group scheduling, dockerd's
 ``--cpu-rt-runtime``), how the free budget is split between the CD-GE and
-the workload GEs, and the decision of ``gateway.scheduler`` recorded in
-the plan (wotbench-ge ``--sched fifo --rt-budget R/P``; the container gets
-exactly that budget, nothing else does), and ``give_fifo``: the GE runs
+the workload GEs (the decision of ``gateway.scheduler`` recorded in the
+plan is wotbench.execution.rtplan's: wotbench-ge ``--sched fifo --rt-budget R/P``;
+the container gets exactly that budget, nothing else does), and ``give_fifo``: the GE runs
 unprivileged (uid 65534, every capability dropped), so the harness, root on
 the host, sets SCHED_FIFO on its process once the container started; the
 GE waits for it until just before its start instant.
@@ -15,14 +15,8 @@ ratio minus what other containers already hold."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from wotbench.base.errors import UserError
-
-if TYPE_CHECKING:
-    from wotbench.run.placement import ClusterPlan, Plan
 
 #: Where the local engine's cgroup (v1, cpu controller) lives.
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
@@ -139,47 +133,3 @@ def split_budget(avail: RtAvailable, ge_instances: int, cd_ge: bool) -> tuple[li
         raise ValueError(f"Docker's free RT budget ({avail.free_us / p:.0%} of a core) leaves each of "
                          f"{ge_instances} GE(s) {max(each, 0) / p:.0%}, under {MIN_GE_SHARE:.0%}")
     return [RtBudget(each, p) for _ in range(ge_instances)], cd
-
-
-def _decide(plan: Plan, scheduler: str, avail: RtAvailable, remote_cd: bool) -> Plan:
-    """``plan`` with each GE's scheduler, budget and why."""
-    n_ge, cd = len(plan.ge_cores), plan.cd_ge_cpuset is not None
-    if scheduler == "normal":
-        return replace(plan, scheduler="normal", sched_why=("gateway.scheduler: normal",))
-    why = avail.why
-    ges: list[RtBudget] = []
-    cd_b: RtBudget | None = None
-    if not why:
-        try:
-            ges, cd_b = split_budget(avail, n_ge, cd and not remote_cd)
-        except ValueError as err:
-            why = str(err)
-    if why:
-        if scheduler == "fifo":
-            raise UserError(f"SCHED_FIFO is not available: {why}", field="gateway.scheduler")
-        return replace(plan, scheduler="normal", sched_why=(f"normal scheduler: {why}",))
-    notes = [f"SCHED_FIFO inside an RT budget: Docker's free share is {avail.free_us}/{avail.period_us} us; "
-             f"CD-GE {CD_GE_SHARE:.0%}, the GE(s) split the rest"]
-    if remote_cd and cd:
-        notes.append("this node's CD-GE runs on a remote engine as uid 65534: normal scheduler")
-    return replace(plan, scheduler="fifo", ge_rt_budgets=tuple(b.arg for b in ges),
-                   cd_ge_rt_budget=cd_b.arg if cd_b else None, sched_why=tuple(notes))
-
-
-def decide(layout: Plan | ClusterPlan, scheduler: str, local: str | None = None,
-           avail: RtAvailable | None = None) -> Plan | ClusterPlan:
-    """The plan (or every node's) with ``gateway.scheduler`` decided. On a
-    swarm only the local node (``local``: its hostname) can run FIFO: remote
-    containers run as uid 65534 (normal scheduler, with a note)."""
-    from wotbench.run.placement import Plan
-    avail = rt_available() if avail is None else avail
-    if isinstance(layout, Plan):
-        return _decide(layout, scheduler, avail, remote_cd=False)
-    nodes = []
-    for np_ in layout.nodes:
-        if np_.hostname == local:
-            nodes.append(replace(np_, plan=_decide(np_.plan, scheduler, avail, remote_cd=False)))
-        else:
-            nodes.append(replace(np_, plan=replace(np_.plan, scheduler="normal", sched_why=(
-                "remote node: its containers run as uid 65534 (no SCHED_FIFO); normal scheduler",))))
-    return replace(layout, nodes=tuple(nodes))

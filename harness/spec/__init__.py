@@ -20,18 +20,20 @@ from wotbench.spec._capacity import CapacitySpec, Objective
 from wotbench.spec._cluster import Cluster, NodeSelector
 from wotbench.spec._devices import DeviceGroup, Impairment
 from wotbench.spec._expand import RunSpec, load, load_saved, loads
-from wotbench.spec._interference import Interference
+from wotbench.spec._interference import MIN_BUFFER, Interference
 from wotbench.spec._model import Spec
 from wotbench.spec._sections import MAX_GES, ContentionDetection, Gateway, Phases, Placement, Sweep
+from wotbench.spec._validate import QUIET, EpisodeClass, ValidateSpec, read_validate, trial_specs
 from wotbench.spec._validity import Thresholds
 from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, parse_payload, resource_service_times
 from wotbench.spec._yaml import field_name, parse_key_path
-from wotbench.tracegen._distribution import Distribution
+from wotbench.spec.distributions import DistributionSpec
 
 __all__ = [
     "load", "loads", "load_saved", "Spec", "RunSpec", "DeviceGroup", "Impairment", "Gateway",
     "ContentionDetection", "Placement", "Phases", "Sweep", "Thresholds", "CapacitySpec", "Objective",
-    "Cluster", "NodeSelector", "Interference", "MAX_GES",
-    "WorkloadSpec", "GroupWorkload", "Distribution", "parse_methods", "parse_payload",
+    "Cluster", "NodeSelector", "Interference", "MIN_BUFFER", "MAX_GES",
+    "WorkloadSpec", "GroupWorkload", "DistributionSpec", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
+    "QUIET", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs",
 ]

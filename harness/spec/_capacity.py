@@ -8,14 +8,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from wotbench.base import units
 from wotbench.spec import _read as read
 from wotbench.spec._devices import DeviceGroup
 from wotbench.spec._yaml import KeyPath, YamlSource
+
+if TYPE_CHECKING:
+    import numpy as np
 
 KEYS = {"vary", "start", "max", "resolution", "max_probes", "objective"}
 STATS = ("mean", "p50", "p90", "p95", "p99")
@@ -34,6 +35,8 @@ class Objective:
             return None
         if self.stat == "mean":
             return float(response_us.mean())
+        import numpy as np  # here, not at the top: reading a spec does not load NumPy
+
         return float(np.percentile(response_us, float(self.stat[1:])))
 
 

@@ -1,7 +1,7 @@
 """The ``cluster:`` section (docs/spec.md): which Docker Swarm nodes run
 the gateway emulators and which run the devices, and how the devices are
 spread over them. Only the shape is checked here; whether the swarm has
-those nodes is the planner's question (:mod:`wotbench.run.placement`), asked of the
+those nodes is the planner's question (:mod:`wotbench.execution.placement`), asked of the
 node inventory the engine reports (:mod:`wotbench.engine.inventory`)."""
 
 from __future__ import annotations

@@ -4,16 +4,18 @@ impairment and, through :class:`GroupWorkload`, their workload."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from wotbench.base import units
 from wotbench.spec import _read as read
 from wotbench.spec import budget
 from wotbench.spec._workload import GROUP_KEYS, GroupWorkload, read_group
 from wotbench.spec._yaml import KeyPath, YamlSource
-from wotbench.tracegen._distribution import Distribution
+from wotbench.spec.distributions import DistributionSpec
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 MODES = ("sleep", "busy")
 #: Keys of a device group read here (the rest are the workload's, GROUP_KEYS).
@@ -89,11 +91,11 @@ class DeviceGroup:
         return self.workload
 
     @property
-    def rit(self) -> Distribution | None:
+    def rit(self) -> DistributionSpec | None:
         return self._work().rit
 
     @property
-    def service(self) -> Distribution:
+    def service(self) -> DistributionSpec:
         return self._work().service
 
     @property
@@ -109,7 +111,7 @@ class DeviceGroup:
         return self._work().resources
 
     @property
-    def resource_service_us(self) -> np.ndarray:
+    def resource_service_us(self) -> npt.NDArray[np.int64]:
         return self._work().resource_service_us
 
     @property

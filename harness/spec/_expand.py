@@ -42,7 +42,9 @@ class RunSpec:
 
     @property
     def doc(self) -> Mapping[str, Any]:
-        return self.source.data
+        data = self.source.data
+        assert isinstance(data, Mapping), "Spec.build took the document as a mapping"
+        return data
 
     def yaml(self) -> str:
         return yaml.safe_dump(dict(self.doc), sort_keys=False)
@@ -79,8 +81,8 @@ def expand(src: YamlSource, scale: str | None = None) -> list[RunSpec]:
     for idx in itertools.product(*(range(len(a.values)) for a in axes)):
         vsrc = _substituted(base, axes, idx)
         spec = Spec.build(vsrc)
-        values = tuple(a.values[i] for a, i in zip(axes, idx))
-        label = " ".join(f"{a.key}={v}" for a, v in zip(axes, values))
+        values = tuple(a.values[i] for a, i in zip(axes, idx, strict=True))
+        label = " ".join(f"{a.key}={v}" for a, v in zip(axes, values, strict=True))
         value = None if not values else values[0] if len(values) == 1 else values
         for rep in range(1, experiment.repetitions + 1):
             text = " ".join(x for x in (label, f"rep={rep}" if experiment.repetitions > 1 else "") if x)
@@ -115,7 +117,7 @@ def _at_scale(src: YamlSource, scale: str | None,
 def _substituted(src: YamlSource, axes: tuple[Sweep, ...], idx: tuple[int, ...]) -> YamlSource:
     """The document with the ``idx``-th value of every sweep axis; a bad
     value is reported at its line under ``sweep``."""
-    for a, i in zip(axes, idx):
+    for a, i in zip(axes, idx, strict=True):
         src = src.with_value(a.path, a.values[i], a.at + ("values", i))
     return _normalized(src)
 

@@ -3,7 +3,7 @@ neighbours started at known instants of the measurement phase. Each entry
 is one kind of hog (CPU busy loops or memory-bandwidth streams) on a set
 of cores: the devices', the CD node's, the GEs' or listed core ids, on
 every host with devices or one swarm node. Where the cores are is decided
-at plan time (:mod:`wotbench.run.phases._interfere`); here, only the spec."""
+at plan time (:mod:`wotbench.execution.phases._interfere`); here, only the spec."""
 
 from __future__ import annotations
 

@@ -49,8 +49,8 @@ def integer(v: Any, src: YamlSource, at: KeyPath, lo: int, hi: int = 2**62) -> i
 def number(v: Any, src: YamlSource, at: KeyPath, *, integer: bool = False, positive: bool = False) -> float:
     """A plain finite number (no unit): an integer only with ``integer``,
     above 0 with ``positive``."""
-    ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
-    if not ok or not math.isfinite(v) or (positive and v <= 0):
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int))
+            or not math.isfinite(v) or (positive and v <= 0)):
         what = ("positive " if positive else "") + ("integer" if integer else "number")
         raise src.error(f"expected a {what}, got {units.short(v)}", *at)
     return v
@@ -63,7 +63,7 @@ def boolean(v: Any, src: YamlSource, at: KeyPath) -> bool:
 
 
 def choice(v: Any, src: YamlSource, at: KeyPath, choices: tuple[str, ...]) -> str:
-    if v not in choices:
+    if not isinstance(v, str) or v not in choices:
         raise src.error(f"expected one of {', '.join(choices)}, got {units.short(v)}", *at)
     return v
 

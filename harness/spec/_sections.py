@@ -21,7 +21,7 @@ MAX_GES = 7
 class Gateway:
     instances: int = 1
     """The GEs to run; with ``auto`` a placeholder until the plan decides
-    (wotbench.run.instances: trace peak, measured GE capacity, cores)."""
+    (wotbench.execution.instances: trace peak, measured GE capacity, cores)."""
     auto: bool = True
     """``instances: auto`` (the default): the plan chooses how many GEs."""
     type: str = "con"

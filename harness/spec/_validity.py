@@ -3,34 +3,51 @@ judged by (the verdict itself is reporting's). Defaults below; a spec
 overrides any of them under ``validity:`` (docs/spec.md), e.g.
 ``validity: {rate_tolerance: 2%, min_measure: 60s}``.
 
-| key | default | the run is invalid when |
-|---|---|---|
-| ``min_measure`` | ``30s`` | the measurement phase is shorter |
-| ``min_requests`` | ``1000`` | fewer requests were intended in the measurement phase |
-| ``rate_tolerance`` | ``5%`` | a GE's achieved send rate deviates more from its target |
-| ``rit_mean_tolerance`` | ``5%`` | submitted mean RIT deviates more from the expected (per GE and per device) |
-| ``rit_p5_tolerance`` | ``10%`` | submitted 5th-percentile RIT deviates more (beyond ``rit_slack``) |
-| ``rit_slack`` | ``2us`` | absolute deviation always tolerated (clock granularity) |
-| ``rit_ks_max`` | ``0.05`` | the two-sample KS distance between expected and submitted RITs is larger (and significant, below) |
-| ``rit_ks_alpha`` | ``0.01`` | (the KS distance counts only when the test rejects "same distribution" at this level: a device with a handful of requests cannot show a deviation, yet one jittered RIT of two gives D = 0.5) |
-| ``send_lag_p99_max`` | ``1ms`` | a GE's 99th-percentile send lag is larger |
-| ``late_send`` | ``1ms`` | (a send later than this after its intended instant counts as late; the GE's ``--late-us``) |
-| ``max_late_sends`` | ``1%`` | a GE's late sends are a larger share of its requests |
-| ``max_send_errors`` | ``0`` | a GE counted more send errors |
-| ``max_error_rate`` | ``1%`` | more requests timed out or failed |
-| ``allow_overload`` | ``false`` | (when false) a device answered 5.03 (overload) in the measurement phase |
-| ``cd_alpha`` | ``0.01`` | (false-alarm probability of the contention test over the measurement phase) |
-| ``cd_min_effect`` | ``0.1`` | (smallest R_d shift over the baseline that counts as contention: 10 % of the CD node's S; cd-module/README.md) |
-| ``cd_window`` | ``5s`` | (descriptive window of the R_d time series; grows to hold ~10 CD requests) |
-| ``cd_min_samples`` | ``10`` | (fewer CD samples in calibration or measurement: contention unknown) |
-| ``cd_baseline_rd_max`` | ``1.0`` | (the CD baseline is disturbed, and contention cannot be judged, when its q95 of R - S exceeds max(this x S, ``cd_baseline_excess``): the detector is for contention that doubles the CD node's response time, R_d +0.8..+1.2 in docs/validate-cd.md, which a baseline tau above 1 would hide) |
-| ``cd_baseline_excess`` | ``5ms`` | (the floor of that bound in time, for a small S whose R_d the path dominates: a quiet CD pair answers in S plus a few hundred us, q95 R - S 0.5 ms in the quickstart on a 2-core host) |
-| ``cd_baseline_max_lost`` | ``5%`` | (the CD baseline is disturbed when a larger share of the calibration requests got no answer: a quiet CD pair answers all) |
-| ``require_cd`` | ``true`` | contention could not be tested (no CD data) |
-| ``allow_inconclusive`` | ``false`` | (when false) the contention test lacked the power to decide (``inconclusive``) |
-| ``require_monitor`` | ``true`` | monitor data is missing |
-| ``instability_cv`` | ``10%`` | (warning only: spread of per-window mean response times vs their mean) |
-| ``min_device_samples`` | ``100`` | (warning only: a device has fewer measured requests) |
+Each key, its default, and when the run is invalid (in parentheses: what a
+key that is not itself a limit sets).
+
+- ``min_measure`` = ``30s``: the measurement phase is shorter
+- ``min_requests`` = ``1000``: fewer requests were intended in the measurement phase
+- ``rate_tolerance`` = ``5%``: a GE's achieved send rate deviates more from its target
+- ``rit_mean_tolerance`` = ``5%``: submitted mean RIT deviates more from the expected (per GE and
+  per device)
+- ``rit_p5_tolerance`` = ``10%``: submitted 5th-percentile RIT deviates more (beyond ``rit_slack``)
+- ``rit_slack`` = ``2us``: absolute deviation always tolerated (clock granularity)
+- ``rit_ks_max`` = ``0.05``: the two-sample KS distance between expected and submitted RITs is
+  larger (and significant, below)
+- ``rit_ks_alpha`` = ``0.01``: (the KS distance counts only when the test rejects "same
+  distribution" at this level: a device with a handful of requests cannot show a deviation, yet one
+  jittered RIT of two gives D = 0.5)
+- ``send_lag_p99_max`` = ``1ms``: a GE's 99th-percentile send lag is larger
+- ``late_send`` = ``1ms``: (a send later than this after its intended instant counts as late; the
+  GE's ``--late-us``)
+- ``max_late_sends`` = ``1%``: a GE's late sends are a larger share of its requests
+- ``max_send_errors`` = ``0``: a GE counted more send errors
+- ``max_error_rate`` = ``1%``: more requests timed out or failed
+- ``allow_overload`` = ``false``: (when false) a device answered 5.03 (overload) in the measurement
+  phase
+- ``cd_alpha`` = ``0.01``: (false-alarm probability of the contention test over the measurement
+  phase)
+- ``cd_min_effect`` = ``0.1``: (smallest R_d shift over the baseline that counts as contention: 10 %
+  of the CD node's S; cd-module/README.md)
+- ``cd_window`` = ``5s``: (descriptive window of the R_d time series; grows to hold ~10 CD requests)
+- ``cd_min_samples`` = ``10``: (fewer CD samples in calibration or measurement: contention unknown)
+- ``cd_baseline_rd_max`` = ``1.0``: (the CD baseline is disturbed, and contention cannot be judged,
+  when its q95 of R - S exceeds max(this x S, ``cd_baseline_excess``): the detector is for
+  contention that doubles the CD node's response time, R_d +0.8..+1.2 in docs/validate-cd.md, which
+  a baseline tau above 1 would hide)
+- ``cd_baseline_excess`` = ``5ms``: (the floor of that bound in time, for a small S whose R_d the
+  path dominates: a quiet CD pair answers in S plus a few hundred us, q95 R - S 0.5 ms in the
+  quickstart on a 2-core host)
+- ``cd_baseline_max_lost`` = ``5%``: (the CD baseline is disturbed when a larger share of the
+  calibration requests got no answer: a quiet CD pair answers all)
+- ``require_cd`` = ``true``: contention could not be tested (no CD data)
+- ``allow_inconclusive`` = ``false``: (when false) the contention test lacked the power to decide
+  (``inconclusive``)
+- ``require_monitor`` = ``true``: monitor data is missing
+- ``instability_cv`` = ``10%``: (warning only: spread of per-window mean response times vs their
+  mean)
+- ``min_device_samples`` = ``100``: (warning only: a device has fewer measured requests)
 
 Fractions accept ``5%`` or ``0.05``; durations need a unit (``wotbench.base.units``).
 """

@@ -10,16 +10,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from wotbench.base import units
 from wotbench.base.errors import UserError
 from wotbench.base.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
 from wotbench.spec import _read as read
+from wotbench.spec._sums import numpy_sum
 from wotbench.spec._yaml import KeyPath, YamlSource
-from wotbench.tracegen._distribution import Distribution, parse_distribution
+from wotbench.spec.distributions import DistributionSpec, parse_distribution
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: Keys of a ``devices`` group read here (``name`` and ``count`` are read with the group).
 GROUP_KEYS: frozenset[str] = frozenset({"rit", "service", "methods", "payload_bytes", "resources"})
@@ -39,45 +42,32 @@ class GroupWorkload:
 
     name: str
     count: int
-    service: Distribution
-    rit: Distribution | None = None
+    service: DistributionSpec
+    rit: DistributionSpec | None = None
     """Per-device RIT (``rit_scope: device``); None with ``rit_scope: gateway``."""
     methods: tuple[tuple[str, float], ...] = (("GET", 1.0),)
     """(method, share) pairs, shares normalised to sum 1."""
     payload_bytes: int = 0
     """Request payload size for PUT and POST."""
     resources: int = DEFAULT_RESOURCES
-    resource_service_us: np.ndarray = field(init=False, compare=False, repr=False)
+    resource_table_us: tuple[int, ...] = field(init=False, compare=False, repr=False)
     """Service time (us) of resource /r/<k>, ascending; see :func:`resource_service_times`."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in ",\n"):
+        if not _is_name(self.name):
             raise UserError(f"group name must be a non-empty string without commas, got {self.name!r}",
                             field="name")
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+        if not _is_int(self.count, 1):
             raise UserError(f"a group needs at least 1 device, got {self.count!r}", field="count")
         if self.service.kind == "mmpp2":
             raise UserError("mmpp2 is an arrival process: not allowed for service times", field="service")
         if self.rit is not None and not self.rit.mean_us() > 0:
             raise UserError("the mean inter-arrival time must be > 0", field="rit")
-        if not self.methods:
-            raise UserError("at least one method needs a share > 0", field="methods")
-        total = 0.0
-        for m, share in self.methods:
-            if m not in METHODS:
-                raise UserError(f"unknown method {m!r} (one of {', '.join(METHODS)})", field="methods")
-            if not (isinstance(share, (int, float)) and math.isfinite(share) and share >= 0):
-                raise UserError(f"share of {m} must be a number >= 0, got {units.short(share)}", field="methods")
-            total += share
-        if not total > 0:
-            raise UserError("at least one method needs a share > 0", field="methods")
-        object.__setattr__(self, "methods", tuple((m, s / total) for m, s in self.methods))
-        if isinstance(self.payload_bytes, bool) or not isinstance(self.payload_bytes, int) \
-                or not 0 <= self.payload_bytes <= MAX_PAYLOAD_BYTES:
+        object.__setattr__(self, "methods", _normalised(self.methods))
+        if not _is_int(self.payload_bytes, 0, MAX_PAYLOAD_BYTES):
             raise UserError(f"must be an integer 0..{MAX_PAYLOAD_BYTES}, got {self.payload_bytes!r}",
                             field="payload_bytes")
-        if isinstance(self.resources, bool) or not isinstance(self.resources, int) \
-                or not 1 <= self.resources <= MAX_RESOURCES:
+        if not _is_int(self.resources, 1, MAX_RESOURCES):
             raise UserError(f"must be an integer 1..{MAX_RESOURCES}, got {self.resources!r}",
                             field="resources")
         table = resource_service_times(self.service, self.resources)
@@ -86,33 +76,76 @@ class GroupWorkload:
                 f"{self.service.text}: its slowest resource would take {int(table[-1])} us, "
                 f"more than the device's limit of {MAX_SERVICE_US} us (use fewer resources or a lighter tail)",
                 field="service")
-        object.__setattr__(self, "resource_service_us", table)
+        object.__setattr__(self, "resource_table_us", table)
 
     @property
-    def method_shares(self) -> np.ndarray:
+    def resource_service_us(self) -> npt.NDArray[np.int64]:
+        """``resource_table_us`` as an int64 array, for the trace generator and
+        reports (NumPy is imported here, when asked: reading a spec does not)."""
+        import numpy as np
+
+        return np.array(self.resource_table_us, dtype=np.int64)
+
+    @property
+    def method_shares(self) -> tuple[float, ...]:
         """Share of each of formats.METHODS (GET, PUT, POST, DELETE), summing to 1."""
         shares = dict(self.methods)
-        return np.array([shares.get(m, 0.0) for m in METHODS])
+        return tuple(shares.get(m, 0.0) for m in METHODS)
 
     @property
     def resource_mean_us(self) -> float:
         """Mean service time of a request (resources are chosen uniformly)."""
-        return float(self.resource_service_us.mean())
+        return sum(self.resource_table_us) / len(self.resource_table_us)
 
 
-def resource_service_times(service: Distribution, k: int) -> np.ndarray:
+def _is_name(v: object) -> bool:
+    """A group name: a non-empty string without commas or newlines."""
+    return isinstance(v, str) and bool(v) and not any(c in v for c in ",\n")
+
+
+def _is_int(v: object, lo: int, hi: int | None = None, *, bool_ok: bool = False) -> bool:
+    """An int (a bool only if ``bool_ok``) in lo..hi: the dataclasses are
+    built from flags and code too, not only from checked spec keys."""
+    return isinstance(v, int) and (bool_ok or not isinstance(v, bool)) and v >= lo and (hi is None or v <= hi)
+
+
+def _is_share(v: object) -> bool:
+    """A method's share: a finite number >= 0."""
+    return isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+
+
+def _normalised(methods: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+    """(method, share) pairs checked, their shares divided by their sum."""
+    if not methods:
+        raise UserError("at least one method needs a share > 0", field="methods")
+    total = 0.0
+    for m, share in methods:
+        if m not in METHODS:
+            raise UserError(f"unknown method {m!r} (one of {', '.join(METHODS)})", field="methods")
+        if not _is_share(share):
+            raise UserError(f"share of {m} must be a number >= 0, got {units.short(share)}", field="methods")
+        total += share
+    if not total > 0:
+        raise UserError("at least one method needs a share > 0", field="methods")
+    return tuple((m, s / total) for m, s in methods)
+
+
+def resource_service_times(service: DistributionSpec, k: int) -> tuple[int, ...]:
     """Service times (whole us, ascending) of k resources that reproduce ``service``.
 
     Resource j gets the conditional mean of the j-th of k equal-probability
-    bins of the distribution (``Distribution.bin_means``), and each request
+    bins of the distribution (``DistributionSpec.bin_means``), and each request
     picks one resource uniformly at random. The per-request service times
     then have exactly the target mean (up to rounding to whole us) and a CDF
     within 1/k of the target's everywhere.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        means = service.bin_means(k)
-    means = np.where(np.isfinite(means), means, np.inf)
-    return np.maximum(np.rint(np.minimum(means, 2.0**62)), 0).astype(np.int64)
+    return tuple(_whole_us(float(m)) for m in service.bin_means(k))
+
+
+def _whole_us(mean: float) -> int:
+    """A bin mean rounded to whole us (half to even), at most 2**62, at least 0;
+    one that is not finite is the largest."""
+    return max(round(min(mean if math.isfinite(mean) else math.inf, 2.0**62)), 0)
 
 
 @dataclass(frozen=True)
@@ -124,7 +157,7 @@ class WorkloadSpec:
     duration_us: int | None = None
     requests: int | None = None
     rit_scope: str = "device"
-    rit: Distribution | None = None
+    rit: DistributionSpec | None = None
     """Aggregate RIT of the GE (``rit_scope: gateway``)."""
     cd_rit_us: int = DEFAULT_CD_RIT_US
     cd_service_us: int | None = None
@@ -142,14 +175,22 @@ class WorkloadSpec:
             raise UserError(f"group name {sorted(dup)[0]!r} is used twice", field="devices")
         if self.n_devices > MAX_DEVICES:
             raise UserError(f"too many devices ({self.n_devices})", field="devices")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+        if not _is_int(self.seed, 0, 2**63 - 1):
             raise UserError(f"seed must be an integer >= 0, got {self.seed!r}", field="workload.seed")
+        self._check_length()
+        self._check_rits()
+        self._check_cd()
+
+    def _check_length(self) -> None:
         if (self.duration_us is None) == (self.requests is None):
             raise UserError("give exactly one of duration and requests", field="workload.duration")
-        if self.duration_us is not None and not (isinstance(self.duration_us, int) and self.duration_us > 0):
+        if self.duration_us is not None and not _is_int(self.duration_us, 1, bool_ok=True):
             raise UserError(f"duration must be > 0, got {self.duration_us!r}", field="workload.duration")
-        if self.requests is not None and not (isinstance(self.requests, int) and self.requests > 0):
+        if self.requests is not None and not _is_int(self.requests, 1, bool_ok=True):
             raise UserError(f"requests must be > 0, got {self.requests!r}", field="workload.requests")
+
+    def _check_rits(self) -> None:
+        """The RITs are set where ``rit_scope`` says: once (gateway), or per group (device)."""
         if self.rit_scope not in ("device", "gateway"):
             raise UserError(f"must be 'device' or 'gateway', got {self.rit_scope!r}", field="workload.rit_scope")
         if self.rit_scope == "gateway":
@@ -167,12 +208,13 @@ class WorkloadSpec:
             for i, g in enumerate(self.groups):
                 if g.rit is None:
                     raise UserError("missing rit (per-device RIT distribution)", field=f"devices[{i}].rit")
-        if not (isinstance(self.cd_rit_us, int) and self.cd_rit_us > 0):
+
+    def _check_cd(self) -> None:
+        if not _is_int(self.cd_rit_us, 1, bool_ok=True):
             raise UserError(f"must be > 0, got {self.cd_rit_us!r}", field="cd.rit")
-        if self.cd_service_us is not None and not (
-                isinstance(self.cd_service_us, int) and 0 <= self.cd_service_us <= MAX_SERVICE_US):
+        if self.cd_service_us is not None and not _is_int(self.cd_service_us, 0, MAX_SERVICE_US, bool_ok=True):
             raise UserError(f"must be 0..{MAX_SERVICE_US} us, got {self.cd_service_us!r}", field="cd.service")
-        if not (isinstance(self.cd_calibration_us, int) and self.cd_calibration_us >= 0):
+        if not _is_int(self.cd_calibration_us, 0, bool_ok=True):
             raise UserError(f"must be >= 0, got {self.cd_calibration_us!r}", field="cd.calibration")
 
     @property
@@ -184,26 +226,29 @@ class WorkloadSpec:
         """Device id of the CD node in the CD trace: one past the last device."""
         return self.n_devices
 
-    def group_of_device(self) -> np.ndarray:
+    def group_of_device(self) -> tuple[int, ...]:
         """Group index (into ``groups``) of each device id 0..N-1."""
-        return np.repeat(np.arange(len(self.groups)), [g.count for g in self.groups])
+        return tuple(i for i, g in enumerate(self.groups) for _ in range(g.count))
 
-    def device_rate_per_us(self) -> np.ndarray:
+    def device_rate_per_us(self) -> tuple[float, ...]:
         """Intended request rate of each group's devices (requests per us), by group."""
         if self.rit_scope == "gateway":
             assert self.rit is not None
             per = 1.0 / self.rit.mean_us() / self.n_devices
-            return np.full(len(self.groups), per)
-        return np.array([1.0 / g.rit.mean_us() for g in self.groups])  # type: ignore[union-attr]
+            return (per,) * len(self.groups)
+        return tuple(1.0 / g.rit.mean_us() for g in self.groups)  # type: ignore[union-attr]
+
+    def _group_rates(self) -> list[float]:
+        """Intended request rate of each group (all its devices)."""
+        return [rate * g.count for rate, g in zip(self.device_rate_per_us(), self.groups, strict=True)]
 
     def aggregate_rate_per_us(self) -> float:
-        return float((self.device_rate_per_us() * [g.count for g in self.groups]).sum())
+        return numpy_sum(self._group_rates())
 
     def mean_service_us(self) -> float:
         """Mean service time of a request over all devices (weighted by intended request rate)."""
-        w = self.device_rate_per_us() * np.array([g.count for g in self.groups])
-        s = np.array([g.resource_mean_us for g in self.groups])
-        return float((w * s).sum() / w.sum())
+        w = self._group_rates()
+        return numpy_sum([wg * g.resource_mean_us for wg, g in zip(w, self.groups, strict=True)]) / numpy_sum(w)
 
     def cd_service_effective_us(self) -> int:
         """The CD node's service time: as given, else the devices' mean (paper section 6.2)."""
@@ -234,7 +279,7 @@ def parse_methods(value: object, field_: str) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
-def distribution(v: Any, src: YamlSource, at: KeyPath, role: str) -> Distribution:
+def distribution(v: Any, src: YamlSource, at: KeyPath, role: str) -> DistributionSpec:
     """A distribution (``exp:300us``); relative file paths are relative to the spec's folder."""
     return read.value(lambda x, f: parse_distribution(x, f, role=role, base_dir=src.base_dir), v, src, at)
 

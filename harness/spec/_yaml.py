@@ -251,9 +251,8 @@ def _compose(text: str, name: str) -> tuple[yaml.Node | None, Any, _Loader]:
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
         what = exc.problem or exc.context or "invalid YAML"
-        raise UserError(f"invalid YAML: {what}", name, line) from None
+        raise UserError(f"invalid YAML: {what}", name, mark.line + 1 if mark is not None else None) from None
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {exc}", name) from None
     except RecursionError:

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 import numpy as np
 
@@ -52,8 +52,8 @@ from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
+from wotbench.execution.runner import RunFailed, RunOptions, preflight, run_spec
 from wotbench.reporting import load_run
-from wotbench.run.runner import RunFailed, RunOptions, preflight, run_spec
 from wotbench.spec import CapacitySpec, Objective, RunSpec, load
 
 __all__ = ["CapacitySpec", "Objective", "SearchResult", "ProbeResult", "search", "probe_runs",
@@ -193,8 +193,8 @@ def fmt_value(cap: CapacitySpec, x: float | None) -> str:
     return str(int(x)) if cap.integer else f"{x:.4g}"
 
 
-def run_capacity(spec: str | os.PathLike[str], results: Path, scale: str | None = None,
-                 progress: bool = False, log: Any = sys.stderr) -> Path:
+def run_capacity(spec: str | Path, results: Path, scale: str | None = None,
+                 progress: bool = False, log: TextIO = sys.stderr) -> Path:
     """Runs the capacity search of a spec; returns its results folder."""
     runs = load(spec, scale)
     whole = runs[0].experiment
@@ -275,7 +275,8 @@ def plot(cap: CapacitySpec, probes: Sequence[ProbeResult], found: SearchResult) 
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.5, 6.4), sharex=True, constrained_layout=True)
     xs = np.array([p.value for p in probes], dtype=float)
     ok = np.array([p.passed for p in probes], dtype=bool)
-    for o, color in zip(cap.objectives, ("C0", "C1", "C2", "C3", "C4")):
+    # a colour per objective: a spec has at most one per statistic, five, often fewer
+    for o, color in zip(cap.objectives, ("C0", "C1", "C2", "C3", "C4"), strict=False):
         ys = np.array([np.nan if (y := p.objectives[o.stat]) is None else y / 1e3 for p in probes])
         order = np.argsort(xs)
         ax1.plot(xs[order], ys[order], "-", color=color, alpha=0.5)

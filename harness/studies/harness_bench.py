@@ -37,10 +37,10 @@ from typing import Any
 import numpy as np
 
 from wotbench.base import results as res
-from wotbench.engine import ContainerSpec, DockerBackend, dockerenv
-from wotbench.run.monitor import cgroup_files, read_cgroup
-from wotbench.run.phases._provision import device_spec
-from wotbench.run.placement import make_plan
+from wotbench.engine import ContainerSpec, DockerBackend, Started, dockerenv
+from wotbench.execution.monitor import cgroup_files, read_cgroup
+from wotbench.execution.phases import device_spec
+from wotbench.execution.placement import make_plan
 from wotbench.spec import DeviceGroup
 
 MODES = ("staged", "no-network")
@@ -49,7 +49,7 @@ MODES = ("staged", "no-network")
 class _NoNetwork(DockerBackend):
     """Devices with no network at all: start without the network attach."""
 
-    def _create_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[Any, float]:
+    def _create_node(self, spec: ContainerSpec, network: str, address: str) -> tuple[dockerenv.Container, float]:
         ct, t = self._create(spec, None, None)
         took = time.monotonic() - t
         self.times.call("create", took)
@@ -95,7 +95,7 @@ def host_threads() -> int:
     return total
 
 
-def _backend(client: Any, n: int, mode: str, workers: int | None) -> DockerBackend:
+def _backend(client: dockerenv.Client, n: int, mode: str, workers: int | None) -> DockerBackend:
     cls = _NoNetwork if mode == "no-network" else DockerBackend
     return cls(client, res.new_run_id(f"bench{n}"), workers=workers)
 
@@ -107,7 +107,7 @@ def _specs(n: int, resources: Path) -> list[ContainerSpec]:
     return [device_spec(f"dev-{i}", i, group, plan.device_cpusets[i], resources, None) for i in range(n)]
 
 
-def _memory(started: list[Any], n: int, before: tuple[int, int, int]) -> dict[str, Any]:
+def _memory(started: list[Started], n: int, before: tuple[int, int, int]) -> dict[str, Any]:
     time.sleep(2.0)               # let page cache and shims settle before measuring
     mem1, shim1, thr1 = host_used_bytes(), shim_pss_bytes(), host_threads()
     cg = [read_cgroup(f)[1] for st in started if (f := cgroup_files(st.id)) is not None]
@@ -121,7 +121,7 @@ def _memory(started: list[Any], n: int, before: tuple[int, int, int]) -> dict[st
     }
 
 
-def bench_one(client: Any, n: int, resources: Path, progress: bool, *, mode: str = "staged",
+def bench_one(client: dockerenv.Client, n: int, resources: Path, progress: bool, *, mode: str = "staged",
               workers: int | None = None, ready: bool = True) -> dict[str, Any]:
     """One bring-up and teardown of ``n`` devices; with ``ready`` also the
     readiness probe and the memory and threads per device."""
@@ -176,7 +176,7 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def compare(client: Any, n: int, workers: list[int], reps: int, resources: Path) -> list[dict[str, Any]]:
+def compare(client: dockerenv.Client, n: int, workers: list[int], reps: int, resources: Path) -> list[dict[str, Any]]:
     """Every way of starting at the first of ``workers``, and the staged way at
     each other parallelism, at ``n`` devices, interleaved over ``reps`` rounds."""
     configs = [(m, workers[0]) for m in MODES] + [("staged", w) for w in workers[1:]]
@@ -219,15 +219,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.reps) not in (1, len(args.devices)):
         ap.error("--reps takes one value or one per --devices value")
-    if args.swarm:
-        from wotbench.studies.swarmbench import bench_swarm
+    report = _swarm_report(args) if args.swarm else _harness_report(args)
+    if args.out:
+        res.write_json(args.out, report)
+        print(f"written: {args.out}")
+    return 0
 
-        with tempfile.TemporaryDirectory(prefix="wotbench-bench-") as tmp:
-            report = bench_swarm(args.devices[0], args.reps[0], not args.no_lab, Path(tmp))
-        if args.out:
-            res.write_json(args.out, report)
-            print(f"written: {args.out}")
-        return 0
+
+def _swarm_report(args: argparse.Namespace) -> dict[str, Any]:
+    from wotbench.studies.swarmbench import bench_swarm
+
+    with tempfile.TemporaryDirectory(prefix="wotbench-bench-") as tmp:
+        return bench_swarm(args.devices[0], args.reps[0], not args.no_lab, Path(tmp))
+
+
+def _harness_report(args: argparse.Namespace) -> dict[str, Any]:
     client = dockerenv.client(max([*args.workers, dockerenv.WORKERS]))
     dockerenv.check_images(client, ["device"])
     report: dict[str, Any] = {"format": 2, "benchmark": "harness", "host": res.host_facts(client.version())}
@@ -241,15 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             reps = args.reps * len(args.devices) if len(args.reps) == 1 else args.reps
             report["results"] = []
-            for n, k in zip(args.devices, reps):
+            for n, k in zip(args.devices, reps, strict=True):
                 runs = [bench_one(client, n, resources, sys.stderr.isatty()) for _ in range(k)]
                 row = {**medians(runs), "runs": runs}
                 report["results"].append(row)
                 print(_row_line(row), flush=True)
-    if args.out:
-        res.write_json(args.out, report)
-        print(f"written: {args.out}")
-    return 0
+    return report
 
 
 if __name__ == "__main__":

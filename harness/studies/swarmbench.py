@@ -29,7 +29,7 @@ from typing import Any
 from wotbench.base import results as res
 from wotbench.engine import SwarmBackend, dockerenv
 from wotbench.engine.inventory import Inventory, read_inventory
-from wotbench.run.phases._provision import device_spec
+from wotbench.execution.phases import device_spec
 from wotbench.spec import DeviceGroup
 
 __all__ = ["bench_swarm"]
@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _leftovers(backend: SwarmBackend, run_id: str) -> int:
-    flt = {"label": f"{dockerenv.LABEL_RUN}={run_id}"}
+    flt: dict[str, str | list[str] | bool] = {"label": f"{dockerenv.LABEL_RUN}={run_id}"}
     return sum(len(c.containers.list(all=True, filters=flt)) + len(c.volumes.list(filters=flt))
                + len(c.networks.list(filters=flt)) for c in backend.engines.values())
 
@@ -69,7 +69,7 @@ def start_once(client: Any, inv: Inventory, nodes: Sequence[str], n: int, resour
 
 
 def _median(rows: list[dict[str, Any]], key: str) -> float:
-    return statistics.median(r[key] for r in rows)
+    return float(statistics.median(float(r[key]) for r in rows))
 
 
 def startup(client: Any, n: int, reps: int) -> list[dict[str, Any]]:
@@ -103,7 +103,7 @@ def cross_host(results: Path) -> dict[str, Any]:
     """The quickstart across both nodes; the worker's probe against its CD-GE."""
     import json
 
-    from wotbench.run.runner import run
+    from wotbench.execution.runner import run
 
     (run_dir,) = run(REPO / "experiments" / "quickstart-swarm.yaml", results, progress=False, scale="ci")
     summary = json.loads((run_dir / "summary.json").read_text())

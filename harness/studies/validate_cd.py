@@ -43,11 +43,7 @@ from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
-from wotbench.spec import RunSpec, Thresholds, load_saved
-from wotbench.spec import _read as read
-from wotbench.spec._expand import expand
-from wotbench.spec._yaml import YamlSource
-from wotbench.spec._yaml import load as load_yaml
+from wotbench.spec import QUIET, EpisodeClass, Thresholds, ValidateSpec, load_saved, read_validate, trial_specs
 
 if TYPE_CHECKING:
     from wotbench.reporting import Phases
@@ -55,77 +51,10 @@ if TYPE_CHECKING:
 __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate", "schedule", "wilson",
            "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "QUIET", "ALPHAS"]
 
-QUIET = "quiet"
-SECTION = "validate_cd"
 #: The detector's alpha values of the ROC sweep.
 ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
 
 
-# --- the spec section -------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class EpisodeClass:
-    name: str
-    interference: tuple[Mapping[str, Any], ...]   # as written (interference: entries)
-    index: int
-
-
-@dataclass(frozen=True)
-class ValidateSpec:
-    trials: int
-    quiet: int
-    classes: tuple[EpisodeClass, ...]
-
-
-def read_validate(src: YamlSource) -> ValidateSpec:
-    """The ``validate_cd`` section; errors name its file, line and field."""
-    data = src.data if isinstance(src.data, Mapping) else {}
-    if SECTION not in data:
-        raise src.error("missing: the section listing the episode classes (docs/validate-cd.md)", SECTION)
-    at = (SECTION,)
-    m = read.mapping(data[SECTION], src, at, {"trials", "quiet", "classes"})
-    raw = m.get("classes")
-    if not isinstance(raw, list) or not raw:
-        raise src.error("expected a non-empty list of {name, interference}", *at, "classes")
-    classes, seen = [], set()
-    for i, c in enumerate(raw):
-        cat = at + ("classes", i)
-        cm = read.mapping(c, src, cat, {"name", "interference"})
-        if "name" not in cm:
-            raise src.error("missing key 'name'", *cat)
-        name = read.name(cm["name"], src, cat + ("name",))
-        if name == QUIET or name in seen:
-            raise src.error(f"must be unique and not {QUIET!r}, got {name!r}", *cat, "name")
-        seen.add(name)
-        eps = cm.get("interference")
-        if not isinstance(eps, list) or not eps:
-            raise src.error("expected a non-empty interference list (docs/interference.md)", *cat, "interference")
-        classes.append(EpisodeClass(name, tuple(eps), i))
-    return ValidateSpec(read.integer(m.get("trials", 20), src, at + ("trials",), 0),
-                        read.integer(m.get("quiet", 20), src, at + ("quiet",), 0), tuple(classes))
-
-
-def trial_specs(path: str | os.PathLike[str], scale: str | None,
-                only: Sequence[str] | None = None) -> tuple[ValidateSpec, dict[str, RunSpec]]:
-    """The section and the run spec of every class (and ``quiet``), each validated."""
-    src = load_yaml(path)
-    vs = read_validate(src)
-    if only:
-        unknown = [c for c in only if c not in {k.name for k in vs.classes}]
-        if unknown:
-            raise UserError(f"unknown class {unknown[0]!r}; the spec has "
-                            f"{', '.join(k.name for k in vs.classes)}", file=os.fspath(path), field="--classes")
-        vs = ValidateSpec(vs.trials, vs.quiet, tuple(c for c in vs.classes if c.name in only))
-    runs = expand(src.without(SECTION), scale)
-    if len(runs) != 1:
-        raise src.error(f"validate-cd runs one test per trial; the spec has {len(runs)} (remove sweep "
-                        "and repetitions)", "sweep" if "sweep" in src.data else "repetitions")
-    base = runs[0]
-    out = {QUIET: base.with_value(("interference",), None, ("interference",))}
-    for c in vs.classes:
-        out[c.name] = base.with_value(("interference",), list(c.interference),
-                                      (SECTION, "classes", c.index, "interference"))
-    return vs, out
 
 
 def schedule(classes: Sequence[str], trials: int, quiet: int) -> list[str]:
@@ -342,7 +271,7 @@ def roc_png(points: Sequence[Mapping[str, Any]]) -> bytes:
         xs = [p["fa_rate"] if p["fa_rate"] is not None else np.nan for p in points]
         ys = [p["detection"].get(c, np.nan) for p in points]
         ax.plot(xs, ys, "o-", label=c, alpha=0.8)
-        for p, x, y in zip(points, xs, ys):
+        for p, x, y in zip(points, xs, ys, strict=True):
             if c == classes[0]:
                 ax.annotate(f"{p['alpha']:g}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=6)
     ax.plot([0, 1], [0, 1], ":", color="0.6", lw=1)
@@ -382,7 +311,7 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
                    quiet: int | None, only: Sequence[str] | None, progress: bool = False,
                    log: Any = sys.stderr) -> Path:
     """Runs the trials of a validate-cd spec; returns its results folder."""
-    from wotbench.run.runner import RunFailed, RunOptions, preflight, run_spec  # on use: the runner
+    from wotbench.execution.runner import RunFailed, RunOptions, preflight, run_spec  # on use: the runner
 
     vs, specs = trial_specs(spec, scale, only)
     n_tr = vs.trials if trials is None else trials
@@ -438,8 +367,8 @@ def reanalyze(folder: Path) -> Path:
     trials, data = [], {}
     for i, cls, run_dir, status in rows:
         if status == "failed" or not (run_dir / layout.SUMMARY).is_file():
-            trials.append(Trial(i, cls, os.path.relpath(run_dir, folder), "failed", "the run did not finish", None, None,
-                                None, False, None, None))
+            trials.append(Trial(i, cls, os.path.relpath(run_dir, folder), "failed", "the run did not finish",
+                                None, None, None, False, None, None))
             continue
         data[i] = cd_data(run_dir)
         trials.append(evaluate(i, cls, run_dir, data[i], folder))

@@ -1,4 +1,4 @@
-"""Shared fixtures of the harness tests: spec files, the `wotbench` CLI as a
+"""Shared fixtures of the harness tests: spec files (specfiles.py), the `wotbench` CLI as a
 subprocess, and a Docker engine with the images (tests that need it fail
 when it is missing and CI=true, and skip otherwise)."""
 
@@ -22,8 +22,21 @@ import pytest
 
 from wotbench.base import rundir as layout
 from wotbench.engine.dockerenv import IMAGES, LABEL_RUN
+from wotbench.tests.specfiles import load_spec, spec_file  # noqa: F401  (re-exported fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
+#: Files that run first, in one piece: long indivisible tests (mypy over the
+#: package, ~10 s of a core from a cold cache) and costly module fixtures
+#: (mypy's cache for the folders outside the package; test_report's sweep of
+#: two reported runs, ~3.5 s). Under xdist (make check: -n auto, --dist load)
+#: the first worker's first batch takes them whole, so a fixture is not built
+#: again on another worker and the run does not end on a 10 s test.
+FIRST = ("harness/tests/test_tools.py", "reporting/tests/test_report.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of FIRST first, every other test in its order (a stable sort)."""
+    items.sort(key=lambda item: not item.nodeid.startswith(FIRST))
 
 
 def _need(reason: str) -> None:
@@ -67,18 +80,6 @@ def swarm_lab_host(docker_client: Any) -> Any:
     if state != "inactive":
         _need(f"the host is in a swarm ({state}); the Swarm lab makes its own")
     return docker_client
-
-
-@pytest.fixture
-def spec_file(tmp_path: Path) -> Callable[..., Path]:
-    """Writes a dedented YAML spec to tmp_path and returns its path."""
-
-    def write(text: str, name: str = "exp.yaml") -> Path:
-        p = tmp_path / name
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
-        return p
-
-    return write
 
 
 def small_spec(count: int = 3, measure: str = "8s", *, name: str = "t", extra: str = "",
@@ -127,7 +128,10 @@ def make_spec() -> Callable[..., str]:
 
 @pytest.fixture
 def run_objects(docker_client: Any) -> Callable[[str | None], tuple[list[Any], list[Any]]]:
-    return lambda run_id=None: labelled(docker_client, run_id)
+    def objects(run_id: str | None = None) -> tuple[list[Any], list[Any]]:
+        return labelled(docker_client, run_id)
+
+    return objects
 
 
 def headlines(run_dir: Path, terminal: str) -> dict[str, tuple[str, str | None]]:
@@ -152,14 +156,19 @@ def headlines(run_dir: Path, terminal: str) -> dict[str, tuple[str, str | None]]
 
 
 @pytest.fixture
-def one_headline(wotbench_cli) -> Callable[[Path], tuple[str, str | None]]:
-    """Runs `wotbench report RUN_DIR` and asserts that the four outputs state
-    the same verdict and first reason; returns them."""
+def one_headline(capsys: pytest.CaptureFixture[str]) -> Callable[[Path], tuple[str, str | None]]:
+    """Runs `wotbench report RUN_DIR` (in-process: the command line itself is
+    tested end to end in reporting/tests/test_missing_evidence.py) and asserts
+    that the four outputs state the same verdict and first reason; returns them."""
 
     def check(run_dir: Path) -> tuple[str, str | None]:
-        r = wotbench_cli("report", str(run_dir))
-        assert r.returncode == 0, r.stderr
-        got = headlines(run_dir, r.stdout)
+        from wotbench.commands.main import main
+
+        capsys.readouterr()                         # what the test printed before
+        rc = main(["report", str(run_dir)])
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        got = headlines(run_dir, out)
         assert len(set(got.values())) == 1, got
         return got["summary.json"]
 

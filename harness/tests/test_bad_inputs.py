@@ -194,8 +194,8 @@ SPECS += [
      "devices[0].cpus: 1000 CPUs per container, more than this host's"),
     ("sweep-three-axes-of-100", BASE + _GRID, "= 1,000,000 tests"),
     ("sweep-1000-values-x-1000-repetitions",
-     BASE + "repetitions: 1000\nsweep: {key: 'devices[0].threads', values: [%s]}\n"
-     % ", ".join(str(1 + i % 200) for i in range(1000)), "1000 repetitions = 1,000,000 tests"),
+     BASE + "repetitions: 1000\nsweep: {key: 'devices[0].threads', values: ["
+     + ", ".join(str(1 + i % 200) for i in range(1000)) + "]}\n", "1000 repetitions = 1,000,000 tests"),
     ("measure-fullwidth-digits", sub("measure: 10s", "measure: １０s"), "phases.measure: invalid duration"),
     ("measure-arabic-indic-digits", sub("measure: 10s", "measure: ١٠s"), "phases.measure: invalid duration"),
     ("measure-with-a-space", sub("measure: 10s", "measure: 10 s"), "with no space"),

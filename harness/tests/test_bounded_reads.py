@@ -21,8 +21,8 @@ import pytest
 
 from wotbench.base import inputfile
 from wotbench.base.errors import UserError
-from wotbench.tracegen import _empirical as empirical
-from wotbench.tracegen._distribution import parse_distribution
+from wotbench.spec import empirical
+from wotbench.tracegen._distribution import Empirical, parse_distribution
 
 BASE = """\
 name: t
@@ -53,6 +53,13 @@ def wotbench(*argv: str | Path, cwd: Path) -> tuple[int, list[str], int]:
                        timeout=20, cwd=cwd)
     lines = r.stderr.strip().splitlines()
     return r.returncode, lines[:-1], int(lines[-1]) // 1024
+
+
+def empirical_dist(name: str, base_dir: Path) -> Empirical:
+    """``empirical:NAME`` parsed in ``base_dir``: an Empirical, its samples read."""
+    dist = parse_distribution(f"empirical:{name}", base_dir=base_dir)
+    assert isinstance(dist, Empirical), dist
+    return dist
 
 
 def refused(argv: list[str | Path], cwd: Path, *needles: str) -> str:
@@ -150,7 +157,7 @@ def test_an_empirical_file_at_the_bound_is_planned_in_bounded_memory(tmp_path):
 def test_a_byte_order_mark_is_not_a_header(tmp_path):
     """A BOM made the first value look like a header: it was dropped silently."""
     (tmp_path / "rits.csv").write_bytes(b"\xef\xbb\xbf100\n200\n")
-    assert list(parse_distribution("empirical:rits.csv", base_dir=tmp_path).samples) == [100, 200]
+    assert list(empirical_dist("rits.csv", tmp_path).samples) == [100, 200]
 
 
 # --- errors name the place, never the content ---------------------------------------------
@@ -239,11 +246,11 @@ def test_a_file_that_grows_while_it_is_read_is_refused(tmp_path, monkeypatch):
 def test_the_same_empirical_bytes_are_parsed_once(tmp_path):
     (tmp_path / "a.csv").write_text("1\n2\n3\n")
     (tmp_path / "b.csv").write_text("1\n2\n3\n")
-    a = parse_distribution("empirical:a.csv", base_dir=tmp_path)
-    b = parse_distribution("empirical:b.csv", base_dir=tmp_path)
+    a = empirical_dist("a.csv", tmp_path)
+    b = empirical_dist("b.csv", tmp_path)
     assert a.samples is b.samples and not a.samples.flags.writeable
     (tmp_path / "a.csv").write_text("4\n5\n6\n")            # same size, new bytes: read again
-    assert list(parse_distribution("empirical:a.csv", base_dir=tmp_path).samples) == [4, 5, 6]
+    assert list(empirical_dist("a.csv", tmp_path).samples) == [4, 5, 6]
 
 
 def test_empirical_values_held_at_once_are_bounded(tmp_path, monkeypatch):
@@ -272,8 +279,8 @@ def _grid(axes: int, n: int) -> str:
 
 @pytest.mark.parametrize("extra,needle", [
     (_grid(3, 100), "= 1,000,000 tests"),
-    ("repetitions: 1000\nsweep: {key: 'devices[0].threads', values: [%s]}\n"
-     % ", ".join(str(1 + i % 200) for i in range(1000)), "1000 repetitions = 1,000,000 tests"),
+    ("repetitions: 1000\nsweep: {key: 'devices[0].threads', values: ["
+     + ", ".join(str(1 + i % 200) for i in range(1000)) + "]}\n", "1000 repetitions = 1,000,000 tests"),
 ])
 def test_a_sweep_is_counted_before_it_is_expanded(tmp_path, extra, needle):
     """Issue 23: three axes of 100 values grew past 3 GB; 1,000 x 1,000 was accepted."""

@@ -78,7 +78,8 @@ def test_plan_refuses_in_one_line_in_bounded_memory(tmp_path, old, new):
     path = spec(tmp_path, old, new)
     code = textwrap.dedent("""\
         import resource, subprocess, sys
-        p = subprocess.run([sys.executable, '-m', 'wotbench.commands.main', 'plan', sys.argv[1]], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, '-m', 'wotbench.commands.main', 'plan', sys.argv[1]],
+                           capture_output=True, text=True)
         print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         sys.stderr.write(p.stderr)
         """)

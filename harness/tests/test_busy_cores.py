@@ -82,13 +82,13 @@ def test_two_runs_started_together_one_refused(docker_client, spec_file, make_sp
     outs = [p.communicate(timeout=400) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], outs
-    refused = next(err for p, (_, err) in zip(procs, outs) if p.returncode == 2)
+    refused = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode == 2)
     lines = refused.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {spec}:"), lines
     assert "is claimed by the GE of a run in progress on this host (run of twins, harness pid" in lines[0]
     i = next(i for i, p in enumerate(procs) if p.returncode == 2)
     assert not (tmp_path / f"res{i}").exists() or not any((tmp_path / f"res{i}").iterdir())
-    ran = Path(next(out for p, (out, _) in zip(procs, outs) if p.returncode == 0).strip().splitlines()[-1])
+    ran = Path(next(out for p, (out, _) in zip(procs, outs, strict=True) if p.returncode == 0).strip().splitlines()[-1])
     assert run_objects(ran.name) == ([], [])
 
 

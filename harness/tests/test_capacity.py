@@ -35,9 +35,9 @@ capacity:
 
 
 def cap_of(text: str) -> CapacitySpec:
-    cap = spec.loads(text, "exp.yaml")[0].experiment.capacity
-    assert cap is not None
-    return cap
+    experiment = spec.loads(text, "exp.yaml")[0].experiment
+    assert experiment is not None and experiment.capacity is not None
+    return experiment.capacity
 
 
 # --- the pure search ------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_good_section():
 def test_bad_section_names_key_and_line(spec_file, edit, field, line):
     with pytest.raises(UserError) as ei:
         spec.load(spec_file(BASE.replace(*edit)))
-    assert ei.value.field == field and ei.value.line == line and ei.value.file.endswith("exp.yaml")
+    assert ei.value.field == field and ei.value.line == line and str(ei.value.file).endswith("exp.yaml")
 
 
 def test_rate_needs_exp_or_det_rit(spec_file):
@@ -147,7 +147,8 @@ def test_sweep_and_capacity_do_not_mix(spec_file):
 def test_run_and_plan_ignore_a_good_capacity_section(spec_file):
     runs = spec.load(spec_file(BASE))
     assert len(runs) == 1 and "capacity" not in runs[0].doc and runs[0].spec.capacity is None
-    assert runs[0].experiment.capacity == cap_of(BASE)
+    experiment = runs[0].experiment
+    assert experiment is not None and experiment.capacity == cap_of(BASE)
 
 
 def test_probe_runs_set_count_or_rate():
@@ -157,12 +158,14 @@ def test_probe_runs_set_count_or_rate():
     assert [r.repetition for r in p] == [1, 2] and [r.label for r in p] == [r.label for r in runs]
     assert p[0].doc["devices"][0]["count"] == 12 and "capacity" not in p[0].doc
     assert runs[0].doc["devices"][0]["count"] == 2                     # the original is untouched
-    assert p[0].spec.device_count == 12 and p[0].spec.workload.n_devices == 12
+    workload = p[0].spec.workload
+    assert p[0].spec.device_count == 12 and workload is not None and workload.n_devices == 12
     text = BASE.replace("devices[0].count", "devices[0].rate")
     runs = spec.loads(text, "exp.yaml")
     p = capacity.probe_runs(runs, cap_of(text), 40.0)
     assert p[0].doc["devices"][0]["rit"] == "exp:25000us"
-    assert p[0].spec.groups[0].rit.mean_us() == 25_000
+    rit = p[0].spec.groups[0].rit
+    assert rit is not None and rit.mean_us() == 25_000
 
 
 def test_bad_probe_value_points_at_vary():

@@ -4,7 +4,7 @@ neighbour slows it down as it slows the devices."""
 
 from pathlib import Path
 
-from wotbench.run.phases._provision import cd_node_mode, device_spec
+from wotbench.execution.phases._provision import cd_node_mode, device_spec
 
 
 def test_mode_of_most_devices() -> None:

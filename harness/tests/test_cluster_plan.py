@@ -10,8 +10,8 @@ import pytest
 
 from wotbench import UserError, spec
 from wotbench.engine.inventory import Inventory, NodeInfo
-from wotbench.run.phases._preflight import layout_for, plan_for
-from wotbench.run.placement import make_cluster_plan, make_plan, spread_even, spread_fill
+from wotbench.execution.phases._preflight import layout_for, plan_for
+from wotbench.execution.placement import ClusterPlan, Plan, make_cluster_plan, make_plan, spread_even, spread_fill
 
 
 def node(host: str, cores: int = 4, *, role: str = "worker", state: str = "ready",
@@ -200,8 +200,12 @@ def test_a_host_not_in_a_swarm_plans_as_before_and_refuses_a_cluster_section():
     alone = Inventory(False, (NodeInfo("", "me", cores=(0, 1, 2, 3), local=True),))
     # The scheduler decision depends on the RT budget Docker has free right
     # now (other runs hold some): compare the placement, not that.
-    rt = dict(scheduler="normal", ge_rt_budgets=(), cd_ge_rt_budget=None, sched_why=())
-    assert replace(layout_for(hs, alone), **rt) == replace(plan_for(hs, [0, 1, 2, 3]), **rt)
+    def placement(p: Plan) -> Plan:
+        return replace(p, scheduler="normal", ge_rt_budgets=(), cd_ge_rt_budget=None, sched_why=())
+
+    single = layout_for(hs, alone)
+    assert isinstance(single, Plan), single
+    assert placement(single) == placement(plan_for(hs, [0, 1, 2, 3]))
     rs = spec.loads(SPEC + "cluster:\n  spread: even\n", "exp.yaml")[0]
     with pytest.raises(UserError) as ei:
         layout_for(rs.spec, alone)
@@ -214,7 +218,9 @@ def test_on_a_swarm_no_section_means_the_defaults_and_errors_point_at_the_spec()
     inv = swarm(node("h2"))
     empty = spec.loads(SPEC + "cluster: {}\n", "exp.yaml")[0].spec
     assert layout_for(hs, inv) == layout_for(empty, inv)            # the issue: a manager runs across the swarm
-    assert [n.hostname for n in layout_for(empty, inv).nodes] == ["mgr", "h2"]
+    across = layout_for(empty, inv)
+    assert isinstance(across, ClusterPlan), across
+    assert [n.hostname for n in across.nodes] == ["mgr", "h2"]
     rs = spec.loads(SPEC + "cluster:\n  devices:\n    label: role=device\n", "exp.yaml")[0]
     with pytest.raises(UserError) as ei:
         layout_for(rs.spec, swarm(node("h2")))

@@ -23,6 +23,16 @@ def cluster_of(text: str) -> spec.Cluster | None:
     return spec.loads(BASE + text, "exp.yaml")[0].spec.cluster
 
 
+def section(s: spec.Spec) -> spec.Cluster:
+    """The cluster section of a spec that has one."""
+    assert s.cluster is not None
+    return s.cluster
+
+
+def cluster(text: str) -> spec.Cluster:
+    return section(spec.loads(BASE + text, "exp.yaml")[0].spec)
+
+
 def bad(text: str) -> UserError:
     with pytest.raises(UserError) as ei:
         cluster_of(text)
@@ -35,31 +45,32 @@ def test_no_section_is_one_host():
 
 @pytest.mark.parametrize("text", ["cluster:\n", "cluster: {}\n"])
 def test_an_empty_section_means_every_default(text):
-    c = cluster_of(text)
+    c = cluster(text)
     assert c == spec.Cluster() and (c.ge, c.devices, c.spread, c.per_core) == (None, None, "even", 20)
 
 
 def test_hostnames_and_order_are_kept():
-    c = cluster_of("cluster:\n  ge: {node: mgr}\n  devices: {nodes: [h3, h2]}\n  spread: even\n")
+    c = cluster("cluster:\n  ge: {node: mgr}\n  devices: {nodes: [h3, h2]}\n  spread: even\n")
     assert c.ge == spec.NodeSelector(hostnames=("mgr",))
-    assert c.devices.hostnames == ("h3", "h2") and c.devices.label is None
+    assert c.devices is not None and c.devices.hostnames == ("h3", "h2") and c.devices.label is None
 
 
 @pytest.mark.parametrize("label, pair", [("role=ge", ("role", "ge")), ("org.x-y_z=a=b", ("org.x-y_z", "a=b")),
                                          ("gpu", ("gpu", None)), ("role=", ("role", ""))])
 def test_labels_are_key_value_or_key(label, pair):
-    c = cluster_of(f"cluster: {{ge: {{label: '{label}'}}, devices: {{label: '{label}'}}}}\n")
+    c = cluster(f"cluster: {{ge: {{label: '{label}'}}, devices: {{label: '{label}'}}}}\n")
+    assert c.ge is not None and c.devices is not None
     assert c.ge.label == pair and c.devices.label == pair and c.ge.label_text == label
 
 
 def test_fill_takes_devices_per_core():
-    c = cluster_of("cluster: {spread: fill, per_core: 8}\n")
+    c = cluster("cluster: {spread: fill, per_core: 8}\n")
     assert (c.spread, c.per_core) == ("fill", 8)
     assert c.to_dict() == {"ge": None, "devices": None, "spread": "fill", "per_core": 8}
 
 
 def test_the_section_is_frozen_and_checked_when_built_directly():
-    c = cluster_of("cluster: {ge: {node: mgr}}\n")
+    c = cluster("cluster: {ge: {node: mgr}}\n")
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.spread = "fill"               # type: ignore[misc]
     with pytest.raises(ValueError):
@@ -98,9 +109,9 @@ def test_bad_values_name_file_line_and_field(text, line, field, what):
 
 def test_a_scale_or_sweep_may_change_the_section():
     text = BASE + "cluster: {spread: even}\nscales:\n  small: {cluster: {spread: fill}}\n"
-    assert spec.loads(text, "exp.yaml", "small")[0].spec.cluster.spread == "fill"
+    assert section(spec.loads(text, "exp.yaml", "small")[0].spec).spread == "fill"
     runs = spec.loads(BASE + "cluster: {}\nsweep: {key: cluster.spread, values: [even, fill]}\n", "exp.yaml")
-    assert [r.spec.cluster.spread for r in runs] == ["even", "fill"]
+    assert [section(r.spec).spread for r in runs] == ["even", "fill"]
     e = bad("cluster: {}\nsweep: {key: cluster.spread, values: [even, odd]}\n")
     assert (e.line, e.field) == (8, "cluster.spread")
 
@@ -109,4 +120,5 @@ def test_the_saved_spec_reloads_to_the_same_cluster(tmp_path):
     rs = spec.loads(BASE + "cluster:\n  ge: {label: role=ge}\n  devices: {nodes: [h2, h3]}\n", "exp.yaml")[0]
     saved = tmp_path / "spec.yaml"
     saved.write_text(rs.yaml())
-    assert spec.load_saved(saved) == rs.spec and rs.spec.cluster.ge.label == ("role", "ge")
+    ge = section(rs.spec).ge
+    assert spec.load_saved(saved) == rs.spec and ge is not None and ge.label == ("role", "ge")

@@ -14,7 +14,7 @@ import docker.types
 import pytest
 
 from wotbench.base import results as res
-from wotbench.engine import DockerBackend, _docker, dockerenv
+from wotbench.engine import DockerBackend, dockerenv
 
 
 @pytest.mark.docker
@@ -43,7 +43,7 @@ def test_subnet_taken_behind_the_backs_is_skipped(docker_client, monkeypatch):
         labels={dockerenv.LABEL_RUN: backend.run_id + "-other"},      # wotbench clean finds it if left
         ipam=docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(first))]))
     real = dockerenv.used_subnets
-    monkeypatch.setattr(_docker.dockerenv, "used_subnets",
+    monkeypatch.setattr(dockerenv, "used_subnets",
                         lambda c: [n for n in real(c) if n != ipaddress.IPv4Network(first)])
     try:
         assert backend.create_networks(3) == 1

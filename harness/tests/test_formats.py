@@ -213,13 +213,14 @@ def check_device_stats(s: Sources) -> list[str]:
     header = x_macro(s.text[COUNTERS_H], "DEV_COUNTERS")
     fields = s.py.get("DEVICE_STATS_FIELDS")
     py = s.py.get("DEVICE_STATS_COUNTERS")
+    counters = list(py) if isinstance(py, tuple) else []
     rows = doc_table(doc_sections(s.text[DOC]).get("Device stats JSON", ""))
     keys = [code(r[0]) for r in rows]
     if fields != DEVICE_STATS_FIELDS:
         problems.append(f"formats.DEVICE_STATS_FIELDS {fields} != {DEVICE_STATS_FIELDS}")
-    if header is None or list(py or ()) != header:
+    if header is None or counters != header:
         problems.append(f"{COUNTERS_H}: DEV_COUNTERS {header} != formats {py}")
-    if keys != [*DEVICE_STATS_FIELDS, *(py or ())]:
+    if keys != [*DEVICE_STATS_FIELDS, *counters]:
         problems.append(f"{DOC}: Device stats JSON keys {keys} != {DEVICE_STATS_FIELDS} "
                         f"+ formats {py}")
     if rows and rows[0][1:2] != [str(s.py.get("DEVICE_STATS_FORMAT"))]:

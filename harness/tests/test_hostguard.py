@@ -71,7 +71,8 @@ def _probe(client, network: str, run_id: str, addrs: list[str], ports: tuple[int
         **hardening(memory_bytes=64 << 20, pids=32))
     try:
         assert ct.wait(timeout=60)["StatusCode"] == 0
-        return ct.logs().decode()
+        logs: bytes = ct.logs()
+        return logs.decode()
     finally:
         ct.remove(force=True)
 
@@ -86,7 +87,9 @@ def test_a_run_network_cannot_reach_the_host(docker_client):
     try:
         backend.create_networks(1)
         guard = backend.host_changes["host_guard"]
-        assert guard["bridges"] == [f"br-{backend.networks[0].id[:12]}"] and "iptables" in guard["tools"]
+        net = backend.networks[0]
+        assert net.id is not None and net.name is not None
+        assert guard["bridges"] == [f"br-{net.id[:12]}"] and "iptables" in guard["tools"]
         assert {rid for _, rid, _ in hostguard.rules()} >= {backend.run_id}
         ctl = docker_client.networks.create(f"wb-{control[-6:]}-ctl", driver="bridge", internal=True,
                                             labels={LABEL_RUN: control})
@@ -94,7 +97,7 @@ def test_a_run_network_cannot_reach_the_host(docker_client):
         ctl_gw = ctl.attrs["IPAM"]["Config"][0]["Gateway"]
         run_gw = str(next(backend.subnets[0].hosts()))
         # From the run's network: its gateway and another address of the host.
-        out = _probe(docker_client, backend.networks[0].name, backend.run_id, [run_gw, ctl_gw], lst.ports)
+        out = _probe(docker_client, net.name, backend.run_id, [run_gw, ctl_gw], lst.ports)
         assert out.split().count("tcp-blocked") == 2, out
         # The control: the same probe from an internal network without the guard gets through.
         out_ctl = _probe(docker_client, ctl.name, control, [ctl_gw], lst.ports)
@@ -113,14 +116,15 @@ def test_a_run_network_cannot_reach_the_host(docker_client):
 def test_rules_are_found_and_removed_by_run(tmp_path):
     """guard / rules / drop against the real iptables (root): two runs'
     rules, one run's dropped, the other kept, then dropped as not kept."""
-    if hostguard.available() is not None:
-        pytest.skip(hostguard.available())
+    why_not = hostguard.available()
+    if why_not is not None:
+        pytest.skip(why_not)
     a, b = res.new_run_id("ga"), res.new_run_id("gb")
     try:
         assert "iptables" in hostguard.guard("wbtestnoif0", a)
         hostguard.guard("wbtestnoif1", b)
         mine = {(rid, args[args.index("-i") + 1]) for _, rid, args in hostguard.rules() if rid in (a, b)}
-        assert ("%s" % a, "wbtestnoif0") in mine and (b, "wbtestnoif1") in mine
+        assert (a, "wbtestnoif0") in mine and (b, "wbtestnoif1") in mine
         assert hostguard.drop(a) >= 1
         left = {rid for _, rid, _ in hostguard.rules()}
         assert a not in left and b in left

@@ -15,7 +15,7 @@ from wotbench.base import results as res
 from wotbench.engine import COAP_PORT, DockerBackend, dockerenv
 from wotbench.engine import netimpair as impair
 from wotbench.engine import readiness as probe
-from wotbench.run.phases._provision import device_spec
+from wotbench.execution.phases._provision import device_spec
 from wotbench.spec import DeviceGroup, Impairment
 
 
@@ -62,8 +62,8 @@ def test_pumba_commands_use_the_local_image():
 
 
 def test_free_subnets_avoid_everything_in_use():
-    used = [ipaddress.ip_network("10.210.0.0/22"), ipaddress.ip_network("10.210.8.0/21"),
-            ipaddress.ip_network("172.17.0.0/16")]
+    used = [ipaddress.IPv4Network("10.210.0.0/22"), ipaddress.IPv4Network("10.210.8.0/21"),
+            ipaddress.IPv4Network("172.17.0.0/16")]
     got = dockerenv.free_subnets(used, 3)
     assert len(got) == 3 and all(g.prefixlen == 22 for g in got)
     assert not any(g.overlaps(u) for g in got for u in used)
@@ -130,9 +130,11 @@ def test_sidecar_keeps_net_admin_only_read_only_limited_on_the_harness_cores():
 
     a = impair.sidecar_args("20261124-000000-t-abcdef", "nettools", impair.local_cores())
     assert (a["cap_drop"], a["cap_add"], a["security_opt"]) == (["ALL"], ["NET_ADMIN"], ["no-new-privileges"])
-    assert a["read_only"] is True and set(a["tmpfs"]) == {"/run"}
+    tmpfs, labels = a["tmpfs"], a["labels"]
+    assert isinstance(tmpfs, dict) and isinstance(labels, dict), (tmpfs, labels)
+    assert a["read_only"] is True and set(tmpfs) == {"/run"}
     assert a["mem_limit"] == a["memswap_limit"] == impair.SIDECAR_MEMORY and a["pids_limit"] == impair.SIDECAR_PIDS
     import os
     assert a["cpuset_cpus"] == ",".join(map(str, sorted(os.sched_getaffinity(0))))
-    assert a["labels"]["org.wotbench.run"] == "20261124-000000-t-abcdef"
+    assert labels["org.wotbench.run"] == "20261124-000000-t-abcdef"
     assert "cpuset_cpus" not in impair.sidecar_args("r", "nettools")      # a swarm node's engine chooses

@@ -1,5 +1,5 @@
 """``gateway.instances: auto``: the trace's peak, the clamp, the GE capacity
-cache and its calibration (wotbench.run.instances, wotbench.host.gecap)."""
+cache and its calibration (wotbench.execution.instances, wotbench.host.gecap)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from wotbench.execution.instances import HEADROOM, choose, effective_capacity, ge_cores_available
+from wotbench.execution.placement import make_plan
 from wotbench.host.gecap import CalibrationSetup, GeCapacity, cached, capacity_for, fingerprint, store
 from wotbench.reporting import peak_rps
-from wotbench.run.instances import HEADROOM, choose, effective_capacity, ge_cores_available
-from wotbench.run.placement import make_plan
 from wotbench.spec import loads
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ import pytest
 
 from wotbench.base import rundir as layout
 from wotbench.engine.dockerenv import LABEL_ROLE, LABEL_RUN
-from wotbench.run.placement import cpuset
-from wotbench.run.runner import run
+from wotbench.execution.placement import cpuset
+from wotbench.execution.runner import run
 
 #: The observed start and end must be this close to the planned instants.
 TOLERANCE_US = 500_000
@@ -30,7 +30,8 @@ class HogWatcher(threading.Thread):
 
     def __init__(self, client: Any) -> None:
         super().__init__(daemon=True)
-        self.client, self.attrs, self.done = client, None, threading.Event()
+        self.client, self.done = client, threading.Event()
+        self.attrs: dict[str, Any] | None = None
 
     def run(self) -> None:
         while not self.done.is_set() and self.attrs is None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from wotbench.run.phases import layout_of, render_schedule, schedule
-from wotbench.run.placement import make_plan
+from wotbench.execution.phases import layout_of, render_schedule, schedule
+from wotbench.execution.placement import make_plan
 from wotbench.spec import Interference, UserError, loads
 
 BASE = """\

@@ -1,4 +1,4 @@
-"""The host-wide ARP table against a run's size (backend/_neigh.py), on a
+"""The host-wide ARP table against a run's size (harness/host/neigh.py), on a
 fake /proc/sys/net/ipv4/neigh/default folder."""
 
 from __future__ import annotations

@@ -282,7 +282,7 @@ def test_a_newline_in_the_path_stays_on_one_line(cli: Run, tmp_path: Path) -> No
 
 
 def test_a_run_that_failed_before_its_folder_names_no_details_file(tmp_path: Path) -> None:
-    from wotbench.run.runner import RunFailed
+    from wotbench.execution.runner import RunFailed
 
     assert RunFailed(tmp_path / "never-made", OSError(40, "loop")).details is None
     (tmp_path / "made").mkdir()

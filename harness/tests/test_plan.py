@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import pytest
 
 from wotbench import UserError
-from wotbench.run.placement import cpuset, make_plan
+from wotbench.execution.placement import Plan, cpuset, make_plan
 
 
-def plan(cores, **kw):
-    args = dict(reserve=[0], ge_instances=1, cd_enabled=True, devices=10, affinity=True)
-    args.update(kw)
-    return make_plan(cores, **args)
+def plan(cores: Iterable[int], *, reserve: Sequence[int] = (0,), ge_instances: int = 1, cd_enabled: bool = True,
+         devices: int = 10, affinity: bool = True) -> Plan:
+    return make_plan(cores, reserve=reserve, ge_instances=ge_instances, cd_enabled=cd_enabled, devices=devices,
+                     affinity=affinity)
 
 
 def test_cpuset_compresses_ranges():
@@ -28,6 +30,7 @@ def test_eight_cores_follow_the_paper_layout():
     assert p.cd_ge_cpuset == "2"
     assert p.device_cores == (3, 4, 5, 6, 7)
     # Nothing else on a GE core or the reserved core.
+    assert p.cd_node_cpuset is not None
     used = {int(c) for c in p.device_cpusets} | {int(p.cd_node_cpuset)}
     assert used <= {3, 4, 5, 6, 7}
     # Round-robin: CD node first, then devices; 11 slots over 5 cores.

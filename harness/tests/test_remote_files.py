@@ -88,7 +88,7 @@ class _Engine:
 
 @pytest.mark.parametrize("skew_ms", [0, 250, -1500])
 def test_clock_offset_reads_the_engines_system_time(skew_ms: int):
-    off = clock_offset(_Engine(timedelta(milliseconds=skew_ms)))
+    off = clock_offset(_Engine(timedelta(milliseconds=skew_ms)))  # type: ignore[arg-type]  # a fake: only info()
     assert off.offset_us == pytest.approx(skew_ms * 1000, abs=5_000 + off.uncertainty_us)
     assert 0 <= off.uncertainty_us < 50_000 and "SystemTime" in off.how
     assert set(off.to_dict()) == {"offset_us", "uncertainty_us", "how"}

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from wotbench.base.errors import UserError
+from wotbench.execution import rtplan
+from wotbench.execution.placement import Plan, make_plan
 from wotbench.host import rt
-from wotbench.run.placement import make_plan
 
 
 def fake_cgroup(root: Path, runtime: int, period: int = 1_000_000, held: tuple[int, ...] = ()) -> Path:
@@ -28,8 +29,15 @@ def fake_cgroup(root: Path, runtime: int, period: int = 1_000_000, held: tuple[i
     return root
 
 
-def plan(n_ge: int = 1):
+def plan(n_ge: int = 1) -> Plan:
     return make_plan([0, 1], reserve=[0], ge_instances=n_ge, cd_enabled=True, devices=4, affinity=True)
+
+
+def decide(scheduler: str, avail: rt.RtAvailable) -> Plan:
+    """``gateway.scheduler`` decided for one host's plan: one host's plan."""
+    p = rtplan.decide(plan(), scheduler, avail=avail)
+    assert isinstance(p, Plan), p
+    return p
 
 
 def test_available_subtracts_what_other_containers_hold(tmp_path):
@@ -63,23 +71,23 @@ def test_split_cd_ge_small_share_rest_equal():
 
 def test_decide_auto_fifo_and_fallback(tmp_path):
     avail = rt.rt_available(fake_cgroup(tmp_path / "a", 950_000), uid=0)
-    p = rt.decide(plan(), "auto", avail=avail)
+    p = decide("auto", avail)
     assert p.scheduler == "fifo" and p.ge_rt_budgets == ("895000/1000000",)
     assert p.cd_ge_rt_budget == "50000/1000000"
     assert "SCHED_FIFO, RT budget 895000/1000000" in p.render()
     assert list(p.to_dict()["ge_rt_budgets"]) == ["895000/1000000"]
     none = rt.rt_available(fake_cgroup(tmp_path / "b", 0), uid=0)
-    q = rt.decide(plan(), "auto", avail=none)
+    q = decide("auto", none)
     assert q.scheduler == "normal" and q.ge_rt_budgets == () and q.cd_ge_rt_budget is None
     assert "normal scheduler: dockerd has no RT budget" in q.render()
     with pytest.raises(UserError) as err:
-        rt.decide(plan(), "fifo", avail=none)
+        rtplan.decide(plan(), "fifo", avail=none)
     assert err.value.field == "gateway.scheduler" and "--cpu-rt-runtime" in str(err.value)
-    assert rt.decide(plan(), "normal", avail=avail).scheduler == "normal"
+    assert decide("normal", avail).scheduler == "normal"
 
 
 def test_budget_reaches_argv_and_container():
-    from wotbench.run.phases._ge import ge_argv
+    from wotbench.execution.phases._ge import ge_argv
     from wotbench.spec._sections import Gateway
     argv = ge_argv(Gateway(), trace="t", hosts="h", out="o", summary="s", start_at_us=1, late_us=100,
                    rt_budget="895000/1000000")

@@ -9,6 +9,7 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -41,23 +42,8 @@ def _into_measurement(live, results: Path, after_s: float) -> tuple[str, float]:
     return run_id, t0
 
 
-@pytest.mark.slow
-def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spec, tmp_path,
-                                              wotbench_cli, run_objects, one_headline):
-    spec = spec_file(make_spec(count=10, measure="58s", name="e2e"))
-    r = wotbench_cli("run", str(spec), "--results", str(tmp_path / "res"), "--no-progress", timeout=400)
-    assert r.returncode == 0, r.stderr
-    run_dir = Path(r.stdout.strip().splitlines()[-1])
-    run_id = run_dir.name
-    assert re.fullmatch(r"\d{8}-\d{6}-e2e-[0-9a-f]{6}", run_id)
-    assert not (run_dir / "INCOMPLETE").exists()
-    for rel in ("spec.yaml", "manifest.json", "phases.json", "observed.json", "summary.json",
-                "workload/trace.csv", "workload/expected.json", "workload/cd/trace.csv", "ge/ge-0.csv",
-                "ge/ge-0.summary.json", "ge/devices-0.csv", "cd/cd-ge.csv", "cd/cd-ge.summary.json",
-                "monitor/host.csv", "monitor/containers.csv"):
-        assert (run_dir / rel).is_file(), rel
-
-    # Every request of the trace is accounted for, in order, with a status.
+def _every_request_accounted_for(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every request of the trace is accounted for, in order, with a status: (trace, GE output)."""
     trace = pd.read_csv(run_dir / "workload" / "trace.csv", skipinitialspace=True)
     out = pd.read_csv(run_dir / "ge" / "ge-0.csv")
     assert len(trace) > 5000                       # 10 devices x 10/s x 60 s
@@ -68,10 +54,15 @@ def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spe
     assert (out["status"] == "ok").mean() > 0.98
     ok = out[out["status"] == "ok"]
     assert (ok["response_us"] >= ok["service_us"]).all()   # R >= S by construction
+    return trace, out
 
+
+def _records_complete(run_dir: Path, run_id: str, requests: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """summary.json, manifest.json, phases.json, the CD-GE's output, the
+    monitor's and the logs of a complete run: (summary, manifest)."""
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["format"] == 1 and summary["complete"] is True and summary["run_id"] == run_id
-    assert summary["counts"]["ge-0"]["rows"] == summary["counts"]["ge-0"]["trace_lines"] == len(trace)
+    assert summary["counts"]["ge-0"]["rows"] == summary["counts"]["ge-0"]["trace_lines"] == requests
     assert summary["verdict"] in ("valid", "invalid") and isinstance(summary["reasons"], list)
     assert summary["containers"]["nodes_not_running_at_end"] == []
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -91,6 +82,27 @@ def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spe
     logs = {p.name for p in (run_dir / "logs").iterdir()}
     assert len(logs) == 13                          # 10 devices, CD node, GE, CD-GE
     assert "served=" in (run_dir / "logs" / f"wb-{run_id[-6:]}-dev-0.log").read_text()
+    return summary, manifest
+
+
+@pytest.mark.slow
+def test_end_to_end_ten_devices_sixty_seconds(docker_client, spec_file, make_spec, tmp_path,
+                                              wotbench_cli, run_objects, one_headline):
+    spec = spec_file(make_spec(count=10, measure="58s", name="e2e"))
+    r = wotbench_cli("run", str(spec), "--results", str(tmp_path / "res"), "--no-progress", timeout=400)
+    assert r.returncode == 0, r.stderr
+    run_dir = Path(r.stdout.strip().splitlines()[-1])
+    run_id = run_dir.name
+    assert re.fullmatch(r"\d{8}-\d{6}-e2e-[0-9a-f]{6}", run_id)
+    assert not (run_dir / "INCOMPLETE").exists()
+    for rel in ("spec.yaml", "manifest.json", "phases.json", "observed.json", "summary.json",
+                "workload/trace.csv", "workload/expected.json", "workload/cd/trace.csv", "ge/ge-0.csv",
+                "ge/ge-0.summary.json", "ge/devices-0.csv", "cd/cd-ge.csv", "cd/cd-ge.summary.json",
+                "monitor/host.csv", "monitor/containers.csv"):
+        assert (run_dir / rel).is_file(), rel
+
+    trace, out = _every_request_accounted_for(run_dir)
+    summary, manifest = _records_complete(run_dir, run_id, len(trace))
 
     # What the harness saw is recorded, and judged by reporting alone.
     observed = json.loads((run_dir / "observed.json").read_text())
@@ -212,7 +224,8 @@ def test_restarted_device_makes_the_run_invalid_naming_it(live_run, docker_clien
     observed = json.loads((run_dir / "observed.json").read_text())["containers"]
     assert observed[name]["status"] == "running" and observed[name]["started_at"]
     if os.getuid() == 0:        # the GEs ran unprivileged (issue W2 5/5): their outputs are uid 65534's
-        assert {(run_dir / d / f).stat().st_uid for d, f in (("ge", "ge-0.csv"), ("cd", "cd-ge.summary.json"))} == {65534}
+        outputs = (("ge", "ge-0.csv"), ("cd", "cd-ge.summary.json"))
+        assert {(run_dir / d / f).stat().st_uid for d, f in outputs} == {65534}
     assert all("restarted" not in r or "dev-2" in r for r in summary["reasons"])
     _gone(run_objects, run_id, 1)
 
@@ -297,7 +310,7 @@ def test_devices_spread_over_several_networks(docker_client, spec_file, make_spe
     """Past a bridge's port limit the run uses several networks; the GE is on all of them."""
     from wotbench import spec
     from wotbench.engine import _docker
-    from wotbench.run import runner
+    from wotbench.execution import runner
 
     monkeypatch.setattr(_docker, "NET_CAPACITY", 11)          # 3 nodes per network
     runs = spec.load(spec_file(make_spec(count=5, measure="3s", name="nets")))

@@ -12,9 +12,9 @@ import pytest
 
 from wotbench.base import results
 from wotbench.base import rundir as layout
-from wotbench.run import monitor
-from wotbench.run.phases import _collect as collect
-from wotbench.run.phases import _ge as ge
+from wotbench.execution import monitor
+from wotbench.execution.phases import _collect as collect
+from wotbench.execution.phases import _ge as ge
 from wotbench.spec import Gateway, Spec
 
 TRACE = """device_id,send_ts_us,method,uri,payload
@@ -41,7 +41,7 @@ def test_trace_split_keeps_order_and_every_line(tmp_path: Path, chunk: int):
     out = ge.split_trace(trace, blocks, [tmp_path / f"t{k}.csv" for k in range(2)], 7, chunk_rows=chunk)
     assert [n for _, n in out] == [4, 3]
     lines = TRACE.splitlines()
-    for (path, _), block in zip(out, blocks):
+    for (path, _), block in zip(out, blocks, strict=True):
         got = path.read_text().splitlines()
         want = [lines[0]] + [ln for ln in lines[1:] if int(ln.split(",")[0]) in block.tolist()]
         assert got == want
@@ -97,9 +97,11 @@ def test_cgroup_v1_and_v2_are_read(tmp_path: Path):
     # The working set: the inactive file cache (a GE's written output) is not the container's growth.
     (v1 / "memory" / "docker" / cid / "memory.stat").write_text(
         "cache 3000\nrss 10\ntotal_rss 1000\ntotal_inactive_file 1024\n")
-    assert monitor.read_cgroup(monitor.cgroup_files(cid, v1)) == (123456, 3072, 1000)
+    f = monitor.cgroup_files(cid, v1)
+    assert f is not None and monitor.read_cgroup(f) == (123456, 3072, 1000)
     (v2 / "memory.stat").write_text("anon 4000\ninactive_file 8000\n")
-    assert monitor.read_cgroup(monitor.cgroup_files(cid, tmp_path / "v2")) == (777, 192, 4000)
+    f = monitor.cgroup_files(cid, tmp_path / "v2")
+    assert f is not None and monitor.read_cgroup(f) == (777, 192, 4000)
 
 
 def test_container_sampler_spools_to_disk_and_writes_on_t0(tmp_path: Path, monkeypatch):
@@ -109,6 +111,7 @@ def test_container_sampler_spools_to_disk_and_writes_on_t0(tmp_path: Path, monke
     monkeypatch.setattr(monitor, "cgroup_files", lambda cid: (Path(cid), Path(cid), "v1"))
     monkeypatch.setattr(monitor, "read_cgroup", lambda f: (next(calls), 4096, 2048))
     s = monitor.ContainerSampler(spool=tmp_path / "monitor" / "containers.csv.partial")
+    assert s.spool is not None
     s.add("c1", "dev-0", "device")
     s.add("c2", "ge-0", "ge")
     s.start()
@@ -156,15 +159,16 @@ def test_run_ids_are_unique_and_sortable():
 
 def test_addresses_fill_networks_in_order_and_leave_ge_slots():
     import ipaddress
-    from types import SimpleNamespace
+
+    from docker.models.networks import Network
 
     from wotbench.engine import DockerBackend
     from wotbench.engine.dockerenv import NET_CAPACITY
 
-    bed = DockerBackend(None, "20260101-000000-x-abcdef")
+    bed = DockerBackend(None, "20260101-000000-x-abcdef")  # type: ignore[arg-type]  # no engine: none is asked
     assert bed.name_of("dev-3") == "wb-abcdef-dev-3"
-    bed.networks = [SimpleNamespace(name="n0"), SimpleNamespace(name="n1")]
-    bed.subnets = [ipaddress.ip_network("10.210.0.0/22"), ipaddress.ip_network("10.210.4.0/22")]
+    bed.networks = [Network(attrs={"Name": "n0"}), Network(attrs={"Name": "n1"})]
+    bed.subnets = [ipaddress.IPv4Network("10.210.0.0/22"), ipaddress.IPv4Network("10.210.4.0/22")]
     per_net = NET_CAPACITY - 8
     got = bed.addresses(per_net + 5)
     assert got[0] == ("n0", "10.210.0.10") and got[per_net] == ("n1", "10.210.4.10")

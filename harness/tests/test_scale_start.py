@@ -105,7 +105,7 @@ def test_probe_counts_only_answers_from_the_probed_address(servers):
 def test_start_over_two_networks_then_teardown(docker_client, tmp_path, monkeypatch):
     from wotbench.base import results as res
     from wotbench.engine import DockerBackend, _docker
-    from wotbench.run.phases._provision import device_spec
+    from wotbench.execution.phases._provision import device_spec
     from wotbench.spec import DeviceGroup
 
     monkeypatch.setattr(_docker, "NET_CAPACITY", 14)          # 6 nodes per network
@@ -121,7 +121,8 @@ def test_start_over_two_networks_then_teardown(docker_client, tmp_path, monkeypa
         started = backend.start_nodes([device_spec(f"dev-{i}", i, group, "0", resources, None)
                                        for i in range(n)], progress=False)
         assert [s.key for s in started] == [f"dev-{i}" for i in range(n)]
-        assert len({s.address.rsplit(".", 1)[0] for s in started}) == 2     # both subnets used
+        assert all(s.address is not None for s in started)
+        assert len({str(s.address).rsplit(".", 1)[0] for s in started}) == 2     # both subnets used
         assert backend.wait_ready(started, timeout_s=30) == []
         for st in started:                       # the handles name real containers without an inspect
             assert docker_client.containers.get(st.id).name == st.name
@@ -156,7 +157,7 @@ def test_scale_1000_ci_scale_runs_and_records_where_startup_time_went(docker_cli
     for phase in ("create", "start"):
         assert startup["phases"][phase]["calls"] == 21
     assert startup["phases"]["ready"]["wall_s"] >= 0
-    # The host-wide ARP table holds 4 entries per container (backend/_neigh.py): raised here or large enough.
+    # The host-wide ARP table holds 4 entries per container (harness/host/neigh.py): raised here or large enough.
     from wotbench.host import neigh as _neigh
     arp = startup["host_changes"].get("neigh")
     assert arp is None or arp["after"][0] >= _neigh.needed(21)

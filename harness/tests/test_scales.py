@@ -92,6 +92,7 @@ def test_bad_override_path(spec_file, override, what):
 
 def test_names():
     (rs,) = spec.loads(BASE, "x.yaml")
+    assert rs.experiment is not None
     assert rs.experiment.scales == ("full", "small", "ci") and rs.spec.scales == ()
 
 

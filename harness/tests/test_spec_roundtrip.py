@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from wotbench import spec
+from wotbench.spec.distributions import Empirical, Mmpp2
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = [*sorted((REPO / "experiments").glob("*.yaml")),
@@ -25,7 +26,9 @@ def _saved(rs: spec.RunSpec, run_dir: Path) -> Path:
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
 def test_every_test_of_every_experiment_round_trips(path, tmp_path, monkeypatch):
-    scales = spec.load(path)[0].experiment.scales
+    experiment = spec.load(path)[0].experiment
+    assert experiment is not None
+    scales = experiment.scales
     for scale in scales:
         for i, rs in enumerate(spec.load(path, scale)):
             run_dir = tmp_path / scale / str(i)
@@ -74,8 +77,10 @@ def test_relative_files_round_trip_from_another_folder(tmp_path, monkeypatch):
         assert saved == rs.spec and saved.name == "exp"        # the name the spec file gave it
         monkeypatch.chdir(tmp_path)
     g = runs[1].spec.groups
-    assert g[0].rit.path == tmp_path / "specs" / "rits.csv"
-    assert g[1].service.kind == "empirical" and g[1].rit.on.kind == "empirical"
+    rit0, rit1 = g[0].rit, g[1].rit
+    assert isinstance(rit0, Empirical) and isinstance(rit1, Mmpp2), (rit0, rit1)
+    assert rit0.path == tmp_path / "specs" / "rits.csv"
+    assert g[1].service.kind == "empirical" and rit1.on.kind == "empirical"
     assert g[0].service.mean_us() == pytest.approx(np.mean(
         [int(v) for v in (tmp_path / "specs" / "svc.csv").read_text().split()[1:]]))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import yaml
@@ -27,34 +27,44 @@ BASE: dict[str, Any] = {
     "capacity": {"vary": "devices[0].count", "start": 1, "max": 4, "objective": {"p95": "50ms"}},
 }
 
-Get = Callable[[spec.Spec], float]
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """A section or value the spec of these tests always has."""
+    assert value is not None
+    return value
+
+
+#: A spec's value of a duration (None: a field the spec left out, which fails the test).
+Get = Callable[[spec.Spec], float | None]
 
 #: Every duration of a spec: where it is written, and every object that holds it.
 DURATIONS: list[tuple[str, tuple[Any, ...], list[Get]]] = [
     ("workload.duration", ("workload", "duration"),
-     [lambda s: s.workload.duration_us, lambda s: s.phases.measure_us]),
+     [lambda s: present(s.workload).duration_us, lambda s: present(s.phases).measure_us]),
     ("gateway.timeout", ("gateway", "timeout"), [lambda s: s.gateway.timeout_us]),
     ("gateway.ack_timeout", ("gateway", "ack_timeout"), [lambda s: s.gateway.ack_timeout_us]),
-    ("cd.rit", ("cd", "rit"), [lambda s: s.cd.rit_us, lambda s: s.workload.cd_rit_us]),
-    ("cd.service", ("cd", "service"), [lambda s: s.cd.service_us, lambda s: s.workload.cd_service_us]),
+    ("cd.rit", ("cd", "rit"), [lambda s: s.cd.rit_us, lambda s: present(s.workload).cd_rit_us]),
+    ("cd.service", ("cd", "service"), [lambda s: s.cd.service_us, lambda s: present(s.workload).cd_service_us]),
     ("cd.calibration", ("cd", "calibration"),
-     [lambda s: s.cd.calibration_us, lambda s: s.workload.cd_calibration_us]),
-    ("phases.warmup", ("phases", "warmup"), [lambda s: s.phases.warmup_us]),
-    ("phases.measure", ("phases", "measure"), [lambda s: s.phases.measure_us]),
-    ("phases.cooldown", ("phases", "cooldown"), [lambda s: s.phases.cooldown_us]),
-    ("impairment.delay", ("devices", 0, "impairment", "delay"), [lambda s: s.groups[0].impairment.delay_us]),
+     [lambda s: s.cd.calibration_us, lambda s: present(s.workload).cd_calibration_us]),
+    ("phases.warmup", ("phases", "warmup"), [lambda s: present(s.phases).warmup_us]),
+    ("phases.measure", ("phases", "measure"), [lambda s: present(s.phases).measure_us]),
+    ("phases.cooldown", ("phases", "cooldown"), [lambda s: present(s.phases).cooldown_us]),
+    ("impairment.delay", ("devices", 0, "impairment", "delay"), [lambda s: present(s.groups[0].impairment).delay_us]),
     ("impairment.jitter", ("devices", 0, "impairment", "jitter"),
-     [lambda s: s.groups[0].impairment.jitter_us]),
+     [lambda s: present(s.groups[0].impairment).jitter_us]),
     ("validity.min_measure", ("validity", "min_measure"), [lambda s: s.validity.min_measure_us]),
     ("validity.rit_slack", ("validity", "rit_slack"), [lambda s: s.validity.rit_slack_us]),
     ("validity.send_lag_p99_max", ("validity", "send_lag_p99_max"),
      [lambda s: s.validity.send_lag_p99_max_us]),
     ("validity.late_send", ("validity", "late_send"), [lambda s: s.validity.late_send_us]),
     ("validity.cd_window", ("validity", "cd_window"), [lambda s: s.validity.cd_window_us]),
-    ("capacity.objective", ("capacity", "objective", "p95"), [lambda s: s.capacity.objectives[0].limit_us]),
-    ("devices.rit", ("devices", 0, "rit"), [lambda s: s.groups[0].rit.mean_us()]),
+    ("capacity.objective", ("capacity", "objective", "p95"), [lambda s: present(s.capacity).objectives[0].limit_us]),
+    ("devices.rit", ("devices", 0, "rit"), [lambda s: present(s.groups[0].rit).mean_us()]),
     ("devices.service", ("devices", 0, "service"), [lambda s: s.groups[0].service.mean_us()]),
-    ("workload.rit", ("workload", "rit"), [lambda s: s.workload.rit.mean_us()]),
+    ("workload.rit", ("workload", "rit"), [lambda s: present(present(s.workload).rit).mean_us()]),
 ]
 #: Distributions take the duration as a parameter.
 _DIST = {"devices.rit", "devices.service", "workload.rit"}
@@ -120,7 +130,7 @@ def test_tracegen_flags_read_durations_as_the_spec_does(text):
          "--cd-rit", text, "--cd-service", text, "--cd-calibration", text, "--out", "unused"])
     w = spec_from_args(args)
     assert (w.duration_us, w.cd_rit_us, w.cd_service_us, w.cd_calibration_us) == (2000,) * 4
-    assert w.groups[0].rit.mean_us() == w.groups[0].service.mean_us() == 2000
+    assert present(w.groups[0].rit).mean_us() == w.groups[0].service.mean_us() == 2000
 
 
 def test_sizes_fractions_rates_counts():

@@ -72,7 +72,7 @@ def _start_device(docker: Docker, lab: Lab, net: str, resources: str, name: str)
     while "resources on" not in (logs := docker("logs", name)).stderr + logs.stdout:
         assert time.monotonic() < deadline, f"device {name} did not bind: {logs.stderr}"
         time.sleep(0.2)
-    fmt = '{{(index .NetworkSettings.Networks "%s").IPAddress}}' % net
+    fmt = f'{{{{(index .NetworkSettings.Networks "{net}").IPAddress}}}}'
     return docker("inspect", "-f", fmt, name).stdout.strip()
 
 

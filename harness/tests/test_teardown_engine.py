@@ -15,8 +15,8 @@ import docker
 import pytest
 
 from wotbench.engine import Removed, dockerenv
+from wotbench.execution.phases._teardown import with_engine
 from wotbench.host import hostguard
-from wotbench.run.phases._teardown import with_engine
 
 
 def _remove(client) -> Removed:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import yaml
 
 from wotbench.base import rundir as layout
 from wotbench.reporting.bench.synth import SynthSpec, synth_run
-from wotbench.spec import UserError
+from wotbench.spec import UserError, trial_specs
 from wotbench.studies import validate_cd as vcd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,7 +75,7 @@ def test_schedule_interleaves_quiet_trials():
 
 
 def test_the_shipped_spec_has_the_classes_and_scales():
-    vs, specs = vcd.trial_specs(SPEC, "ci")
+    vs, specs = trial_specs(SPEC, "ci")
     assert [c.name for c in vs.classes] == ["cpu2-20s", "cpu1-20s", "membw1-20s", "cpu2-10s"]
     assert specs[vcd.QUIET].spec.interference == ()
     hog = specs["cpu2-20s"].spec.interference[0]
@@ -86,7 +84,7 @@ def test_the_shipped_spec_has_the_classes_and_scales():
     assert {g.mode for g in specs[vcd.QUIET].spec.groups} == {"busy"}
     assert specs[vcd.QUIET].spec.cd.rit_us == 100_000
     assert "validate_cd" not in specs[vcd.QUIET].doc
-    vs, specs = vcd.trial_specs(SPEC, "ci", ["cpu2-20s"])
+    vs, specs = trial_specs(SPEC, "ci", ["cpu2-20s"])
     assert [c.name for c in vs.classes] == ["cpu2-20s"]
 
 
@@ -109,21 +107,23 @@ def _with(tmp_path: Path, edit) -> Path:
 ])
 def test_bad_section_names_file_line_and_field(tmp_path, edit, field):
     with pytest.raises(UserError) as ei:
-        vcd.trial_specs(_with(tmp_path, edit), "ci")
+        trial_specs(_with(tmp_path, edit), "ci")
     msg = str(ei.value)
     assert msg.startswith(f"{tmp_path / 'v.yaml'}:") and f" {field}: " in msg and "\n" not in msg
 
 
-def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    from wotbench.commands.main import main
+
     bad = _with(tmp_path, lambda d: d["validate_cd"].update(classes="cpu"))
     for args in ([str(bad)], [str(SPEC), "--classes", "nope"], ["--reanalyze", str(tmp_path)], [],
                  [str(SPEC), "--trials", "-3"]):
-        p = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "validate-cd", *args],
-                           capture_output=True, text=True, timeout=60)
-        assert p.returncode == 2, (args, p.stderr)
-        assert p.stdout == "" and len(p.stderr.strip().splitlines()) >= 1
+        rc = main(["validate-cd", *args])                  # in-process: the exit status main returns
+        out, err = capsys.readouterr()
+        assert rc == 2, (args, err)
+        assert out == "" and len(err.strip().splitlines()) >= 1
         if "--trials" not in args:
-            assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("error: "), p.stderr
+            assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
 
 
 def _fake_trial(root: Path, name: str, contention_from_s: float | None) -> Path:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from wotbench.base.rundir import RunDir
+from wotbench.execution.phases import write_summary
 from wotbench.reporting.bench.synth import SynthSpec, synth_run
-from wotbench.run.phases import write_summary
 
 BASE = dict(devices=4, rit_us=20_000.0, measure_s=40.0, warmup_s=2.0, cooldown_s=1.0, calibration_s=15.0)
 FACTS = {"run_id": "20260101-000000-synth-abcdef", "label": "", "scale": "full", "cores_shared": False,
@@ -43,7 +44,7 @@ def test_a_device_that_died_is_the_first_reason_everywhere(tmp_path, one_headlin
     the verdict through reporting's harness check, in all four outputs."""
     run = _run(tmp_path, "died")
 
-    def died(doc: dict) -> None:
+    def died(doc: dict[str, Any]) -> None:
         doc["containers"]["wb-synth-dev-1"].update(status="exited", exit_code=137, oom_killed=False)
 
     _observe(run, died)

@@ -14,7 +14,7 @@ from wotbench.spec import _yaml
 
 BOMB = "\n".join(
     [f'a: &a [{",".join(["x"] * 9)}]']
-    + [f"{c}: &{c} [{','.join(['*' + p] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]) + "\n"
+    + [f"{c}: &{c} [{','.join(['*' + p] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi", strict=True)]) + "\n"
 
 
 def test_alias_bomb_is_refused_at_its_line():
@@ -44,7 +44,8 @@ def test_plan_of_an_alias_bomb_exits_2_with_one_line_in_bounded_memory(tmp_path)
     spec = tmp_path / "bomb.yaml"
     spec.write_text(BOMB)
     code = ("import resource, subprocess, sys\n"
-            "p = subprocess.run([sys.executable, '-m', 'wotbench.commands.main', 'plan', sys.argv[1]], capture_output=True, text=True)\n"
+            "p = subprocess.run([sys.executable, '-m', 'wotbench.commands.main', 'plan', sys.argv[1]],\n"
+            "                   capture_output=True, text=True)\n"
             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
             "sys.stderr.write(p.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, timeout=120)

@@ -18,10 +18,15 @@ deep: ``docker`` if it makes the engine's client itself (``dockerenv.client``),
 ``root`` if it both asks who it runs as and names a root-only program
 (``hostguard.available``).
 
+One marker is set by hand: ``slow`` (pyproject), on a test whose point is
+a big input or a memory bound (seconds of CPU that no smaller input can
+replace). It keeps the test out of ``check``, which must stay under a
+minute, and in ``native`` and the whole suite.
+
 ``--tier check`` keeps the tests with none of the markers (as ``-m "not
-docker and not native and not root"``), ``--tier native`` adds the
-``native`` ones (as ``-m "not docker and not root"``); without ``--tier``
-every test runs (``make test``). In a tier the plugin hides the Docker
+docker and not native and not root and not slow"``), ``--tier native`` adds
+the ``native`` and ``slow`` ones (as ``-m "not docker and not root"``);
+without ``--tier`` every test runs (``make test``). In a tier the plugin hides the Docker
 engine (DOCKER_HOST names a socket that does not exist, for the tests and
 the processes they start), so the tier runs the same with or without one,
 and a test FAILS, naming what it reached, when it or its fixtures start a
@@ -34,7 +39,9 @@ from __future__ import annotations
 
 import ast
 import dis
+import functools
 import inspect
+import linecache
 import os
 import socket
 import subprocess
@@ -50,8 +57,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 TIERS = ("docker", "native", "root")
+#: Set by hand, never assigned: a test too long for ``check`` (a big input, a memory bound).
+SLOW = "slow"
 #: --tier NAME -> the tier markers its tests may carry.
-ALLOWED: dict[str, frozenset[str]] = {"check": frozenset(), "native": frozenset({"native"})}
+ALLOWED: dict[str, frozenset[str]] = {"check": frozenset(), "native": frozenset({"native", SLOW})}
 #: Programs that only root may run as the tests run them (mount a tmpfs,
 #: become another user, enter a namespace, change the firewall).
 ROOT_PROGRAMS = frozenset({"mount", "umount", "setpriv", "nsenter", "unshare", "iptables",
@@ -76,8 +85,13 @@ def _in_test_folder(obj: object) -> bool:
     path = getattr(getattr(obj, "__code__", None), "co_filename", None)
     if path is None:
         path = getattr(sys.modules.get(getattr(obj, "__module__", "") or ""), "__file__", None)
-    if not path:
-        return False
+    return bool(path) and _is_test_file(path)
+
+
+@functools.cache
+def _is_test_file(path: str) -> bool:
+    """A file of a tests/ folder of this repo (asked for every function a
+    test reaches: memoised, resolving a path costs a system call per part)."""
     p = Path(path).resolve()
     return p.is_relative_to(ROOT) and "tests" in p.relative_to(ROOT).parts[:-1]
 
@@ -117,12 +131,23 @@ def _root_command(value: object) -> bool:
 def _writes_root_command(fn: Callable[..., Any]) -> bool:
     """The function's source holds a list or tuple literal that starts a
     root-only program (``["mount", "-t", "tmpfs", ...]``)."""
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    if filename is not None and not _quotes_root_program(filename):
+        return False                            # no such literal anywhere in its file
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return False
     return any(isinstance(n, ast.List | ast.Tuple) and n.elts and isinstance(n.elts[0], ast.Constant)
                and n.elts[0].value in ROOT_PROGRAMS for n in ast.walk(tree))
+
+
+@functools.cache
+def _quotes_root_program(filename: str) -> bool:
+    """The file holds a string literal naming a root-only program (a cheap
+    test before parsing the source of each of its functions)."""
+    text = "".join(linecache.getlines(filename))
+    return not text or any(f"{q}{p}{q}" in text for p in ROOT_PROGRAMS for q in "\"'")
 
 
 def _members(cls: type) -> Iterator[Callable[..., Any]]:
@@ -231,7 +256,7 @@ def _fixture_funcs(item: pytest.Item, name: str) -> list[Callable[..., Any]]:
 def tiers_of(item: pytest.Item, reach: Reach) -> Tiers:
     """The tier markers of one test: its marks, its own code, and the code
     of every fixture in its closure or that it asks for by name."""
-    found = {t for t in TIERS if item.get_closest_marker(t)}
+    found = {t for t in (*TIERS, SLOW) if item.get_closest_marker(t)}
     todo: list[Callable[..., Any]] = [item.function] if isinstance(item, pytest.Function) else []
     info = getattr(item, "_fixtureinfo", None)
     for name in (info.names_closure if info else ()):
@@ -355,8 +380,8 @@ _REACH = pytest.StashKey[Reach]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--tier", choices=sorted(ALLOWED), default=None,
-                     help="run one tier: check (no Docker, no built binary, no root), "
-                          "native (adds the C binaries); default: every test")
+                     help="run one tier: check (no Docker, no built binary, no root, not slow), "
+                          "native (adds the C binaries and the slow tests); default: every test")
 
 
 def pytest_configure(config: pytest.Config) -> None:

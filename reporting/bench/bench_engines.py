@@ -22,12 +22,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ENGINES = ("streaming", "duckdb", "polars")
 
 
 def _duckdb(pq: str, a: float, b: float) -> int:
-    import duckdb
+    import duckdb  # type: ignore[import-not-found]  # optional, not a dependency (see above)
 
     con = duckdb.connect()
     con.execute("SET threads = 2")
@@ -46,7 +47,7 @@ def _duckdb(pq: str, a: float, b: float) -> int:
 
 
 def _polars(pq: str, a: float, b: float) -> int:
-    import polars as pl
+    import polars as pl  # type: ignore[import-not-found]  # optional, not a dependency (see above)
 
     m = (pl.scan_parquet(pq).with_row_index("row")
          .filter((pl.col("intended_us") >= a) & (pl.col("intended_us") < b) & pl.col("sent_us").is_not_null())
@@ -57,7 +58,7 @@ def _polars(pq: str, a: float, b: float) -> int:
         pl.len(), pl.col("response_us").filter(ok).mean().alias("mean"),
         *[pl.col("response_us").filter(ok).quantile(q, "linear").alias(f"p{q}") for q in (0.5, 0.95, 0.99)],
         pl.col("rit_e").quantile(0.05, "linear").alias("rit_p5"))
-    return out.collect(engine="streaming").height
+    return int(out.collect(engine="streaming").height)
 
 
 def _streaming(run: str) -> int:
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine:
         _one(args.engine, args.run)
         return 0
-    res: dict[str, list[dict]] = {e: [] for e in ENGINES}
+    res: dict[str, list[dict[str, Any]]] = {e: [] for e in ENGINES}
     for _ in range(args.repeat):   # interleaved
         for e in ENGINES:
             p = subprocess.run([sys.executable, "-m", "wotbench.reporting.bench.bench_engines", str(args.run),

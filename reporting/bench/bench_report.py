@@ -90,7 +90,7 @@ def _pass_only(run: Path) -> None:
 def _child(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     t = time.perf_counter()
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=env)
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     r["process_wall_s"] = time.perf_counter() - t
     r["loadavg_1min_after"] = os.getloadavg()[0]
     return r
@@ -186,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for n, r in sizes.items():
         m = r["analysis_median"]
-        line = (f"{int(n):,} requests ({r['csv_bytes'] / 1e9:.2f} GB CSV): convert {r['convert']['process_wall_s']:.1f} s "
-                f"({_gib(r['convert']['peak_rss_bytes'])}); analysis median {m['process_wall_s']:.1f} s "
+        line = (f"{int(n):,} requests ({r['csv_bytes'] / 1e9:.2f} GB CSV): "
+                f"convert {r['convert']['process_wall_s']:.1f} s ({_gib(r['convert']['peak_rss_bytes'])}); "
+                f"analysis median {m['process_wall_s']:.1f} s "
                 f"(analyze {m['wall_s']:.1f} s, {m['cpu_s']:.1f} s CPU), peak RSS {_gib(m['peak_rss_bytes'])}, "
                 f"{r['rows_per_s'] / 1e6:.2f} M rows/s")
         if "old_analysis_median" in r:

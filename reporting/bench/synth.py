@@ -237,7 +237,7 @@ class _GeCounts:
         over = dev[table.column("code").cast(pa.string()).to_numpy(zero_copy_only=False) == "5.03"]
         ids, n = np.unique(dev, return_counts=True)
         n_over = np.bincount(np.searchsorted(ids, over), minlength=ids.size)
-        for d, c, o in zip(ids.tolist(), n.tolist(), n_over.tolist()):
+        for d, c, o in zip(ids.tolist(), n.tolist(), n_over.tolist(), strict=True):
             acc = self.per_dev.setdefault(d, [0, 0])
             acc[0] += c
             acc[1] += o

@@ -101,7 +101,7 @@ def per_device(a: GeArrays, window: tuple[float, float], th: Thresholds) -> list
     # cost does not grow with the number of requests.
     ks_pairs = max(5000, 4 * KS_MAX_PAIRS // max(1, starts.size))
     rows = []
-    for s, e in zip(starts, ends):
+    for s, e in zip(starts, ends, strict=True):
         sl = slice(s, e)
         sent_ok = np.isfinite(sent[sl])
         rit = rit_compare(np.diff(intended[sl][sent_ok]), np.diff(sent[sl][sent_ok]), th, ks_pairs)

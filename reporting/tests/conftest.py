@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from wotbench.reporting.bench.synth import SwarmSynth, SynthSpec, synth_run, synth_swarm_run
 
 #: Small and fast, but long enough to pass the default measurement checks.
-BASE = dict(devices=4, rit_us=20_000.0, measure_s=40.0, warmup_s=2.0, cooldown_s=1.0, calibration_s=15.0)
+BASE = SynthSpec(devices=4, rit_us=20_000.0, measure_s=40.0, warmup_s=2.0, cooldown_s=1.0, calibration_s=15.0)
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
     """make_run(name, **SynthSpec fields) -> run directory."""
 
     def make(name: str = "run", **kw) -> Path:
-        return synth_run(tmp_path / name, SynthSpec(**{**BASE, **kw}))
+        return synth_run(tmp_path / name, replace(BASE, **kw))
 
     return make
 
@@ -27,7 +28,7 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
 def make_swarm(tmp_path: Path) -> Callable[..., Path]:
     """make_swarm(name, SwarmSynth(...), **SynthSpec fields) -> the run folder of a run across a swarm."""
 
-    def make(name: str = "swarm", sw: SwarmSynth = SwarmSynth(), **kw) -> Path:
-        return synth_swarm_run(tmp_path / name, SynthSpec(**{**BASE, **kw}), sw)
+    def make(name: str = "swarm", sw: SwarmSynth | None = None, **kw) -> Path:
+        return synth_swarm_run(tmp_path / name, replace(BASE, **kw), sw or SwarmSynth())
 
     return make

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,8 +15,11 @@ import pytest
 from wotbench import UserError
 from wotbench.reporting import Thresholds, analyze_run, load_run
 
+#: A spec of one device; a test adds its ``validity`` section.
+SPEC = "name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\n"
 
-def check(result: dict, name: str) -> dict:
+
+def check(result: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in result["checks"] if c["check"] == name)
 
 
@@ -107,9 +111,9 @@ def test_missing_cd_and_monitor_are_reasons(make_run):
 
 def test_spec_validity_overrides_are_used(make_run):
     run = make_run("spec", monitor=False)
-    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity:\n  require_monitor: false\n")
+    (run / "spec.yaml").write_text(SPEC + "validity:\n  require_monitor: false\n")
     assert analyze_run(run)["verdict"] == "valid"
-    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity:\n  require_monitr: false\n")
+    (run / "spec.yaml").write_text(SPEC + "validity:\n  require_monitr: false\n")
     with pytest.raises(UserError, match="spec.yaml:5: validity.require_monitr: unknown key"):
         analyze_run(run)
 

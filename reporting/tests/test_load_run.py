@@ -20,7 +20,7 @@ def test_load_run_returns_frames_and_summary(make_run):
     assert set(r.requests["ge"]) == {0, 1}
     assert isinstance(r.cd, pd.DataFrame) and (r.cd["intended_us"] < 0).any()  # calibration requests
     assert r.monitor is not None and "cpu0_idle" in r.monitor.columns
-    assert r.summary.run_id == "20260101-000000-x-abcdef"
+    assert r.summary is not None and r.summary.run_id == "20260101-000000-x-abcdef"
     assert r.summary.verdict == "invalid" and r.summary.reasons == ("monitor: no monitor data",)
     m = r.measure
     assert m["intended_us"].min() >= r.phases.measure[0] and m["intended_us"].max() < r.phases.measure[1]

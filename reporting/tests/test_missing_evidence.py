@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -29,15 +30,17 @@ from wotbench.reporting.bench.synth import SwarmSynth
 REPO = Path(__file__).resolve().parents[2]
 
 
-def check(r: dict, name: str) -> dict:
+def check(r: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in r["checks"] if c["check"] == name)
 
 
-def failed(r: dict, name: str) -> str:
+def failed(r: dict[str, Any], name: str) -> str:
     """The reason of a check that must have failed, the run invalid."""
     c = check(r, name)
     assert r["verdict"] == "invalid" and not c["ok"], (name, c, r["reasons"])
-    return c["reason"]
+    reason = c["reason"]
+    assert isinstance(reason, str), c
+    return reason
 
 
 def _rewrite_rows(csv: Path, keep: Callable[[list[str]], list[str]]) -> int:
@@ -49,14 +52,14 @@ def _rewrite_rows(csv: Path, keep: Callable[[list[str]], list[str]]) -> int:
     return len(lines) - 1
 
 
-def _edit_json(path: Path, edit: Callable[[dict], None]) -> None:
+def _edit_json(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     doc = json.loads(path.read_text())
     edit(doc)
     path.write_text(json.dumps(doc))
 
 
 @pytest.fixture
-def run(make_run) -> Path:
+def run(make_run: Callable[..., Path]) -> Path:
     return make_run()
 
 
@@ -160,6 +163,8 @@ def test_a_damaged_device_stats_file_is_named(run):
 
 
 def test_the_report_of_a_damaged_record_exits_0_with_the_reason(run):
+    """The one end-to-end test of `wotbench report` as a command (a fresh
+    interpreter, its exit status and stderr); other tests call it in-process."""
     _edit_json(RunDir(run).observed, lambda o: o.update(containers=[]))
     r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "report", str(run)], cwd=REPO,
                        capture_output=True, text=True, timeout=300, check=False)
@@ -208,13 +213,17 @@ def test_observed_json_nested_deep_makes_the_run_invalid(run):
     assert "observed.json: nested deeper than 64 levels" in failed(analyze_run(run), "harness")
 
 
-def test_summary_json_nested_deep_is_a_note_and_the_report_stands(run):
+def test_summary_json_nested_deep_is_a_note_and_the_report_stands(run, capsys, recwarn):
+    from wotbench.commands.main import main
+
     RunDir(run).summary.write_text("[" * 200_000 + "]" * 200_000)
-    r = subprocess.run([sys.executable, "-m", "wotbench.commands.main", "report", str(run)], cwd=REPO,
-                       capture_output=True, text=True, timeout=300, check=False)
-    assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert "summary.json cannot be read" in r.stdout and "nested deeper than 64 levels" in r.stdout
-    assert "VALID" in r.stdout
+    rc = main(["report", str(run)])
+    out, err = capsys.readouterr()
+    assert rc == 0 and err == "", err
+    hidden = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+    assert [str(w.message) for w in recwarn if not issubclass(w.category, hidden)] == []   # stderr, in a process
+    assert "summary.json cannot be read" in out and "nested deeper than 64 levels" in out
+    assert "VALID" in out
 
 
 # --- a disturbed CD baseline: the CD cannot judge ---------------------------------------------

@@ -5,6 +5,7 @@ against the in-memory reference, and the chunked CSV -> Parquet conversion."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -29,7 +30,7 @@ def _bound(x: np.ndarray, q: float) -> float:
     s = np.sort(x)
     h = (s.size - 1) * q / 100.0
     lo, hi = s[int(math.floor(h))], s[int(math.ceil(h))]
-    return REL_ERROR * max(abs(lo), abs(hi)) + 2.0 ** EMIN + 1e-12 * max(abs(lo), abs(hi), 1.0)
+    return float(REL_ERROR * max(abs(lo), abs(hi)) + 2.0 ** EMIN + 1e-12 * max(abs(lo), abs(hi), 1.0))
 
 
 @pytest.mark.parametrize("kind", ["lognormal", "exponential-us", "signed", "integers", "point-mass"])
@@ -49,7 +50,7 @@ def test_histogram_quantiles_within_the_documented_error(kind: str) -> None:
     assert d.n == n and d.min == x.min() and d.max == x.max()
     assert d.mean == pytest.approx(x.mean(), rel=1e-9, abs=1e-12)
     exact = np.percentile(x, Q)
-    for q, e in zip(Q, exact):
+    for q, e in zip(Q, exact, strict=True):
         assert abs(d.q[q] - e) <= _bound(x, q), (kind, q, d.q[q], e)
 
 
@@ -71,7 +72,7 @@ def test_per_group_histograms_match_each_groups_exact_quantiles() -> None:
         exact_g.add(grp[s], x[s])
         hist_g.add(grp[s], x[s])
     assert exact_g.exact and not hist_g.exact
-    for i, (e, h) in enumerate(zip(exact_g.dists([5, 50, 99]), hist_g.dists([5, 50, 99]))):
+    for i, (e, h) in enumerate(zip(exact_g.dists([5, 50, 99]), hist_g.dists([5, 50, 99]), strict=True)):
         xi = x[grp == i]
         assert e is not None and h is not None and e.n == h.n == xi.size
         assert e.q[50] == np.percentile(xi, 50)
@@ -92,14 +93,14 @@ def test_bottom_k_is_a_bounded_sample_independent_of_chunking() -> None:
         return [b.sample(i) for i in range(4)]
 
     one, many = run(1, 1000), run(37, 1000)
-    for a, b in zip(one, many):
+    for a, b in zip(one, many, strict=True):
         assert a[0].size == 1000 and np.array_equal(a[0], b[0])
     every = run(5, n)                                          # k above the group sizes: all rows
     assert sum(s[0].size for s in every) == n
 
 
 def _stream(ge: _load.GeData, window: tuple[float, float], th: Thresholds, batch: int,
-            exact_max: int) -> tuple[dict, list[dict]]:
+            exact_max: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     s = GeStream(window, th, exact_max=exact_max)
     for b in ge.batches(ANALYSIS_COLUMNS, batch_size=batch):
         s.add(chunk_arrays(b))
@@ -115,7 +116,7 @@ def _close(a, b, path: str = "") -> None:
             _close(a[k], b[k], f"{path}.{k}")
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _close(x, y, f"{path}[{i}]")
     elif isinstance(a, float) and isinstance(b, float):
         assert a == pytest.approx(b, rel=1e-9, abs=1e-12), path
@@ -125,16 +126,20 @@ def _close(a, b, path: str = "") -> None:
 
 @pytest.mark.parametrize("exact_max", [1 << 21, 500])
 def test_results_do_not_depend_on_chunk_boundaries(make_run, exact_max: int) -> None:
-    """Chunks of 1, 7 and 4,099 rows give what one chunk gives: the RIT of
-    a chunk's first request (GE and device), the windows, the samples."""
-    run = make_run("chunks", devices=5, rit_us=10_000.0, measure_s=8.0, warmup_s=1.0, cooldown_s=1.0,
+    """Chunks of 1, 7 and 677 rows give what one chunk gives: the RIT of
+    a chunk's first request (GE and device), the windows, the samples. The
+    run is small (~2,000 rows: one chunk per row costs ~1 ms a row), but
+    holds more than two chunks of 677 and, with exact_max 500, more values
+    in the window than the exact budget."""
+    run = make_run("chunks", devices=5, rit_us=10_000.0, measure_s=2.0, warmup_s=1.0, cooldown_s=1.0,
                    ge_floor_us=40.0, error_rate=0.02)
     files = find_files(run)
     ge = ge_data(files)[0]
+    assert ge.num_rows > 2 * 677
     window = read_phases(files, [ge]).measure
     th = Thresholds(min_measure_us=1e6)
     whole = _stream(ge, window, th, 1 << 30, exact_max)
-    for batch in (4099, 7):
+    for batch in (677, 7):
         _close(_stream(ge, window, th, batch, exact_max), whole, f"batch={batch}")
     _close(_stream(ge, window, th, 1, exact_max), whole, "batch=1")
 
@@ -191,7 +196,8 @@ def test_analysis_verdict_and_numbers_hold_with_the_histogram(make_run, monkeypa
         assert approx[k]["verdict"] == exact[k]["verdict"] and failed(approx[k]) == failed(exact[k])
         for q in ("p50", "p99"):
             e, a = exact[k]["ges"][0]["response_us"][q], approx[k]["ges"][0]["response_us"][q]
-            assert abs(a - e) <= 2 * REL_ERROR * abs(e) + 1.0     # integers: the two order statistics differ by < 1 us here
+            # integers: the two order statistics differ by < 1 us here
+            assert abs(a - e) <= 2 * REL_ERROR * abs(e) + 1.0
 
 
 def test_conversion_is_chunked_and_leaves_nothing_half_written(make_run, monkeypatch) -> None:
@@ -228,7 +234,7 @@ def test_load_run_is_lazy_and_refuses_a_frame_too_big(make_run, monkeypatch) -> 
     assert dev1.num_rows == int((r.requests["device_id"] == 1).sum()) > 0
     monkeypatch.setattr(_load, "MAX_FRAME_ROWS", 10)
     with pytest.raises(UserError, match="batches"):
-        wotbench.load_run(run).requests
+        _ = wotbench.load_run(run).requests
 
 
 _PEAK = """

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -13,12 +14,15 @@ import pytest
 from wotbench.reporting import analyze_run, summarize_run
 from wotbench.reporting._checks import CHECKS
 
+#: A spec of one device; a test adds its ``validity`` line.
+SPEC = "name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\n"
 
-def check(result: dict, name: str) -> dict:
+
+def check(result: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in result["checks"] if c["check"] == name)
 
 
-def edit_json(path: Path, **changes) -> dict:
+def edit_json(path: Path, **changes) -> dict[str, Any]:
     doc = {**json.loads(path.read_text()), **changes}
     path.write_text(json.dumps(doc))
     return doc
@@ -78,7 +82,7 @@ def test_overload_in_the_measurement_phase_is_invalid_unless_allowed(make_run):
     # The devices' whole-run totals are shown beside it, and cover more than the measurement phase.
     assert r["device_counters"]["totals"]["overflow"] >= n
     assert f"--stats, whole run: {r['device_counters']['totals']['overflow']} 5.03" in o["reason"]
-    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity: {allow_overload: true}\n")
+    (run / "spec.yaml").write_text(SPEC + "validity: {allow_overload: true}\n")
     r = analyze_run(run)
     assert check(r, "overload")["ok"] and "accepted: allow_overload" in check(r, "overload")["reason"]
 
@@ -103,10 +107,10 @@ def test_send_errors_and_late_sends_fail_the_ge_counters(make_run):
     assert not g["ok"] and "GE 0: 3 send errors (max 0)" in g["reason"]
     run = make_run("late", devices=1, rit_us=300.0, ge_floor_us=450.0, measure_s=10.0, warmup_s=0.5,
                    cooldown_s=0.5)
-    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity: {min_measure: 5s}\n")
+    (run / "spec.yaml").write_text(SPEC + "validity: {min_measure: 5s}\n")
     g = check(analyze_run(run), "ge_counters")
     assert not g["ok"] and "later than 1ms (max 1.0%)" in g["reason"]
-    (run / "spec.yaml").write_text("name: spec\ndevices: [{count: 1, rit: exp:1s, service: det:1ms}]\nphases: {measure: 60s}\nvalidity: {min_measure: 5s, max_late_sends: 100%}\n")
+    (run / "spec.yaml").write_text(SPEC + "validity: {min_measure: 5s, max_late_sends: 100%}\n")
     assert check(analyze_run(run), "ge_counters")["ok"]
 
 
@@ -136,7 +140,7 @@ def test_a_node_started_after_the_ges_were_up_counts_as_restarted():
     from wotbench.reporting._records import _restarted
 
     up = 1_795_560_000_000_000                       # GEs up at this epoch (us)
-    nodes = {
+    nodes: dict[str, dict[str, Any]] = {
         "wb-x-dev-0": {"key": "dev-0", "role": "device", "started_at": "2026-11-24T21:00:00.000000001Z"},
         "wb-x-dev-1": {"key": "dev-1", "role": "device",
                        "started_at": pd.Timestamp(up * 1000 + 2_500_000_000, tz="UTC").isoformat()},
@@ -151,7 +155,7 @@ def test_a_node_started_after_the_ges_were_up_counts_as_restarted():
 def test_a_node_still_on_its_network_is_not_cut_off():
     from wotbench.reporting._records import _cut_off
 
-    nodes = {
+    nodes: dict[str, dict[str, Any]] = {
         "a": {"key": "dev-0", "role": "device", "status": "running", "address": "10.0.0.2", "addresses": ["10.0.0.2"]},
         "b": {"key": "dev-1", "role": "device", "status": "running", "address": "10.0.0.3"},       # not recorded
         "c": {"key": "dev-2", "role": "device", "status": "exited", "address": "10.0.0.4", "addresses": []},

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +25,12 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory) -> dict[str, Path]:
     """Two runs of a sweep (4 and 8 devices, the second with contention), reported together."""
-    from wotbench.reporting.bench.synth import SynthSpec, synth_run
+    from wotbench.reporting.bench.synth import synth_run
     from wotbench.reporting.tests.conftest import BASE
 
     root = tmp_path_factory.mktemp("sweep")
-    a = synth_run(root / "run-4", SynthSpec(**BASE))
-    b = synth_run(root / "run-8", SynthSpec(**{**BASE, "devices": 8, "contention_from_s": 22.0, "seed": 2}))
+    a = synth_run(root / "run-4", BASE)
+    b = synth_run(root / "run-8", replace(BASE, devices=8, contention_from_s=22.0, seed=2))
     assert main(["report", str(a), str(b), "--out", str(root / "sweep")]) == 0
     return {"a": a, "b": b, "sweep": root / "sweep"}
 
@@ -43,7 +44,7 @@ def chromium() -> str:
     return exe
 
 
-def run_chromium(page: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+def run_chromium(page: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *extra,
                            page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
 

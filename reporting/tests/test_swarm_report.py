@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from wotbench.reporting import Thresholds, analyze_run, summarize_run
 from wotbench.reporting.bench.synth import SwarmSynth
 
 
-def check(result: dict, name: str) -> dict:
+def check(result: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in result["checks"] if c["check"] == name)
 
 
@@ -175,6 +176,7 @@ def test_load_run_gives_each_hosts_frames(make_swarm):
     assert run.cd is None and run.monitor is None
     assert set(run.hosts) == {"node-a", "node-b"}
     b = run.hosts["node-b"]
+    assert b.cd is not None and b.probe is not None and b.monitor is not None
     assert (b.cd["intended_us"] < 0).any() and len(b.probe) == 50 and "cpu0_idle" in b.monitor.columns
 
 

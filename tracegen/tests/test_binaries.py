@@ -73,7 +73,8 @@ def _run_ge(ge: Path, trace: Path, hosts: Path, out: Path) -> dict[str, object]:
                            "--summary", str(summary), "--timeout-ms", "3000", "--quiet"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(summary.read_text())
+    doc: dict[str, object] = json.loads(summary.read_text())
+    return doc
 
 
 def test_ge_and_devices_accept_and_serve_the_workload(
@@ -105,10 +106,10 @@ def test_ge_and_devices_accept_and_serve_the_workload(
     assert list(res["method"]) == list(trace["method"])
     # The service time each response carries (option 65000) is the one tracegen assigned.
     table = {d: pd.read_csv(p).set_index("path").service_us for d, p in wl.resources.items()}
-    want = [table[d]["/" + u.split("/", 3)[3]] for d, u in zip(trace.device_id, trace.uri)]
+    want = [table[d]["/" + u.split("/", 3)[3]] for d, u in zip(trace.device_id, trace.uri, strict=True)]
     assert list(res.service_us.astype(int)) == want
     assert (res.response_us.astype(int) >= res.service_us.astype(int)).all()  # R >= S by construction
-    codes = dict(zip(["GET", "PUT", "POST", "DELETE"], ["2.05", "2.04", "2.04", "2.02"]))
+    codes = dict(zip(["GET", "PUT", "POST", "DELETE"], ["2.05", "2.04", "2.04", "2.02"], strict=True))
     assert list(res.code.astype(str)) == [codes[m] for m in trace["method"]]
 
     cd_out = tmp_path / "cd.csv"

@@ -15,7 +15,7 @@ from wotbench.tracegen._csvtext import TraceEncoder
 def reference(ids, hosts, t, dev, method, res, payload_of_dev, payload_column) -> bytes:
     out = io.StringIO()
     out.write("device_id,send_ts_us,method,uri" + (",payload" if payload_column else "") + "\n")
-    for ts, d, m, r in zip(t.tolist(), dev.tolist(), method.tolist(), res.tolist()):
+    for ts, d, m, r in zip(t.tolist(), dev.tolist(), method.tolist(), res.tolist(), strict=True):
         name = METHODS[m]
         tail = ""
         if payload_column:

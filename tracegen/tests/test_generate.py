@@ -17,6 +17,7 @@ from scipy import stats
 from wotbench import UserError
 from wotbench.base.formats import METHODS, RESOURCE_COLUMNS, TRACE_COLUMNS
 from wotbench.spec import WorkloadSpec
+from wotbench.spec.distributions import Lognormal
 from wotbench.tracegen import _generate as gen_mod
 from wotbench.tracegen._generate import generate
 
@@ -156,7 +157,7 @@ def test_expected_json_matches_the_trace(mixed) -> None:
     assert doc["format"] == 1 and doc["requests"] == len(df) and doc["devices"] == 6
     assert doc["percentiles"] == [5, 25, 50, 75, 95, 99]
     svc = {d: spec.groups[0 if d < 4 else 1].resource_service_us for d in range(6)}
-    service = np.array([svc[d][r] for d, r in zip(df.dev, df.res)])
+    service = np.array([svc[d][r] for d, r in zip(df.dev, df.res, strict=True)])
     for row in doc["device_stats"]:
         sub = df[df.dev == row["id"]]
         assert row["requests"] == len(sub) and row["host"] == f"dev-{row['id']}"
@@ -215,7 +216,9 @@ def test_service_times_of_requests_follow_the_target(load_spec: Load, tmp_path: 
     """)
     df = read_trace(generate(spec, tmp_path / "wl").trace)
     s = spec.groups[0].resource_service_us[df.res.to_numpy()]
-    mu, sigma = spec.groups[0].service.lognormal_params
+    service = spec.groups[0].service
+    assert isinstance(service, Lognormal), service
+    mu, sigma = service.lognormal_params
     assert stats.kstest(s, stats.lognorm(s=sigma, scale=np.exp(mu)).cdf).pvalue > ALPHA
     assert s.mean() == pytest.approx(5000, rel=0.03)
 

@@ -14,9 +14,9 @@ import pytest
 from scipy import stats
 
 from wotbench import UserError
-from wotbench.spec import WorkloadSpec, resource_service_times
+from wotbench.spec import WorkloadSpec
 from wotbench.tracegen import _registry, generate
-from wotbench.tracegen._distribution import REGISTRY, Distribution, parse_distribution
+from wotbench.tracegen._distribution import REGISTRY, Distribution, parse_distribution, resource_service_times
 from wotbench.tracegen._registry import Params, register
 from wotbench.tracegen._streams import arrivals
 
@@ -162,7 +162,7 @@ class Gamma(Distribution):
     def partial_mean(self, q: np.ndarray) -> np.ndarray:
         # x f(x) / mean is the gamma density with shape + 1.
         x = self.ppf(np.clip(q, 0.0, 1.0))
-        return self.mean * stats.gamma.cdf(x, self.shape + 1, scale=self.mean / self.shape)
+        return self.mean * np.asarray(stats.gamma.cdf(x, self.shape + 1, scale=self.mean / self.shape))
 
     def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
         return rng.gamma(self.shape, self.mean / self.shape, size)
@@ -176,7 +176,7 @@ def scratch_registry() -> Iterator[None]:
     """Kinds registered inside a test are gone after it."""
     saved = dict(_registry.REGISTRY), dict(_registry._NAMES)
     yield
-    for table, before in zip((_registry.REGISTRY, _registry._NAMES), saved):
+    for table, before in zip((_registry.REGISTRY, _registry._NAMES), saved, strict=True):
         table.clear()
         table.update(before)
 

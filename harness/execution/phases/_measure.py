@@ -13,15 +13,15 @@ from pathlib import Path
 from wotbench.base import results as res
 from wotbench.base.formats import DEFAULT_COAP_PORT as COAP_PORT
 from wotbench.engine import ContainerSpec, Mount, Started
+from wotbench.execution.monitor import Collectl
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._ge import cd_ge_spec, drain_us, ge_spec, trace_lines, write_inputs
+from wotbench.execution.phases._interfere import Episode, schedule, start_hogs
+from wotbench.execution.phases._preflight import Workload
+from wotbench.execution.phases._topology import Layout, Node
+from wotbench.execution.placement import cpuset
 from wotbench.host import prime as _prime
 from wotbench.host import rt as _rt
-from wotbench.run.monitor import Collectl
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._ge import cd_ge_spec, drain_us, ge_spec, trace_lines, write_inputs
-from wotbench.run.phases._interfere import Episode, schedule, start_hogs
-from wotbench.run.phases._preflight import Workload
-from wotbench.run.phases._topology import Layout, Node
-from wotbench.run.placement import cpuset
 
 #: Seconds between starting the GE containers and the CD-GE's start instant.
 START_LEAD_S = 2.0
@@ -95,7 +95,7 @@ def _start_ges(ctx: RunContext, jobs: Sequence[tuple[ContainerSpec, int]], first
     with ThreadPoolExecutor(len(jobs) if parallel else 1, thread_name_prefix="ge") as pool:
         started = list(pool.map(ctx.backend.start_ge, [spec for spec, _ in jobs]))
     ges = []
-    for st, (spec, lines) in zip(started, jobs):
+    for st, (spec, lines) in zip(started, jobs, strict=True):
         ctx.started([st])
         ctx.observed.ge(st.key, container=st.name, trace_lines=lines,
                         **({"node": st.node} if st.node is not None else {}))
@@ -169,4 +169,4 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
             + (f" after {cal_us / 1e6:.0f} s of CD calibration" if cal_us else "")
             + f"; load for {end_us / 1e6:.0f} s")
     _wait(ctx, ges, (t0 + end_us + drain_us(hs)) / 1e6 + FINISH_SLACK_S)
-    return Measured(t0, cal_us, tuple(zip(ges, outputs)), tuple(monitors), tuple(hogs))
+    return Measured(t0, cal_us, tuple(zip(ges, outputs, strict=True)), tuple(monitors), tuple(hogs))

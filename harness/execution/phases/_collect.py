@@ -10,16 +10,17 @@ from pathlib import Path
 import pandas as pd
 
 from wotbench.base import results as res
-from wotbench.run.monitor import Collectl
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._measure import Measured
+from wotbench.execution.monitor import Collectl
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._measure import Measured
 
 
 def shift_times(src: Path, dst: Path, shift_us: int) -> None:
     """Rewrites a GE output whose clock started ``shift_us`` before t0 onto t0."""
     # intended_us is whole microseconds; sent/recv carry the GE's ns precision.
-    df = pd.read_csv(src, dtype={"intended_us": "Int64", "sent_us": "float64", "recv_us": "float64",
-                                 "code": str}, keep_default_na=True)
+    dtypes: dict[str, str | type[str]] = {"intended_us": "Int64", "sent_us": "float64", "recv_us": "float64",
+                                          "code": str}
+    df = pd.read_csv(src, dtype=dtypes, keep_default_na=True)
     for c in ("intended_us", "sent_us", "recv_us"):
         df[c] = df[c] - shift_us
     res.write_atomic(dst, df.to_csv(index=False, float_format="%.3f"))
@@ -66,7 +67,8 @@ def _host_files(ctx: RunContext, m: Measured) -> None:
             hd.cd_raw.unlink()
         if hd.hostname in remote:
             hd.monitor_dir.mkdir(parents=True, exist_ok=True)
-            res.write_csv(hd.host_monitor, Collectl(hd.collectl_dir, ()).frame(m.t0_epoch_us + ctx.clock_us(hd.hostname)))
+            frame = Collectl(hd.collectl_dir, ()).frame(m.t0_epoch_us + ctx.clock_us(hd.hostname))
+            res.write_csv(hd.host_monitor, frame)
         elif ctx.collectl and ctx.collectl.workdir == hd.collectl_dir:
             res.write_csv(hd.host_monitor, ctx.collectl.frame(m.t0_epoch_us))
 

@@ -12,6 +12,7 @@ import pytest
 from matplotlib.patches import Polygon, Rectangle
 
 from wotbench.base import rundir as layout
+from wotbench.commands.main import main
 from wotbench.reporting import _plots
 from wotbench.reporting._analyze import analyze
 from wotbench.reporting.bench.synth import SynthSpec, synth_run
@@ -40,7 +41,7 @@ def _spans(ax: Any) -> list[tuple[float, float]]:
     out = []
     for p in ax.patches:
         if isinstance(p, Polygon):
-            xs = p.get_xy()[:, 0]
+            xs = [float(x) for x in p.get_xy()[:, 0]]
         elif isinstance(p, Rectangle):
             xs = [p.get_x(), p.get_x() + p.get_width()]
         else:
@@ -57,17 +58,18 @@ def test_summary_lists_intervals(run_dir: Path) -> None:
     assert got[1]["planned_end_us"] == 25_000_000 and got[1]["reason"]
 
 
-def test_no_file_no_section(tmp_path: Path) -> None:
+def test_no_file_no_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = synth_run(tmp_path / "quiet", SynthSpec(devices=2, measure_s=20.0))
     an = analyze(run)
     assert an.result["interference"] is None
     figs: list[Any] = []
-    orig = _plots._png
-    try:
-        _plots._png = lambda fig: figs.append(fig) or b""       # type: ignore[assignment]
-        _plots.fig_timeline(an)
-    finally:
-        _plots._png = orig
+
+    def keep(fig: Any) -> bytes:
+        figs.append(fig)
+        return b""
+
+    monkeypatch.setattr(_plots, "_png", keep)
+    _plots.fig_timeline(an)
     assert not any("interference" in lbl for lbl in figs[0].axes[0].get_legend_handles_labels()[1])
 
 
@@ -89,10 +91,11 @@ def test_every_timeline_figure_is_marked(run_dir: Path, monkeypatch: pytest.Monk
         assert any(lbl.startswith("interference mem: 1 membw") and "planned" in lbl for lbl in labels)
 
 
-def test_reports_have_the_table(run_dir: Path, wotbench_cli) -> None:
-    r = wotbench_cli("report", str(run_dir))
-    assert r.returncode == 0, r.stderr
-    assert "Interference (injected; seconds since t0)" in r.stdout and "12.000 - 30.000" in r.stdout
+def test_reports_have_the_table(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["report", str(run_dir)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "Interference (injected; seconds since t0)" in out and "12.000 - 30.000" in out
     md = (run_dir / layout.REPORT / layout.REPORT_MD).read_text()
     assert "## Interference" in md and "| hog " in md and "the hog reported nothing" in md
     page = (run_dir / layout.REPORT / layout.REPORT_HTML).read_text()

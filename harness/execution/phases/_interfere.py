@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from wotbench.base import results as res
 from wotbench.base.errors import UserError
-from wotbench.engine import ContainerSpec, Started
-from wotbench.engine._api import HOG_ROLE
-from wotbench.run.placement import cpu_ids, cpuset
-from wotbench.spec._interference import MIN_BUFFER
+from wotbench.engine import HOG_ROLE, ContainerSpec, Started
+from wotbench.execution.placement import cpu_ids, cpuset
+from wotbench.spec import MIN_BUFFER
 
 if TYPE_CHECKING:
-    from wotbench.run.phases._context import RunContext
-    from wotbench.run.phases._topology import HostPart, Layout
+    from wotbench.execution.phases._context import RunContext
+    from wotbench.execution.phases._topology import HostPart, Layout
     from wotbench.spec import Interference, Spec
 
 __all__ = ["Episode", "schedule", "render_schedule", "start_hogs", "record_interference", "llc_bytes"]

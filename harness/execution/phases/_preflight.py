@@ -11,14 +11,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from wotbench.base.errors import UserError
-from wotbench.engine import Backend
+from wotbench.engine import Backend, SwarmBackend
 from wotbench.engine.inventory import Inventory
-from wotbench.host import rt
-from wotbench.host.gecap import CalibrationSetup, GeCapacity, capacity_for
-from wotbench.run.instances import (
+from wotbench.execution import rtplan
+from wotbench.execution.instances import (
     HEADROOM,
     WINDOW_US,
     InstancesAuto,
@@ -27,15 +26,17 @@ from wotbench.run.instances import (
     ge_cores_available,
     peak_rps,
 )
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._interfere import schedule
-from wotbench.run.phases._topology import Layout, layout_of
-from wotbench.run.placement import ClusterPlan, Plan, make_cluster_plan, make_plan
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._interfere import schedule
+from wotbench.execution.phases._topology import HostPart, Layout, layout_of
+from wotbench.execution.placement import ClusterPlan, Plan, make_cluster_plan, make_plan
+from wotbench.host.gecap import CalibrationSetup, GeCapacity, capacity_for
 from wotbench.spec import MAX_GES, Cluster
-from wotbench.tracegen._generate import build_requests, generate
+from wotbench.tracegen import build_requests, generate
 
 if TYPE_CHECKING:
     from wotbench.spec import RunSpec, Spec, WorkloadSpec
+    from wotbench.tracegen import GeneratedWorkload
 
 
 class Preflight(NamedTuple):
@@ -67,8 +68,8 @@ def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
             raise UserError("this host is not in a swarm: a spec with this section runs on a "
                             "swarm manager (docker swarm init; docs/multi-host.md); without it, "
                             "on this host alone", field="cluster")
-        return rt.decide(plan_for(hs, inventory.local.cores), hs.gateway.scheduler)
-    return rt.decide(make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
+        return rtplan.decide(plan_for(hs, inventory.local.cores), hs.gateway.scheduler)
+    return rtplan.decide(make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
                                        ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
                                        group_sizes=[g.count for g in hs.groups],
                                        affinity=hs.placement.affinity),
@@ -88,12 +89,12 @@ def _trace_peak(workload: WorkloadSpec) -> float:
 
 def decide_instances(hs: Spec, inventory: Inventory,
                      say: Callable[[str], None] = _stderr) -> tuple[Spec, InstancesAuto | None]:
-    """``gateway.instances: auto`` decided (wotbench.run.instances): the spec
+    """``gateway.instances: auto`` decided (wotbench.execution.instances): the spec
     with that many GEs, and why. An integer stays as written (None)."""
     if not hs.gateway.auto:
         return hs, None
 
-    def ge_part(k: int) -> Any:
+    def ge_part(k: int) -> HostPart:
         n = replace(hs, gateway=replace(hs.gateway, instances=k))
         return layout_of(layout_for(n, inventory), hs.device_count, k, hs.placement.reserve).ge_part
 
@@ -144,7 +145,9 @@ def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
     hs, auto = decide_instances(hs, inventory)
     lay = layout_of(layout_for(hs, inventory), hs.device_count, hs.gateway.instances, hs.placement.reserve)
     if lay.swarm:
-        backend.connect([p.node for p in lay.parts if p.node])   # type: ignore[attr-defined]
+        if not isinstance(backend, SwarmBackend):
+            raise RuntimeError("a swarm layout needs the swarm backend")
+        backend.connect([p.node for p in lay.parts if p.node])
     imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(hs.groups)
             if g.impairment is not None]
     remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
@@ -159,13 +162,15 @@ def locate(err: UserError, rs: RunSpec) -> UserError:
     return rs.locate(err)
 
 
-def generate_workload(rs: RunSpec, outdir: Path) -> Any:
+def generate_workload(rs: RunSpec, outdir: Path) -> GeneratedWorkload:
+    if rs.spec.workload is None:
+        raise RuntimeError(f"{rs.label or rs.spec.name}: a test's spec has no workload")
     return generate(rs.spec.workload, outdir)
 
 
 @dataclass(frozen=True)
 class Workload:
-    gen: Any                        # tracegen's GeneratedWorkload
+    gen: GeneratedWorkload
     group_of: list[int]             # device id -> group index
     late_us: int                    # a send later than this counts as late (GE --late-us)
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from wotbench.base import rundir as layout
 from wotbench.base.formats import DEFAULT_COAP_PORT
 from wotbench.engine import ContainerSpec, Mount
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._preflight import Workload
-from wotbench.run.phases._probe import ready_from_ge
-from wotbench.run.phases._topology import Layout, Node
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._preflight import Workload
+from wotbench.execution.phases._probe import ready_from_ge
+from wotbench.execution.phases._topology import Layout, Node
 
 if TYPE_CHECKING:
     from wotbench.spec import DeviceGroup
@@ -127,4 +127,4 @@ def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
         raise RuntimeError(f"{len(missing)} device(s) never answered GET /.well-known/core: "
                            + ", ".join(missing[:10]))
     ctx.say(f"  all {len(started)} ready after {ready_s:.1f} s")
-    return [Node(st, dev_id, g) for st, (_, dev_id, g) in zip(started, todo)]
+    return [Node(st, dev_id, g) for st, (_, dev_id, g) in zip(started, todo, strict=True)]

@@ -58,6 +58,11 @@ def _num(v: Any, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
+def _seconds(e: dict[str, Any], key: str) -> float | None:
+    """``e[key]`` (us) in seconds; None when absent."""
+    return None if e.get(key) is None else e[key] / 1e6
+
+
 def interference_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     """One row per episode: where, planned and observed instants (s since t0), work done."""
     entries = r.get("interference")
@@ -66,11 +71,11 @@ def interference_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] |
     head = ["name", "kind", "threads", "cores", "node", "planned (s)", "observed (s)", "work", "note"]
     rows = []
     for e in entries:
-        s = (lambda k: None if e.get(k) is None else e[k] / 1e6)
         work = (f"{e['gbps']:.2f} GB/s" if e.get("gbps") is not None
                 else f"{e['loops']:.3g} loops" if e.get("loops") is not None else "-")
         rows.append([str(e.get("name")), str(e.get("kind")), str(e.get("threads")), str(e.get("cores")),
                      str(e.get("node") or "-"),
-                     f"{_num(s('planned_start_us'), '.3f')} - {_num(s('planned_end_us'), '.3f')}",
-                     f"{_num(s('start_us'), '.3f')} - {_num(s('end_us'), '.3f')}", work, e.get("reason") or ""])
+                     f"{_num(_seconds(e, 'planned_start_us'), '.3f')} - {_num(_seconds(e, 'planned_end_us'), '.3f')}",
+                     f"{_num(_seconds(e, 'start_us'), '.3f')} - {_num(_seconds(e, 'end_us'), '.3f')}", work,
+                     e.get("reason") or ""])
     return head, rows

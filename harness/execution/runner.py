@@ -1,7 +1,7 @@
 """`wotbench run`: one experiment spec -> one or more tests, each a fresh
 testbed of containers that is always torn down (paper sections 4.2 and 5).
 
-A test is the phases of :mod:`wotbench.run.phases` in order (plan, provision,
+A test is the phases of :mod:`wotbench.execution.phases` in order (plan, provision,
 impair, measure, collect, summarize) on a :class:`wotbench.engine.Backend`;
 this module runs them inside the run folder's life cycle: INCOMPLETE until
 summary.json is written, teardown on success, error, Ctrl-C and SIGTERM.
@@ -27,9 +27,9 @@ from wotbench.base.errors import UserError
 from wotbench.base.rundir import RunDir
 from wotbench.engine import Backend, DockerBackend, SwarmBackend, dockerenv, reaper
 from wotbench.engine.inventory import Inventory, read_inventory
+from wotbench.execution import phases
+from wotbench.execution.phases import Preflight, RunContext, RunOptions, plan_for
 from wotbench.host import coreclaim
-from wotbench.run import phases
-from wotbench.run.phases import Preflight, RunContext, RunOptions, plan_for
 from wotbench.spec import budget, load
 
 if TYPE_CHECKING:
@@ -91,12 +91,12 @@ def _pinned(cores: Sequence[int]) -> Iterator[None]:
         os.sched_setaffinity(0, own)
 
 
-def backend_for(client: Any, run_id: str, inventory: Inventory) -> Backend:
+def backend_for(client: dockerenv.Client, run_id: str, inventory: Inventory) -> Backend:
     """The swarm's nodes on a swarm manager, else this host's engine."""
     return SwarmBackend(client, run_id, inventory) if inventory.swarm else DockerBackend(client, run_id)
 
 
-def preflight(hs: Spec, client: Any, inventory: Inventory | None = None) -> phases.Preflight:
+def preflight(hs: Spec, client: dockerenv.Client, inventory: Inventory | None = None) -> phases.Preflight:
     """(layout, image ids, netem available) on this host or the swarm it
     manages, or a UserError."""
     inventory = inventory or read_inventory(client)
@@ -106,7 +106,7 @@ def preflight(hs: Spec, client: Any, inventory: Inventory | None = None) -> phas
 class Run:
     """One test of the testbed; :meth:`execute` returns its results dir."""
 
-    def __init__(self, rs: RunSpec, opts: RunOptions, client: Any, inventory: Inventory) -> None:
+    def __init__(self, rs: RunSpec, opts: RunOptions, client: dockerenv.Client, inventory: Inventory) -> None:
         run_id = res.new_run_id(rs.spec.name)
         self.inventory = inventory
         self.ctx = RunContext(rs, opts, backend_for(client, run_id, inventory),
@@ -189,14 +189,14 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         try:
             budget.check(rs.spec, opts.results_root, swarm=True)
         except UserError as err:
-            raise phases.locate(err, rs)
+            raise phases.locate(err, rs) from None
     client = dockerenv.client()
     inventory = read_inventory(client)
     for rs in runs:
         try:
             budget.check(rs.spec, opts.results_root, swarm=inventory.swarm)
         except UserError as err:
-            raise phases.locate(err, rs)
+            raise phases.locate(err, rs) from None
     dead, n_ct, n_net, stuck = dockerenv.clean_dead_runs(client)
     if dead:
         opts.say(f"removed what {len(dead)} run(s) whose harness died left behind ({n_ct} container(s), "
@@ -207,7 +207,7 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         try:
             pre = preflight(rs.spec, client, inventory)
         except UserError as err:
-            raise phases.locate(err, rs)
+            raise phases.locate(err, rs) from None
         if not pre.layout.swarm:
             ge_cores.update(pre.layout.parts[0].plan.ge_cores)
     # Claimed first (atomic across this host's harnesses), then checked
@@ -217,11 +217,11 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
             held.enter_context(coreclaim.claim_ge_cores(ge_cores, f"run of {runs[0].spec.name}"))
             _refuse_busy_ge_cores(sorted(ge_cores), dockerenv.busy_ge_cores(client))
         except UserError as err:
-            raise phases.locate(err, runs[0])
+            raise phases.locate(err, runs[0]) from None
         return _run_each(runs, opts, client, inventory)
 
 
-def _run_each(runs: Sequence[RunSpec], opts: RunOptions, client: Any, inventory: Inventory) -> list[Path]:
+def _run_each(runs: Sequence[RunSpec], opts: RunOptions, client: dockerenv.Client, inventory: Inventory) -> list[Path]:
     dirs = []
     for i, rs in enumerate(runs, 1):
         if len(runs) > 1:
@@ -241,4 +241,4 @@ def run(spec: str | os.PathLike[str], results: str | os.PathLike[str] = "results
         progress: bool = True, scale: str | None = None) -> list[Path]:
     """Loads, validates and runs an experiment spec; returns the results
     directory of every test (one per sweep value and repetition)."""
-    return run_spec(load(spec, scale), RunOptions(results_root=Path(results), progress=progress))
+    return run_spec(load(Path(spec), scale), RunOptions(results_root=Path(results), progress=progress))

@@ -1,5 +1,5 @@
-"""Where the parts of a test run: one host (a :class:`~wotbench.run.placement.Plan`)
-or the nodes of a swarm (a :class:`~wotbench.run.placement.ClusterPlan`), seen by
+"""Where the parts of a test run: one host (a :class:`~wotbench.execution.placement.Plan`)
+or the nodes of a swarm (a :class:`~wotbench.execution.placement.ClusterPlan`), seen by
 the phases the same way, as a list of host parts: each host's plan, its
 devices, its GEs and whether it runs a CD pair."""
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wotbench.engine import Started
-from wotbench.run.placement import ClusterPlan, Plan
+from wotbench.execution.placement import ClusterPlan, Plan
 
 if TYPE_CHECKING:
     from wotbench.spec import DeviceGroup

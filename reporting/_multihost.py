@@ -93,7 +93,8 @@ def swarm_records(files: RunFiles) -> SwarmRecords:
     swarm = bool(files.hosts) or m.get("swarm") is True
     if not swarm:
         return SwarmRecords(False)
-    placement = m.get("placement") if isinstance(m.get("placement"), dict) else {}
+    placed = m.get("placement")
+    placement = placed if isinstance(placed, dict) else {}
     ge = m.get("ge_node")
     return SwarmRecords(True, str(ge) if ge else None, _by_hostname(m.get("nodes")),
                         _by_hostname(placement.get("nodes")))

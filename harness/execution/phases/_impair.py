@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._ge import drain_us
-from wotbench.run.phases._preflight import Workload
-from wotbench.run.phases._topology import Node
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._ge import drain_us
+from wotbench.execution.phases._preflight import Workload
+from wotbench.execution.phases._topology import Node
 
 
 def impair(ctx: RunContext, nodes: Sequence[Node], netem: bool, wl: Workload) -> None:

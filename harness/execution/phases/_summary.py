@@ -12,18 +12,17 @@ from typing import Any
 from wotbench.base import results as res
 from wotbench.base.errors import UserError
 from wotbench.base.rundir import RunDir
-from wotbench.engine import NODE_ROLES
-from wotbench.reporting import summarize_run
-from wotbench.reporting._records import OBSERVED
-from wotbench.reporting._shape import read_record
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._preflight import Preflight
-from wotbench.run.phases._topology import Layout
+from wotbench.engine import NODE_ROLES, SwarmBackend
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._preflight import Preflight
+from wotbench.execution.phases._topology import Layout
+from wotbench.reporting import OBSERVED, read_record, summarize_run
 
 
 def _nodes(ctx: RunContext, lay: Layout) -> list[dict[str, Any]]:
     """Each node of a swarm run: what the swarm reports of it, its part, and
     its clock against the manager's."""
+    assert isinstance(ctx.backend, SwarmBackend), "only a swarm run has nodes"
     inv = {n.hostname: n for n in ctx.backend.inventory.nodes}
     clocks = ctx.backend.clocks
     ge = clocks.get(lay.ge_part.node or "")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wotbench.host.gecap import MARGIN, GeCapacity
-from wotbench.reporting._gesneeded import WINDOW_US, peak_rps
+from wotbench.reporting import WINDOW_US, peak_rps
 
 __all__ = ["WINDOW_US", "HEADROOM", "InstancesAuto", "peak_rps", "choose", "effective_capacity", "ge_cores_available"]
 

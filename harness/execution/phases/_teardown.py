@@ -6,17 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import docker.errors
-import requests
-
-from wotbench.engine import Removed
-from wotbench.run.phases._context import RunContext
+from wotbench.engine import ENGINE_GONE, Removed
+from wotbench.execution.phases._context import RunContext
 
 #: How long teardown waits for an engine that stopped answering (dockerd
 #: restarted mid-run comes back within seconds), retrying every RETRY_S.
 ENGINE_WAIT_S, RETRY_S = 60.0, 2.0
-#: What a gone engine raises through docker-py.
-ENGINE_GONE = (requests.exceptions.ConnectionError, docker.errors.DockerException)
 
 
 def with_engine(step: Callable[[], Removed], say: Callable[[str], None],

@@ -17,10 +17,10 @@ import pandas as pd
 from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.engine import ContainerSpec, Mount, Started
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._ge import GE_MEMORY, GE_PIDS, ge_argv
-from wotbench.run.phases._preflight import Workload
-from wotbench.run.phases._topology import Layout, Node
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._ge import GE_MEMORY, GE_PIDS, ge_argv
+from wotbench.execution.phases._preflight import Workload
+from wotbench.execution.phases._topology import Layout, Node
 
 __all__ = ["ready_from_ge", "cross_host", "PROBE_REQUESTS"]
 

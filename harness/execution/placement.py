@@ -113,7 +113,8 @@ class Plan:
             lines.append(f"  GE {k}: core {c}, " + (f"SCHED_FIFO, RT budget {self.ge_rt_budgets[k]} us"
                                                     if k < len(self.ge_rt_budgets) else "normal scheduler"))
         if self.cd_ge_cpuset is not None:
-            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset} (--spin-us {self.cd_ge_spin_us}: blocks between requests), "
+            lines.append(f"  CD-GE: cpuset {self.cd_ge_cpuset} (--spin-us {self.cd_ge_spin_us}: blocks between "
+                         "requests), "
                          + (f"SCHED_FIFO, RT budget {self.cd_ge_rt_budget} us" if self.cd_ge_rt_budget
                             else "normal scheduler"))
             lines.append(f"  CD node: cpuset {self.cd_node_cpuset}")
@@ -286,22 +287,22 @@ def make_cluster_plan(inventory: Inventory, cluster: Cluster, *, reserve: Sequen
     if cluster.spread == "even":
         ids = spread_even(group_sizes, len(dev_nodes))
         why.append(f"spread even: {devices} devices over {len(dev_nodes)} node(s), every group "
-                   "split evenly: " + ", ".join(f"{n.hostname} {len(i)}" for n, i in zip(dev_nodes, ids)))
+                   "split evenly: " + ", ".join(f"{n.hostname} {len(i)}" for n, i in zip(dev_nodes, ids, strict=True)))
     else:
         caps = [cluster.per_core * len(plan_of(n, ge_instances if n is ge_node else 0, 1).device_cores)
                 for n in dev_nodes]
         ids = spread_fill(devices, caps, cluster.per_core)
         why.append(f"spread fill: nodes in order, {cluster.per_core} devices per device core: "
-                   + ", ".join(f"{n.hostname} {len(i)} of {c}" for n, i, c in zip(dev_nodes, ids, caps)))
-    idle = [n.hostname for n, i in zip(dev_nodes, ids) if not i]
+                   + ", ".join(f"{n.hostname} {len(i)} of {c}" for n, i, c in zip(dev_nodes, ids, caps, strict=True)))
+    idle = [n.hostname for n, i in zip(dev_nodes, ids, strict=True) if not i]
     if idle:
         why.append(f"no device left for {', '.join(idle)}: it runs nothing")
     if cd_enabled:
         why.append("one CD pair (CD-GE + CD node) on every device node, with its devices")
     why.append(f"on every node: core(s) {cpuset(reserve)} for the OS, harness and monitor "
                "(placement.reserve), the per-host rules for the rest")
-    parts = [(ge_node, next((i for n, i in zip(dev_nodes, ids) if n is ge_node), []))]
-    parts += [(n, i) for n, i in zip(dev_nodes, ids) if i and n is not ge_node]
+    parts = [(ge_node, next((i for n, i in zip(dev_nodes, ids, strict=True) if n is ge_node), []))]
+    parts += [(n, i) for n, i in zip(dev_nodes, ids, strict=True) if i and n is not ge_node]
     plans = [NodePlan(n, ge_instances if n is ge_node else 0, tuple(i),
                       plan_of(n, ge_instances if n is ge_node else 0, len(i))) for n, i in parts]
     return ClusterPlan(tuple(plans), cluster.spread, tuple(why))

@@ -14,11 +14,11 @@ import pandas as pd
 from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.engine import ContainerSpec, Mount
+from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._preflight import Workload
+from wotbench.execution.phases._topology import HostPart, Layout, Node
+from wotbench.execution.placement import Plan
 from wotbench.host.rt import RT_PRIO, RtBudget
-from wotbench.run.phases._context import RunContext
-from wotbench.run.phases._preflight import Workload
-from wotbench.run.phases._topology import HostPart, Layout, Node
-from wotbench.run.placement import Plan
 
 if TYPE_CHECKING:
     from wotbench.spec import Gateway, Spec
@@ -109,7 +109,7 @@ def split_trace(trace: Path, blocks: list[np.ndarray], paths: Sequence[Path], to
     finally:
         for f in files:
             f.close()
-    return list(zip(paths, counts))
+    return list(zip(paths, counts, strict=True))
 
 
 def write_inputs(ctx: RunContext, nodes: Sequence[Node], wl: Workload, lay: Layout) -> list[tuple[Path, int]]:
@@ -151,9 +151,9 @@ def cd_ge_spec(ctx: RunContext, part: HostPart, wl: Workload, start_at_us: int) 
                    out=f"{OUT}/{layout.CD_RAW}", summary=f"{OUT}/{layout.CD_SUMMARY}",
                    start_at_us=start_at_us, late_us=wl.late_us, cpu=cpus if cpus.isdigit() else None,
                    coap_type="con", spin_us=plan.cd_ge_spin_us, rt_budget=plan.cd_ge_rt_budget)
+    mounts = (Mount(wl.gen.cd_trace.parent, IN), Mount(hd.cd_hosts, CD_HOSTS_AT), Mount(hd.cd_dir, OUT, writable=True))
     return ContainerSpec(part.key("cd-ge"), "cd-ge", tuple(argv), cpus, GE_MEMORY, GE_PIDS, as_caller=True,
-                         node=part.node, rt_budget=_budget(plan.cd_ge_rt_budget), mounts=(Mount(wl.gen.cd_trace.parent, IN), Mount(hd.cd_hosts, CD_HOSTS_AT),
-                                                 Mount(hd.cd_dir, OUT, writable=True)))
+                         node=part.node, rt_budget=_budget(plan.cd_ge_rt_budget), mounts=mounts)
 
 
 def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, start_at_us: int) -> ContainerSpec:

@@ -46,7 +46,8 @@ def test_quickstart(load_spec: Load) -> None:
     assert s.seed == 7 and s.duration_us == 60_000_000 and s.requests is None
     assert [g.name for g in s.groups] == ["sensors", "actuators"] and s.n_devices == 12
     g = s.groups[0]
-    assert g.methods == (("GET", 0.9), ("PUT", pytest.approx(0.1)))
+    assert [m for m, _ in g.methods] == ["GET", "PUT"]
+    assert [w for _, w in g.methods] == [0.9, pytest.approx(0.1)]
     assert g.payload_bytes == 16 and g.resources == 32
     assert s.cd_rit_us == 2_000_000 and s.cd_service_us is None and s.cd_calibration_us == 10_000_000
     assert list(s.group_of_device()) == [0] * 10 + [1] * 2
@@ -69,7 +70,7 @@ def test_requests_and_gateway_scope(load_spec: Load) -> None:
         workload: {requests: 1000, rit_scope: gateway, rit: exp:300us}
         devices: [{count: 10, service: exp:5ms}]
     """)
-    assert s.requests == 1000 and s.rit is not None and s.rit.mean == 300
+    assert s.requests == 1000 and s.rit is not None and s.rit.mean_us() == 300
     assert s.aggregate_rate_per_us() == pytest.approx(1 / 300)
 
 

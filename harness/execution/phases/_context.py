@@ -8,13 +8,13 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from wotbench.base import results as res
 from wotbench.base.rundir import RunDir
 from wotbench.engine import Backend, ContainerState, Started
+from wotbench.execution.monitor import Collectl, ContainerSampler
 from wotbench.host.selfmon import HarnessSampler
-from wotbench.run.monitor import Collectl, ContainerSampler
 
 if TYPE_CHECKING:
     from wotbench.spec import RunSpec, Spec
@@ -26,7 +26,7 @@ OBSERVED_FORMAT = 1
 class RunOptions:
     results_root: Path = Path("results")
     progress: bool = True
-    log: Any = field(default=sys.stderr)
+    log: TextIO = field(default=sys.stderr)
 
     def say(self, msg: str) -> None:
         print(msg, file=self.log, flush=True)

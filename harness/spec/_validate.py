@@ -1,0 +1,88 @@
+"""The ``validate_cd:`` section (docs/validate-cd.md): the episode classes
+`wotbench validate-cd` injects, and the run spec of every class and of the
+quiet trials, each validated like any spec."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wotbench.base.errors import UserError
+from wotbench.spec import _read as read
+from wotbench.spec._expand import RunSpec, expand
+from wotbench.spec._yaml import YamlSource
+from wotbench.spec._yaml import load as load_yaml
+
+__all__ = ["QUIET", "SECTION", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs"]
+
+#: The class name of the trials without interference.
+QUIET = "quiet"
+SECTION = "validate_cd"
+
+
+@dataclass(frozen=True)
+class EpisodeClass:
+    name: str
+    interference: tuple[Mapping[str, Any], ...]   # as written (interference: entries)
+    index: int
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    trials: int
+    quiet: int
+    classes: tuple[EpisodeClass, ...]
+
+
+def read_validate(src: YamlSource) -> ValidateSpec:
+    """The ``validate_cd`` section; errors name its file, line and field."""
+    data = src.data if isinstance(src.data, Mapping) else {}
+    if SECTION not in data:
+        raise src.error("missing: the section listing the episode classes (docs/validate-cd.md)", SECTION)
+    at = (SECTION,)
+    m = read.mapping(data[SECTION], src, at, {"trials", "quiet", "classes"})
+    raw = m.get("classes")
+    if not isinstance(raw, list) or not raw:
+        raise src.error("expected a non-empty list of {name, interference}", *at, "classes")
+    classes, seen = [], set()
+    for i, c in enumerate(raw):
+        cat = at + ("classes", i)
+        cm = read.mapping(c, src, cat, {"name", "interference"})
+        if "name" not in cm:
+            raise src.error("missing key 'name'", *cat)
+        name = read.name(cm["name"], src, cat + ("name",))
+        if name == QUIET or name in seen:
+            raise src.error(f"must be unique and not {QUIET!r}, got {name!r}", *cat, "name")
+        seen.add(name)
+        eps = cm.get("interference")
+        if not isinstance(eps, list) or not eps:
+            raise src.error("expected a non-empty interference list (docs/interference.md)", *cat, "interference")
+        classes.append(EpisodeClass(name, tuple(eps), i))
+    return ValidateSpec(read.integer(m.get("trials", 20), src, at + ("trials",), 0),
+                        read.integer(m.get("quiet", 20), src, at + ("quiet",), 0), tuple(classes))
+
+
+def trial_specs(path: str | os.PathLike[str], scale: str | None,
+                only: Sequence[str] | None = None) -> tuple[ValidateSpec, dict[str, RunSpec]]:
+    """The section and the run spec of every class (and ``quiet``), each validated."""
+    src = load_yaml(Path(path))
+    vs = read_validate(src)
+    if only:
+        unknown = [c for c in only if c not in {k.name for k in vs.classes}]
+        if unknown:
+            raise UserError(f"unknown class {unknown[0]!r}; the spec has "
+                            f"{', '.join(k.name for k in vs.classes)}", file=os.fspath(path), field="--classes")
+        vs = ValidateSpec(vs.trials, vs.quiet, tuple(c for c in vs.classes if c.name in only))
+    runs = expand(src.without(SECTION), scale)
+    if len(runs) != 1:
+        raise src.error(f"validate-cd runs one test per trial; the spec has {len(runs)} (remove sweep "
+                        "and repetitions)", "sweep" if "sweep" in src.data else "repetitions")
+    base = runs[0]
+    out = {QUIET: base.with_value(("interference",), None, ("interference",))}
+    for c in vs.classes:
+        out[c.name] = base.with_value(("interference",), list(c.interference),
+                                      (SECTION, "classes", c.index, "interference"))
+    return vs, out
