@@ -326,3 +326,22 @@ def test_the_pyroot_check_catches(tree: Path, drift: Callable[[Path], None], sai
     drift(tree)
     problems = pyroot_problems(tree)
     assert len(problems) == 1 and said in problems[0], problems
+
+
+def name_clashes(modules: set[str]) -> list[str]:
+    """Module names (the file's name, not its package's) that two
+    production modules share: a name says what one module owns."""
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(modules):
+        if not path.endswith("/__init__.py") and path.endswith(".py"):
+            by_name.setdefault(Path(path).name, []).append(path)
+    return [f"{name}: {', '.join(paths)}" for name, paths in sorted(by_name.items()) if len(paths) > 1]
+
+
+def test_no_two_modules_share_a_name() -> None:
+    assert name_clashes(production_modules(REPO)) == []
+
+
+def test_a_shared_name_is_found() -> None:
+    assert name_clashes({"harness/engine/_swarm.py", "reporting/_swarm.py", "harness/base/__init__.py",
+                         "reporting/__init__.py"}) == ["_swarm.py: harness/engine/_swarm.py, reporting/_swarm.py"]
