@@ -45,7 +45,7 @@ fuzz-build: $(FUZZERS)
 
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
 # and Docker end-to-end.
-test: setup build build-asan fuzz-build images images-swarm
+test: setup build build-asan fuzz-build images images-swarm images-gateways
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
@@ -92,6 +92,13 @@ images: build
 .PHONY: images-swarm
 images-swarm: images
 	bash docker/build-images.sh $(BIN) --swarm-node
+
+# The shipped gateways under test (docker/gw-*.Dockerfile: libcoap's and
+# aiocoap's CoAP forward proxies, a Node-RED HTTP-to-CoAP flow), FROM the
+# debootstrap base; each skipped when it is up to date.
+.PHONY: images-gateways
+images-gateways: images
+	bash docker/build-images.sh $(BIN) --gateways
 
 # The quickstart experiment on this machine (about two minutes).
 run: setup build images

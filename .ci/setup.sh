@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(gcc make pkg-config libcoap3-dev libcoap3-bin clang libclang-rt-14-dev clang-format
-      clang-tidy docker.io collectl iptables debootstrap python3-venv python3-pip chromium)
+      clang-tidy docker.io collectl iptables debootstrap python3-venv python3-pip chromium wrk)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -6,14 +6,18 @@
 #   wotbench/nettools              the impairment sidecar, FROM the base
 #   wotbench/swarm-node            opt-in (--swarm-node, alone): the base + docker.io,
 #                                  a Swarm lab node (harness/engine/swarmlab.py)
-# Usage: docker/build-images.sh [BIN_DIR] [--swarm-node]   (default build/bin)
+#   wotbench/gw-libcoap, gw-aiocoap, gw-nodered
+#                                  opt-in (--gateways, alone): the shipped gateways
+#                                  under test, FROM the base (docker/gw-*.Dockerfile)
+# Usage: docker/build-images.sh [BIN_DIR] [--swarm-node | --gateways]   (default build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin swarm_node=false
+bin=build/bin swarm_node=false gateways=false
 for arg in "$@"; do
   case $arg in
     --swarm-node) swarm_node=true ;;
-    -*) echo "usage: $0 [BIN_DIR] [--swarm-node]" >&2; exit 2 ;;
+    --gateways) gateways=true ;;
+    -*) echo "usage: $0 [BIN_DIR] [--swarm-node | --gateways]" >&2; exit 2 ;;
     *) bin=$arg ;;
   esac
 done
@@ -22,7 +26,7 @@ rootfs=${WOTBENCH_ROOTFS:-/var/tmp/wotbench-rootfs/bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 export DOCKER_BUILDKIT=0
 
-$swarm_node || for b in wotbench-device wotbench-hog wotbench-ge; do
+$swarm_node || $gateways || for b in wotbench-device wotbench-hog wotbench-ge; do
   [[ -x $bin/$b ]] || { echo "images: $bin/$b is missing (run: make build)" >&2; exit 1; }
 done
 
@@ -62,6 +66,49 @@ if $swarm_node; then
   printf 'images: %s %s\n' "$node" "$(docker image inspect -f '{{.Size}}' "$node" | numfmt --to=iec)"
   exit 0
 fi
+
+# The gateways under test, only with --gateways. Each is rebuilt only when
+# its Dockerfile, its files under docker/gateways/NAME/ or the base changed
+# (the key is a label of the image). Packages from PyPI and npm are fetched
+# here on the host, with the host's own pip and npm and so their index,
+# proxy and certificate settings, and checked against the hashes pinned in
+# docker/gateways/NAME/ (requirements.txt, package-lock.json); the build
+# itself reaches only the Debian mirror, as the other images' do.
+gw_fetch() {  # gw_fetch NAME: what the build of wotbench/gw-NAME needs in $ctx
+  case $1 in
+    aiocoap)
+      python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+        --require-hashes -r docker/gateways/aiocoap/requirements.txt -d "$ctx" ;;
+    nodered)
+      command -v npm >/dev/null || { echo "images: npm is needed on the host to fetch Node-RED" >&2; return 1; }
+      mkdir "$ctx/nodered"
+      cp docker/gateways/nodered/{package.json,package-lock.json,settings.js,flow.json} "$ctx/nodered/"
+      (cd "$ctx/nodered" && npm ci --omit=optional --omit=dev --ignore-scripts --no-audit --no-fund \
+         --loglevel=error >/dev/null) ;;
+  esac
+}
+gateway() {  # gateway NAME
+  local img=wotbench/gw-$1:$tag df=docker/gw-$1.Dockerfile key t0 out
+  key=$( { cat "$df"; [[ ! -d docker/gateways/$1 ]] || cat "docker/gateways/$1"/*; \
+           docker image inspect -f '{{.Id}}' wotbench/base:bookworm; } | sha256sum | cut -c1-16)
+  if [[ $(docker image inspect -f '{{index .Config.Labels "org.wotbench.build-key"}}' "$img" 2>/dev/null) == "$key" ]]; then
+    echo "images: $img up to date"
+    return 0
+  fi
+  t0=$SECONDS
+  rm -rf "${ctx:?}"/*
+  gw_fetch "$1" || exit 1
+  if ! out=$(docker build -q -f "$df" --label "org.wotbench.build-key=$key" -t "$img" "$ctx" 2>&1); then
+    echo "$out" >&2; exit 1
+  fi
+  printf 'images: %s %s (built in %d s)\n' "$img" \
+    "$(docker image inspect -f '{{.Size}}' "$img" | numfmt --to=iec)" $((SECONDS - t0))
+}
+if $gateways; then
+  for g in libcoap aiocoap nodered; do gateway "$g"; done
+  exit 0
+fi
+
 build() {  # build NAME DOCKERFILE [BINARY...]
   rm -rf "${ctx:?}"/*
   local b

@@ -3,8 +3,9 @@
 # each other (tests/test_style.py checks the call graph of the objects'
 # symbols), so that each fuzzer links only the modules it needs.
 GE_DIR  := gateway-emulator
-GE_MODS := err json cli files hosts trace plan hist wire timers ring window \
-           reuse state loop recv counters stats output rt
+GE_MODS := err json cli files hosts trace plan north hist wire timers ring \
+           window reuse state loop recv counters stats output rt \
+           http_parse http_req http
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
@@ -15,10 +16,13 @@ GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_MODS:=.o) cpulist.o)
 GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o)
 # What each fuzzer links: the modules its entry points reach, no more
 # (neither main, cli, the socket loop nor the summary writer).
-GE_FUZZ_TRACE_MODS := err files hosts trace plan wire hist
+GE_FUZZ_TRACE_MODS := err files hosts trace plan north wire hist
 GE_FUZZ_DATAGRAM_MODS := $(GE_FUZZ_TRACE_MODS) recv state window ring timers \
                          output reuse rt json
-GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o))
+# The HTTP response parser alone (pure: bytes in, events out).
+GE_FUZZ_HTTP_MODS := http_parse
+GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o) \
+                  $(GE_FUZZ_HTTP_MODS:=.o))
 
 $(GE_OBJ)/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
@@ -58,19 +62,32 @@ $(BUILD)/fuzz/fuzz-gateway-emulator-datagram: $(GE_OBJ)/fuzz/fuzz_datagram.o \
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
 
+$(BUILD)/fuzz/fuzz-ge-http: $(GE_OBJ)/fuzz/fuzz_http.o \
+    $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_HTTP_MODS:=.o))
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^
+
 $(GE_OBJ)/fuzz/fuzz_%.o: $(GE_DIR)/fuzz/fuzz_%.c $(GE_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
 
-FUZZERS += $(BUILD)/fuzz/fuzz-gateway-emulator-trace $(BUILD)/fuzz/fuzz-gateway-emulator-datagram
+FUZZERS += $(BUILD)/fuzz/fuzz-gateway-emulator-trace $(BUILD)/fuzz/fuzz-gateway-emulator-datagram \
+           $(BUILD)/fuzz/fuzz-ge-http
 
 # Submitted-versus-expected inter-arrival times at rising rates (README).
-bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
+bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device $(BUILD)/bench/ge-httpd venv
 	$(PY) $(GE_DIR)/bench/bench_ge.py $(BENCH_GE_ARGS)
+	$(PY) $(GE_DIR)/bench/bench_ge_http.py $(BENCH_GE_HTTP_ARGS)   # --north http beside wrk
 	$(PY) $(GE_DIR)/bench/bench_ge_ct.py $(BENCH_GE_CT_ARGS)   # in containers (docs/bench-ge.md)
 
+# bench-ge's trivial keep-alive HTTP server (bench/httpd.c).
+$(BUILD)/bench/ge-httpd: $(GE_DIR)/bench/httpd.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
 # Keep the fuzz objects (make would delete them as intermediates).
-.SECONDARY: $(GE_FUZZ_OBJS) $(GE_OBJ)/fuzz/fuzz_trace.o $(GE_OBJ)/fuzz/fuzz_datagram.o
+.SECONDARY: $(GE_FUZZ_OBJS) $(GE_OBJ)/fuzz/fuzz_trace.o $(GE_OBJ)/fuzz/fuzz_datagram.o \
+            $(GE_OBJ)/fuzz/fuzz_http.o
 
 # Streaming: peak RSS against trace length, and send lag, of the binary
 # before streaming (OLD=path/to/wotbench-ge) and this tree's, side by side.

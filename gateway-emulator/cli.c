@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "hosts.h"
+#include "http_req.h"
+#include "north.h"
 #include "rt.h"
 #include "wire.h"
 
@@ -18,7 +21,9 @@ static const char usage[] =
     "         [--start-at EPOCH_US] [--hosts FILE] [--late-us N]\n"
     "         [--spin-us N] [--sched fifo|other] [--rt-prio N]\n"
     "         [--rt-budget RUNTIME_US/PERIOD_US] [--dump-plan FILE] "
-    "[--quiet]\n";
+    "[--quiet]\n"
+    "         [--gateway ADDR:PORT --north coap-uri|coap-scheme|http]\n"
+    "         [--http-path TEMPLATE] [--http-conns N]\n";
 
 enum kind {
   K_PATH,   /* the value as given */
@@ -28,18 +33,27 @@ enum kind {
   K_CPU,    /* --cpu N: a one-CPU set */
   K_CPUS,   /* --cpus LIST (device/cpulist.c) */
   K_BUDGET, /* --rt-budget RUNTIME_US/PERIOD_US */
+  K_ADDR,   /* --gateway IPv4[:port] | [IPv6][:port] (hosts.h syntax) */
   K_HELP,
 };
 /* The type of the struct ge_config member at `off`. */
 enum store { S_NONE, S_STR, S_BOOL, S_U8, S_INT, S_UNS, S_I64 };
 
-/* The words of a K_CHOICE option and the value each stores. */
+/* The words of a K_CHOICE option (up to NULL) and the value each
+ * stores; `say` lists them for an error. */
 struct choice {
-  const char *words[2];
-  long long vals[2];
+  const char *words[5];
+  long long vals[5];
+  const char *say;
 };
-static const struct choice type_words = {{"con", "non"}, {GE_CON, GE_NON}};
-static const struct choice sched_words = {{"fifo", "other"}, {1, 0}};
+static const struct choice type_words = {
+    {"con", "non"}, {GE_CON, GE_NON}, "con or non"};
+static const struct choice sched_words = {
+    {"fifo", "other"}, {1, 0}, "fifo or other"};
+static const struct choice north_words = {
+    {"coap-uri", "coap-scheme", "http"},
+    {GE_NORTH_COAP_URI, GE_NORTH_COAP_SCHEME, GE_NORTH_HTTP},
+    "coap-uri, coap-scheme or http"};
 
 /* One option: its name, kind, where its value goes (type and offset in
  * struct ge_config), bounds and unit of a number, words of a choice. */
@@ -78,6 +92,10 @@ static const struct opt table[] = {
     {"rt-prio", K_NUM, S_INT, AT(rt_prio), 1, 99, 1, NULL},
     {"rt-budget", K_BUDGET, S_NONE, 0, 0, 0, 1, NULL},
     {"quiet", K_FLAG, S_BOOL, AT(quiet), 0, 0, 1, NULL},
+    {"gateway", K_ADDR, S_STR, AT(gateway_text), 0, 0, 1, NULL},
+    {"north", K_CHOICE, S_U8, AT(north), 0, 0, 1, &north_words},
+    {"http-path", K_PATH, S_STR, AT(http_path), 0, 0, 1, NULL},
+    {"http-conns", K_NUM, S_UNS, AT(http_conns), 1, 4096, 1, NULL},
     {"help", K_HELP, S_NONE, 0, 0, 0, 1, NULL},
 };
 #undef AT
@@ -120,13 +138,12 @@ static void put(struct ge_config *cfg, const struct opt *o, long long v,
 static int choice(struct ge_config *cfg, const struct opt *o, const char *arg,
                   const char *name, struct ge_err *e) {
   const struct choice *ch = o->choice;
-  for (size_t i = 0; i < 2; i++)
+  for (size_t i = 0; i < 5 && ch->words[i]; i++)
     if (!strcmp(arg, ch->words[i])) {
       put(cfg, o, ch->vals[i], NULL);
       return 0;
     }
-  ge_err_set(e, NULL, 0, name, "'%s' is not %s or %s", arg, ch->words[0],
-             ch->words[1]);
+  ge_err_set(e, NULL, 0, name, "'%s' is not %s", arg, ch->say);
   return -1;
 }
 
@@ -152,6 +169,20 @@ static int cpus(struct ge_config *cfg, const struct opt *o, const char *arg,
   }
   cfg->cpus_flag = flag;
   cfg->cpus_text = arg;
+  return 0;
+}
+
+/* --gateway ADDR[:PORT]: the endpoint every request goes to. */
+static int gateway(struct ge_config *cfg, const struct opt *o, const char *arg,
+                   struct ge_err *e) {
+  bool has_port;
+  const char *why = "bad address";
+  if (ge_parse_address(arg, strlen(arg), &cfg->gateway, &has_port, &why)) {
+    ge_err_set(e, NULL, 0, "--gateway",
+               "'%s': %s (expected IPv4[:port] or [IPv6][:port])", arg, why);
+    return -1;
+  }
+  put(cfg, o, 0, arg);
   return 0;
 }
 
@@ -192,6 +223,7 @@ static int apply(struct ge_config *cfg, const struct opt *o, const char *arg,
   case K_CPU:
   case K_CPUS: return cpus(cfg, o, arg, name, e);
   case K_BUDGET: return budget(cfg, arg, e);
+  case K_ADDR: return gateway(cfg, o, arg, e);
   case K_NUM: break;
   }
   if (num(arg, o->lo, o->hi, &v)) {
@@ -202,6 +234,26 @@ static int apply(struct ge_config *cfg, const struct opt *o, const char *arg,
   return 0;
 }
 
+/* --http-path and --http-conns: only with --north http, which gets
+ * their defaults. */
+static int check_http(struct ge_config *cfg, struct ge_err *e) {
+  const char *why;
+  if (cfg->north != GE_NORTH_HTTP && (cfg->http_path || cfg->http_conns)) {
+    ge_err_set(e, NULL, 0, cfg->http_path ? "--http-path" : "--http-conns",
+               "requires --north http");
+    return -1;
+  }
+  if (cfg->http_path && (why = ge_http_req_check(cfg->http_path))) {
+    ge_err_set(e, NULL, 0, "--http-path", "'%s' %s", cfg->http_path, why);
+    return -1;
+  }
+  if (cfg->north == GE_NORTH_HTTP && !cfg->http_path)
+    cfg->http_path = "/proxy/" GE_HTTP_URI_VAR;
+  if (cfg->north == GE_NORTH_HTTP && !cfg->http_conns)
+    cfg->http_conns = 32;
+  return 0;
+}
+
 /* What the options together must give. */
 static int check(int argc, char **argv, struct ge_config *cfg,
                  struct ge_err *e) {
@@ -209,6 +261,13 @@ static int check(int argc, char **argv, struct ge_config *cfg,
     ge_err_set(e, NULL, 0, "--rt-budget", "is required with --sched fifo");
     return -1;
   }
+  if (!cfg->north != !cfg->gateway_text) {
+    ge_err_set(e, NULL, 0, cfg->north ? "--north" : "--gateway", "requires %s",
+               cfg->north ? "--gateway" : "--north");
+    return -1;
+  }
+  if (check_http(cfg, e))
+    return -1;
   if (optind < argc) {
     ge_err_set(e, NULL, 0, argv[optind], "unexpected argument");
     return -1;

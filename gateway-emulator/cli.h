@@ -2,6 +2,7 @@
 #ifndef GE_CLI_H
 #define GE_CLI_H
 
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,6 +26,11 @@ struct ge_config {
   int rt_prio;           /* --rt-prio, 1..99 */
   int64_t rt_budget_us, rt_period_us; /* --rt-budget R/P; 0: not given */
   bool quiet;
+  uint8_t north;               /* --north: enum ge_north (north.h) */
+  const char *gateway_text;    /* --gateway as given; NULL: direct */
+  struct sockaddr_in6 gateway; /* its endpoint (port 5683 if none given) */
+  const char *http_path;       /* --http-path TEMPLATE (--north http) */
+  unsigned http_conns;         /* --http-conns N, 1..4096 (--north http) */
 };
 
 /* 0 ok, 1 help printed, -1 bad usage (message in e). */

@@ -19,7 +19,9 @@
 #include <coap3/coap.h>
 
 #include "clock.h"
+#include "http.h"
 #include "loop.h"
+#include "north.h"
 #include "recv.h"
 #include "rt.h"
 #include "wire.h"
@@ -55,7 +57,9 @@ static uint64_t xorshift(uint64_t *s) {
 }
 
 int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
-  L->socks = malloc(L->nsock * sizeof *L->socks);
+  if (L->cfg->north == GE_NORTH_HTTP)
+    L->nsock = 0; /* no datagrams: TCP to the gateway (http.c) */
+  L->socks = malloc((L->nsock ? L->nsock : 1) * sizeof *L->socks);
   if (!L->socks) {
     ge_err_set(e, NULL, 0, "sockets", "out of memory");
     return -1;
@@ -105,7 +109,7 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
       return -1;
     }
   }
-  return 0;
+  return L->cfg->north == GE_NORTH_HTTP ? ge_http_open(L, e) : 0;
 }
 
 static int transmit(struct ge_loop *L, uint32_t idx) {
@@ -137,11 +141,14 @@ static int64_t first_interval(struct ge_loop *L) {
 
 static int send_one(struct ge_loop *L, int64_t now) {
   uint32_t idx = (uint32_t)L->next++;
+  if (L->http.n) /* a connection of the pool, or its queue */
+    return ge_http_submit(L, idx, now);
   struct ge_rec *s = ge_win_at(&L->win, idx);
   const struct ge_plan *p = L->plan;
   uint32_t peer = p->devs[s->dev].peer;
   uint32_t rank = L->peer_sent[peer]++;
-  s->sent_ns = now - L->t0;
+  if (ge_state_sent(L, idx, now)) /* the stamps */
+    return -1;
   /* The plan spaces MID reuse by trace time; a GE far behind its
    * schedule could still compress it, so check the actual send times. */
   const struct ge_peer *pr = &p->peers[peer];
@@ -153,17 +160,6 @@ static int send_one(struct ge_loop *L, int64_t now) {
     if (early)
       L->c.mid_reuse_early++;
   }
-  int64_t sent_us = ge_us(s->sent_ns);
-  if (sent_us - (int64_t)s->ts_us > L->cfg->late_us)
-    L->c.late_sends++;
-  if (ge_hist_add(&L->send_lag, (uint64_t)(sent_us - (int64_t)s->ts_us)))
-    return -1;
-  if (idx == 0)
-    L->sent_first_us = sent_us;
-  else if (ge_hist_add(&L->rit_submitted,
-                       (uint64_t)(sent_us - L->sent_prev_us)))
-    return -1;
-  L->sent_prev_us = sent_us;
   L->outstanding++;
   s->state = GE_WAIT;
   if (transmit(L, idx)) {
@@ -209,6 +205,11 @@ static int fire_timers(struct ge_loop *L, struct rxbuf *rx, int64_t now,
       continue; /* look again: the reply may have ended it */
     }
     ge_heap_pop(&L->heap, &t);
+    if (L->http.n) { /* no retransmission over TCP */
+      if (ge_http_timeout(L, t.idx, now))
+        return -1;
+      continue;
+    }
     if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON &&
         s->retrans < L->cfg->max_retransmit) {
       s->retrans++;
@@ -332,7 +333,11 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
   }
   int total = 0;
   for (int k = 0; k < nev; k++) {
-    int r = rx_socket(L, rx, ev[k].data.u32, e);
+    uint32_t d = ev[k].data.u32;
+    int r = d & GE_HTTP_TAG ? ge_http_event(L, d, ev[k].events)
+                            : rx_socket(L, rx, d, e);
+    if (r < 0 && (d & GE_HTTP_TAG))
+      ge_err_set(e, NULL, 0, "http", "out of memory");
     if (r < 0)
       return -1;
     total += r;
@@ -490,13 +495,15 @@ static int spin_wait(struct ge_loop *L, struct rxbuf *rx, struct ge_err *e) {
 static int wait_all_sent(struct ge_loop *L, struct rxbuf *rx, int64_t now,
                          struct ge_err *e) {
   int64_t until = L->heap.n ? L->heap.v[0].deadline : now + 1000000000LL;
+  if (L->http.n && ge_http_wake(L) < until) /* queue timeouts, reconnects */
+    until = ge_http_wake(L);
   int left = background(L, now, until, e);
   if (left < 0)
     return -1;
   now = ge_now_ns();
   int wait_ms = 1000;
-  if (L->heap.n) {
-    int64_t d = L->heap.v[0].deadline - now;
+  if (until < now + 1000000000LL) {
+    int64_t d = until - now;
     wait_ms = d <= 0 ? 0 : (int)((d + 999999) / 1000000);
     if (wait_ms > 1000)
       wait_ms = 1000;
@@ -515,6 +522,8 @@ static int after_sends(struct ge_loop *L, struct rxbuf *rx, struct ge_err *e) {
   const size_t n = L->plan->n;
   int64_t now = ge_now_ns();
   int ft = fire_timers(L, rx, now, e);
+  if (!ft && L->http.n && ge_http_tick(L, now))
+    ft = -1;
   if (ft) {
     if (ft == -1)
       ge_err_set(e, NULL, 0, "timers", "out of memory");
@@ -566,6 +575,7 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
 }
 
 void ge_loop_close(struct ge_loop *L) {
+  ge_http_close(L);
   if (L->socks)
     for (unsigned i = 0; i < L->nsock; i++)
       if (L->socks[i] >= 0)

@@ -122,6 +122,9 @@ static int load(struct run *r) {
   int64_t t_load = ge_now_ns();
   if (cfg->hosts && ge_hosts_load(&r->hosts, cfg->hosts, &r->e))
     return 2;
+  p->north = cfg->north; /* every request to the gateway, if any */
+  p->has_gateway = cfg->gateway_text != NULL;
+  p->gateway = cfg->gateway;
   if (ge_trace_load(p, &r->src, cfg->trace, &r->hosts, &r->e))
     return 2;
   if (random_bytes(&r->seeds, sizeof r->seeds)) {

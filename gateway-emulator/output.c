@@ -72,7 +72,9 @@ static char *row(char *q, const struct ge_plan *p, const struct ge_rec *s) {
   *q++ = ',';
   q = stpcpy(q, status[s->state]);
   *q++ = ',';
-  if (s->recv_ns >= 0) {
+  if (s->recv_ns >= 0 && s->http_status) {
+    q = u64(q, s->http_status); /* HTTP: the 3-digit status */
+  } else if (s->recv_ns >= 0) {
     q = u64(q, s->code >> 5);
     *q++ = '.';
     *q++ = (char)('0' + (s->code & 31) / 10);

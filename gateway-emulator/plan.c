@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "north.h"
 #include "plan.h"
 
 static uint64_t hash_bytes(const void *data, size_t len, uint64_t h) {
@@ -113,7 +114,7 @@ int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, const char *auth,
                            uint32_t auth_len, const struct sockaddr_in6 *addr) {
   if (p->frozen)
     return -1;
-  int64_t peer = add_peer(p, addr);
+  int64_t peer = add_peer(p, p->has_gateway ? &p->gateway : addr);
   if (peer < 0)
     return -1;
   int g = table_grow(&p->dev_hash, &p->dev_hash_cap, p->ndev);
@@ -135,7 +136,8 @@ int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, const char *auth,
   p->devs[p->ndev] = (struct ge_device){.id = id,
                                         .peer = (uint32_t)peer,
                                         .auth_off = (uint32_t)p->abytes_len,
-                                        .auth_len = auth_len};
+                                        .auth_len = auth_len,
+                                        .addr = *addr};
   p->abytes_len += auth_len;
   put(p->dev_hash, p->dev_hash_cap, hash_u32(id), (uint32_t)p->ndev);
   return (int64_t)p->ndev++;
@@ -151,40 +153,58 @@ static int tbytes_append(struct ge_plan *p, const void *d, size_t len) {
   return 0;
 }
 
-int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
-                         size_t plen, const char *query, size_t qlen,
-                         const char *payload, size_t paylen, const char **why) {
-  uint64_t h = hash_bytes(&code, 1, 0xcbf29ce484222325ULL);
-  h = hash_bytes(path, plen, h);
+/* A template's key: method, owner (the device through a gateway, else
+ * none), path?query, newline, payload. */
+struct key {
+  uint8_t code;
+  uint8_t owner[4];
+  const char *path, *query, *payload;
+  size_t plen, qlen, paylen;
+};
+#define KEY_LEN(k) (5 + (k)->plen + 1 + (k)->qlen + 1 + (k)->paylen)
+
+static uint64_t key_hash(const struct key *k) {
+  uint64_t h = hash_bytes(&k->code, 1, 0xcbf29ce484222325ULL);
+  h = hash_bytes(k->owner, 4, h);
+  h = hash_bytes(k->path, k->plen, h);
   h = hash_bytes("?", 1, h);
-  h = hash_bytes(query, qlen, h);
+  h = hash_bytes(k->query, k->qlen, h);
   h = hash_bytes("\n", 1, h);
-  h = hash_bytes(payload, paylen, h);
-  size_t klen = 1 + plen + 1 + qlen + 1 + paylen;
-  if (p->tmpl_hash_cap) {
-    size_t mask = p->tmpl_hash_cap - 1;
-    for (size_t i = h & mask; p->tmpl_hash[i]; i = (i + 1) & mask) {
-      const struct ge_template *t = &p->tmpls[p->tmpl_hash[i] - 1];
-      const uint8_t *k = p->tbytes + t->key_off;
-      if (t->key_len == klen && k[0] == code && !memcmp(k + 1, path, plen) &&
-          k[1 + plen] == '?' && !memcmp(k + 2 + plen, query, qlen) &&
-          k[2 + plen + qlen] == '\n' &&
-          !memcmp(k + 3 + plen + qlen, payload, paylen))
-        return p->tmpl_hash[i] - 1;
-    }
-  }
-  if (p->frozen) {
-    *why = "not in the scanned trace (was the file changed?)";
+  return hash_bytes(k->payload, k->paylen, h);
+}
+
+static bool key_eq(const uint8_t *b, size_t blen, const struct key *k) {
+  if (blen != KEY_LEN(k) || b[0] != k->code || memcmp(b + 1, k->owner, 4) != 0)
+    return false;
+  const uint8_t *q = b + 5 + k->plen, *y = q + 1 + k->qlen;
+  return !memcmp(b + 5, k->path, k->plen) && q[0] == '?' &&
+         !memcmp(q + 1, k->query, k->qlen) && y[0] == '\n' &&
+         !memcmp(y + 1, k->payload, k->paylen);
+}
+
+static int key_append(struct ge_plan *p, const struct key *k) {
+  return tbytes_append(p, &k->code, 1) || tbytes_append(p, k->owner, 4) ||
+         tbytes_append(p, k->path, k->plen) || tbytes_append(p, "?", 1) ||
+         tbytes_append(p, k->query, k->qlen) || tbytes_append(p, "\n", 1) ||
+         tbytes_append(p, k->payload, k->paylen);
+}
+
+static int64_t template_find(const struct ge_plan *p, const struct key *k,
+                             uint64_t h) {
+  if (!p->tmpl_hash_cap)
     return -1;
+  size_t mask = p->tmpl_hash_cap - 1;
+  for (size_t i = h & mask; p->tmpl_hash[i]; i = (i + 1) & mask) {
+    const struct ge_template *t = &p->tmpls[p->tmpl_hash[i] - 1];
+    if (key_eq(p->tbytes + t->key_off, t->key_len, k))
+      return p->tmpl_hash[i] - 1;
   }
-  uint8_t enc[GE_DGRAM_MAX];
-  size_t elen = ge_wire_template(enc, sizeof enc, path, plen, query, qlen,
-                                 payload, paylen);
-  if (!elen && (plen > 1 || qlen || paylen)) {
-    *why = "cannot be encoded as CoAP options (bad segment or too long)";
-    return -1;
-  }
-  *why = "out of memory";
+  return -1;
+}
+
+/* A new template: key and encoded bytes appended, indexed. */
+static int64_t template_add(struct ge_plan *p, const struct key *k, uint64_t h,
+                            const uint8_t *enc, size_t elen) {
   int g = table_grow(&p->tmpl_hash, &p->tmpl_hash_cap, p->ntmpl);
   if (g < 0)
     return -1;
@@ -196,13 +216,11 @@ int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
   if (!nv)
     return -1;
   p->tmpls = nv;
-  struct ge_template t = {.code = code,
+  struct ge_template t = {.code = k->code,
                           .hash = h,
                           .key_off = (uint32_t)p->tbytes_len,
-                          .key_len = (uint32_t)klen};
-  if (tbytes_append(p, &code, 1) || tbytes_append(p, path, plen) ||
-      tbytes_append(p, "?", 1) || tbytes_append(p, query, qlen) ||
-      tbytes_append(p, "\n", 1) || tbytes_append(p, payload, paylen))
+                          .key_len = (uint32_t)KEY_LEN(k)};
+  if (key_append(p, k))
     return -1;
   t.off = (uint32_t)p->tbytes_len;
   t.len = (uint32_t)elen;
@@ -211,6 +229,42 @@ int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
   p->tmpls[p->ntmpl] = t;
   put(p->tmpl_hash, p->tmpl_hash_cap, h, (uint32_t)p->ntmpl);
   return (int64_t)p->ntmpl++;
+}
+
+int64_t ge_plan_template(struct ge_plan *p, uint8_t code, uint32_t dev,
+                         const char *path, size_t plen, const char *query,
+                         size_t qlen, const char *payload, size_t paylen,
+                         const char **why) {
+  /* Through a gateway the device is in the options: one template each. */
+  uint32_t owner = p->has_gateway ? dev : UINT32_MAX;
+  struct key k = {.code = code,
+                  .owner = {(uint8_t)(owner >> 24), (uint8_t)(owner >> 16),
+                            (uint8_t)(owner >> 8), (uint8_t)owner},
+                  .path = path,
+                  .plen = plen,
+                  .query = query,
+                  .qlen = qlen,
+                  .payload = payload,
+                  .paylen = paylen};
+  uint64_t h = key_hash(&k);
+  int64_t have = template_find(p, &k, h);
+  if (have >= 0)
+    return have;
+  if (p->frozen) {
+    *why = "not in the scanned trace (was the file changed?)";
+    return -1;
+  }
+  uint8_t enc[GE_DGRAM_MAX];
+  const char *bad = NULL;
+  size_t elen =
+      ge_north_template(enc, sizeof enc, p->north, &p->devs[dev].addr, path,
+                        plen, query, qlen, payload, paylen, &bad);
+  if (bad) {
+    *why = bad;
+    return -1;
+  }
+  *why = "out of memory";
+  return template_add(p, &k, h, enc, elen);
 }
 
 static uint64_t splitmix(uint64_t *s) {

@@ -15,12 +15,14 @@
 struct ge_template {
   uint64_t hash;
   uint32_t off, len;         /* encoded options + payload in tbytes */
-  uint32_t key_off, key_len; /* method byte + path?query + \n + payload */
+  uint32_t key_off, key_len; /* method byte, owner (4 bytes: the device
+                                through a gateway), path?query\npayload */
   uint8_t code;              /* CoAP method code */
 };
 struct ge_device {
-  uint32_t id, peer;
+  uint32_t id, peer; /* peer: the device's endpoint, or the gateway's */
   uint32_t auth_off, auth_len; /* first authority text seen, in abytes */
+  struct sockaddr_in6 addr;    /* the device's own endpoint */
 };
 /* A peer is one destination endpoint; message IDs are planned per peer
  * because a server deduplicates by (source endpoint, MID). */
@@ -61,19 +63,28 @@ struct ge_plan {
   uint8_t *tbytes;
   size_t tbytes_len, tbytes_cap;
 
+  /* Set before the scan: with a gateway every request goes to it (one
+   * peer), and its template names the device (north.h). */
+  uint8_t north; /* enum ge_north */
+  bool has_gateway;
+  struct sockaddr_in6 gateway;
+
   unsigned nsock;
   bool frozen;      /* after the scan: a lookup that would add is an error */
   bool text_mapped; /* text is a file mapping (pages may be given back) */
 };
 
 int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id);
-/* New device bound to addr (auth: its authority text, copied). */
+/* New device bound to addr (auth: its authority text, copied); its peer
+ * is addr, or the gateway. */
 int64_t ge_plan_add_device(struct ge_plan *p, uint32_t id, const char *auth,
                            uint32_t auth_len, const struct sockaddr_in6 *addr);
-/* Template index for (method, path, query, payload); -1 with why. */
-int64_t ge_plan_template(struct ge_plan *p, uint8_t code, const char *path,
-                         size_t plen, const char *query, size_t qlen,
-                         const char *payload, size_t paylen, const char **why);
+/* Template index for (method, path, query, payload), and through a
+ * gateway also for device `dev`; -1 with why. */
+int64_t ge_plan_template(struct ge_plan *p, uint8_t code, uint32_t dev,
+                         const char *path, size_t plen, const char *query,
+                         size_t qlen, const char *payload, size_t paylen,
+                         const char **why);
 /* Sockets and the first message ID of every peer (needs the counts and
  * window maxima of the scan); freezes the tables. */
 int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed);

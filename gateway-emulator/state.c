@@ -73,6 +73,23 @@ long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e) {
   return got;
 }
 
+int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now) {
+  struct ge_rec *s = ge_win_at(&L->win, idx);
+  s->sent_ns = now - L->t0;
+  int64_t sent_us = ge_us(s->sent_ns);
+  if (sent_us - (int64_t)s->ts_us > L->cfg->late_us)
+    L->c.late_sends++;
+  if (ge_hist_add(&L->send_lag, (uint64_t)(sent_us - (int64_t)s->ts_us)))
+    return -1;
+  if (idx == 0)
+    L->sent_first_us = sent_us;
+  else if (ge_hist_add(&L->rit_submitted,
+                       (uint64_t)(sent_us - L->sent_prev_us)))
+    return -1;
+  L->sent_prev_us = sent_us;
+  return 0;
+}
+
 void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
   struct ge_rec *s = ge_win_at(&L->win, idx);
   s->state = state;

@@ -17,6 +17,7 @@
 #include "err.h"
 #include "hist.h"
 #include "hosts.h"
+#include "http.h"
 #include "output.h"
 #include "plan.h"
 #include "reuse.h"
@@ -64,6 +65,7 @@ struct ge_loop {
   struct coap_pdu_t *pdu; /* one reusable parse target */
   uint32_t salt;
   uint64_t rng;
+  struct ge_http http; /* --north http: the connection pool (http.c) */
   int *socks;
   unsigned nsock;
   int epfd;
@@ -84,6 +86,10 @@ int ge_state_init(struct ge_loop *L, const struct ge_config *cfg,
                   uint32_t salt, uint64_t seed, int out_fd);
 /* Parses up to max more requests into the window: the count, or -1. */
 long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e);
+/* Request idx counts as sent at `now` (monotonic ns): its sent stamp, the
+ * send-lag and submitted inter-arrival distributions, late_sends. Sends
+ * come in trace order. 0, or -1 out of memory. */
+int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now);
 /* Request idx ends in `state` (GE_OK, GE_ERROR or GE_TIMEOUT). */
 void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state);
 /* Everything but the sockets (ge_loop_close). */

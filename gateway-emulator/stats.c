@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "ge_format.h"
+#include "http.h"
 #include "json.h"
+#include "north.h"
 #include "stats.h"
 
 /* Peak resident set of this program in kB: VmHWM of its own address
@@ -59,6 +61,21 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
           (unsigned long long)L->output_forced, L->heap.cap, hist, sentq);
 }
 
+/* How the requests reached the devices: directly, or through the gateway
+ * (its endpoint as host:port) in a north-side mode. */
+static void north_json(FILE *f, const struct ge_config *cfg) {
+  char gw[GE_ADDR_TEXT_MAX];
+  fprintf(f, "  \"north\": {\"protocol\": \"%s\", \"gateway\": ",
+          cfg->north == GE_NORTH_HTTP ? "http" : "coap");
+  if (cfg->gateway_text) {
+    ge_north_authority(&cfg->gateway, gw);
+    fprintf(f, "\"%s\"", gw);
+  } else {
+    fprintf(f, "null");
+  }
+  fprintf(f, ", \"mode\": \"%s\"},\n", ge_north_name(cfg->north));
+}
+
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   const struct ge_plan *p = L->plan;
   const struct ge_config *cfg = L->cfg;
@@ -95,7 +112,9 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
       "  \"sockets\": %u,\n  \"templates\": %zu,\n",
       (long long)L->start_epoch_us, p->ndev, p->npeer, p->nsock, p->ntmpl);
   fprintf(f, "  \"requests\": %zu,\n", n);
-  ge_counters_json(f, &L->c);
+  ge_counters_json(f, &L->c); /* right after requests (test_counters.py) */
+  north_json(f, cfg);
+  ge_http_json(f, L);
   ge_rt_json(f, &L->rt);
   memory_json(f, L);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",

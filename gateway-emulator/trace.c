@@ -230,7 +230,7 @@ static int check_payload(struct line *ln, struct ge_err *e) {
 static int same_endpoint(const struct ge_plan *p, int64_t d,
                          const struct sockaddr_in6 *addr, const struct line *ln,
                          struct ge_err *e) {
-  const struct sockaddr_in6 *had = &p->peers[p->devs[d].peer].addr;
+  const struct sockaddr_in6 *had = &p->devs[d].addr;
   if (had->sin6_port == addr->sin6_port &&
       !memcmp(&had->sin6_addr, &addr->sin6_addr, 16))
     return 0;
@@ -295,9 +295,9 @@ static int parse_line(struct ge_plan *p, struct ge_cursor *c,
   int64_t d = bind_device(p, h, &ln, e);
   if (d < 0)
     return -1;
-  int64_t t = ge_plan_template(p, (uint8_t)ln.code, ln.slash, ln.plen,
-                               ln.qm ? ln.qm + 1 : "", ln.qlen, ln.pay.s,
-                               ln.pay.len, &why);
+  int64_t t = ge_plan_template(p, (uint8_t)ln.code, (uint32_t)d, ln.slash,
+                               ln.plen, ln.qm ? ln.qm + 1 : "", ln.qlen,
+                               ln.pay.s, ln.pay.len, &why);
   if (t < 0) {
     ge_err_set(e, ln.name, ln.no, "uri", "%s", why);
     return -1;

@@ -3,6 +3,7 @@
  * a pre-encoded template (options via libcoap's public coap_split_path /
  * coap_split_query / coap_opt_encode) behind a 12-byte header written in
  * the hot path. Parsing uses coap_pdu_parse (recv.c). */
+#include <stdbool.h>
 #include <string.h>
 
 #include <coap3/coap.h>
@@ -56,53 +57,98 @@ static size_t reencode(uint8_t *out, size_t cap, const uint8_t *segs,
   return w;
 }
 
+/* One option `number` after option *last; bytes written or (size_t)-1. */
+static size_t one(uint8_t *out, size_t cap, unsigned number, unsigned *last,
+                  const void *value, size_t len) {
+  size_t n = coap_opt_encode(out, cap, (uint16_t)(number - *last), value, len);
+  if (!n)
+    return (size_t)-1;
+  *last = number;
+  return n;
+}
+
+/* "/a/b" (Uri-Path) or "k=v&x" (Uri-Query) as one option per segment via
+ * libcoap's splitters; bytes written or (size_t)-1. */
+static size_t split(uint8_t *out, size_t cap, unsigned number, unsigned *last,
+                    const char *s, size_t len) {
+  uint8_t segs[4 * GE_MAX_PATH_BYTES + 64];
+  size_t segl = sizeof segs;
+  /* "/a/b": libcoap expects the path without its leading slash; "/" alone
+   * means no Uri-Path option at all. */
+  if (number == COAP_OPTION_URI_PATH && len && s[0] == '/') {
+    s++;
+    len--;
+  }
+  if (!len)
+    return 0;
+  int rc = number == COAP_OPTION_URI_PATH
+               ? coap_split_path((const uint8_t *)s, len, segs, &segl)
+               : coap_split_query((const uint8_t *)s, len, segs, &segl);
+  if (rc < 0)
+    return (size_t)-1;
+  return reencode(out, cap, segs, segl, number, last);
+}
+
+/* The options of q in number order; bytes written or (size_t)-1. */
+static size_t options(uint8_t *out, size_t cap, const struct ge_wire_req *q) {
+  uint8_t port[2];
+  size_t portlen = coap_encode_var_safe(port, sizeof port, q->port);
+  const struct {
+    unsigned number;
+    const void *value;
+    size_t len;
+    bool present;
+  } opt[] = {
+      {COAP_OPTION_URI_HOST, q->host, q->hlen, q->hlen > 0},
+      {COAP_OPTION_URI_PORT, port, portlen, q->port != 0},
+      {COAP_OPTION_URI_PATH, q->path, q->plen, q->plen > 0},
+      /* text/plain (0): a zero-length uint */
+      {COAP_OPTION_CONTENT_FORMAT, NULL, 0, q->paylen > 0},
+      {COAP_OPTION_URI_QUERY, q->query, q->qlen, q->qlen > 0},
+      {COAP_OPTION_PROXY_URI, q->proxy_uri, q->ulen, q->ulen > 0},
+      {COAP_OPTION_PROXY_SCHEME, q->scheme, q->slen, q->slen > 0},
+  };
+  unsigned last = 0;
+  size_t w = 0;
+  for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+    unsigned num = opt[i].number;
+    if (!opt[i].present)
+      continue;
+    size_t n =
+        num == COAP_OPTION_URI_PATH || num == COAP_OPTION_URI_QUERY
+            ? split(out + w, cap - w, num, &last, opt[i].value, opt[i].len)
+            : one(out + w, cap - w, num, &last, opt[i].value, opt[i].len);
+    if (n == (size_t)-1)
+      return n;
+    w += n;
+  }
+  return w;
+}
+
+size_t ge_wire_encode(uint8_t *out, size_t cap, const struct ge_wire_req *q) {
+  size_t w = options(out, cap, q);
+  if (w == (size_t)-1)
+    return 0;
+  if (q->paylen) {
+    if (w + 1 + q->paylen > cap)
+      return 0;
+    out[w++] = 0xFF; /* payload marker */
+    memcpy(out + w, q->payload, q->paylen);
+    w += q->paylen;
+  }
+  return w;
+}
+
 size_t ge_wire_template(uint8_t *out, size_t cap, const char *path, size_t plen,
                         const char *query, size_t qlen, const char *payload,
                         size_t paylen) {
-  uint8_t segs[4 * GE_MAX_PATH_BYTES + 64];
-  size_t w = 0, segl, n;
-  unsigned last = 0;
-  /* "/a/b": libcoap expects the path without its leading slash; "/" alone
-   * means no Uri-Path option at all. */
-  if (plen && path[0] == '/') {
-    path++;
-    plen--;
-  }
-  if (plen) {
-    segl = sizeof segs;
-    if (coap_split_path((const uint8_t *)path, plen, segs, &segl) < 0)
-      return 0;
-    n = reencode(out + w, cap - w, segs, segl, COAP_OPTION_URI_PATH, &last);
-    if (n == (size_t)-1)
-      return 0;
-    w += n;
-  }
-  if (paylen) {
-    /* Content-Format text/plain (0): a zero-length uint */
-    n = coap_opt_encode(out + w, cap - w,
-                        (uint16_t)(COAP_OPTION_CONTENT_FORMAT - last), NULL, 0);
-    if (!n)
-      return 0;
-    w += n;
-    last = COAP_OPTION_CONTENT_FORMAT;
-  }
-  if (qlen) {
-    segl = sizeof segs;
-    if (coap_split_query((const uint8_t *)query, qlen, segs, &segl) < 0)
-      return 0;
-    n = reencode(out + w, cap - w, segs, segl, COAP_OPTION_URI_QUERY, &last);
-    if (n == (size_t)-1)
-      return 0;
-    w += n;
-  }
-  if (paylen) {
-    if (w + 1 + paylen > cap)
-      return 0;
-    out[w++] = 0xFF; /* payload marker */
-    memcpy(out + w, payload, paylen);
-    w += paylen;
-  }
-  return w;
+  const struct ge_wire_req q = {.path = path,
+                                .plen = plen,
+                                .query = query,
+                                .qlen = qlen,
+                                .payload = payload,
+                                .paylen = paylen};
+  return ge_wire_encode(out, cap, &q);
 }
 
 int ge_wire_method(const char *s, size_t len) {

@@ -18,6 +18,26 @@ enum { GE_CON = 0, GE_NON = 1, GE_ACK = 2, GE_RST = 3 };
 void ge_wire_header(uint8_t out[GE_HDR_LEN], uint8_t type, uint8_t code,
                     uint16_t mid, uint32_t salt, uint32_t idx);
 void ge_wire_empty(uint8_t out[4], uint8_t type, uint16_t mid);
+/* What a request template carries: its options in number order (a text
+ * of length 0, or port 0, leaves its option out) and the payload. */
+struct ge_wire_req {
+  const char *host; /* Uri-Host (3) */
+  size_t hlen;
+  uint16_t port;    /* Uri-Port (7) */
+  const char *path; /* "/a/b": Uri-Path (11), one per segment */
+  size_t plen;
+  const char *query; /* "k=v&x": Uri-Query (15), one per part */
+  size_t qlen;
+  const char *proxy_uri; /* Proxy-Uri (35) */
+  size_t ulen;
+  const char *scheme; /* Proxy-Scheme (39) */
+  size_t slen;
+  const char *payload; /* with Content-Format (12) text/plain */
+  size_t paylen;
+};
+/* Encodes the options and payload; returns the length or 0 when it does
+ * not fit (or a path or query cannot be split). */
+size_t ge_wire_encode(uint8_t *out, size_t cap, const struct ge_wire_req *q);
 /* Encodes Uri-Path, Content-Format, Uri-Query and payload; returns the
  * length or 0 when it does not fit. */
 size_t ge_wire_template(uint8_t *out, size_t cap, const char *path, size_t plen,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from wotbench.base.errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
+from wotbench.reporting._gatewaysection import gateway_result
 from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
 from wotbench.reporting._injected import read_interference
@@ -84,6 +85,15 @@ class Analysis:
 def spec_for(files: RunFiles) -> Spec | None:
     """The spec as run (spec.yaml), None without one."""
     return None if files.spec is None else load_saved(files.spec)
+
+
+def _saved_spec(files: RunFiles) -> Spec | None:
+    """The spec as run, or None without one or when it cannot be read (the
+    thresholds were given: the analysis does not depend on it)."""
+    try:
+        return spec_for(files)
+    except UserError:
+        return None
 
 
 def thresholds_for(files: RunFiles) -> Thresholds:
@@ -316,8 +326,12 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     result["warnings"] = stability_warnings(result, th)
     result["verdict"] = verdict
     result["reasons"] = reasons
+    containers = read_monitor(files.containers_monitor)
+    # A gateway under test: its numbers, apart from the testbed's verdict.
+    result["gateway"] = gateway_result(spec if spec is not None else _saved_spec(files), files, lambda: ge_data(files),
+                                       phases, ges, containers, verdict)
     return Analysis(files.root, _json_safe(result), plots, h.cd_plot, h.host_cpu,
-                    _container_cpu(read_monitor(files.containers_monitor)), h.host_plots, timing)
+                    _container_cpu(containers), h.host_plots, timing)
 
 
 def analyze_run(run_dir: Path, thresholds: Thresholds | None = None) -> dict[str, Any]:

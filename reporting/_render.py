@@ -55,6 +55,8 @@ def terminal_text(an: Analysis) -> str:
              f"measurement phase ({(r['phases']['measure'][1] - r['phases']['measure'][0]) / 1e6:g} s); "
              f"{c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors"]
     lines += [f"   ! {n}" for n in run_notes(an)] + [""]
+    if r.get("gateway"):
+        lines += ["Gateway under test", f"   {r['gateway']['answer']}", ""]
     for title, (head, rows) in (("Checks", checks_table(r)), ("Rate and send lag", rate_table(r)),
                                 ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r)),
                                 ("Latency", latency_table(r))):
@@ -94,6 +96,8 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     notes = run_notes(an)
     if notes:
         out += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
+    if r.get("gateway"):
+        out += ["## Gateway under test", "", r["gateway"]["answer"], ""]
     out += ["## Checks", "", _md_table(checks_table(r)), ""]
     if r["warnings"]:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
@@ -217,6 +221,8 @@ def html_page(an: Analysis, figures: Figures) -> str:
     if r["reasons"]:
         parts.append('<ul class="reasons">' + "".join(f"<li>{html.escape(x)}</li>" for x in r["reasons"]) + "</ul>")
     parts += [f'<div class="warn">{html.escape(n)}</div>' for n in run_notes(an)]
+    if r.get("gateway"):
+        parts += ["<h2>Gateway under test</h2>", f"<p>{html.escape(r['gateway']['answer'])}</p>"]
     parts += ["<h2>Checks</h2>", _html_table(checks_table(r), reason_col=2)]
     if r["warnings"]:
         parts += ["<h2>Warnings</h2>"] + [f'<div class="warn">{html.escape(w)}</div>' for w in r["warnings"]]

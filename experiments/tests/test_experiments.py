@@ -100,3 +100,15 @@ def test_unknown_scale_is_one_error_line_and_exit_2(cmd, tmp_path):
     assert len(lines) == 1 and lines[0].startswith(f"error: {spec_path}:")
     assert ": scales: unknown scale 'huge' (the spec has: full, small, ci)" in lines[0]
     assert not list(tmp_path.iterdir())             # nothing written
+
+
+@pytest.mark.parametrize("scale", ["full", "small", "ci"])
+@pytest.mark.parametrize("cores, gateway_core, ge_core", [("0-1", "1", "0"), ("0-7", "7", "1")])
+def test_the_gateway_experiment_plans_its_gateway_on_a_core_of_its_own(scale, cores, gateway_core, ge_core):
+    proc = _cli("plan", str(EXP / "gateway.yaml"), "--scale", scale, "--cores", cores, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"gateway under test: cpuset {gateway_core} (its own)" in proc.stdout
+    assert f"GE 0: core {ge_core}," in proc.stdout
+    g = spec.load(EXP / "gateway.yaml", scale)[0].spec
+    assert g.gateway_under_test is not None and g.gateway_under_test.shipped == "aiocoap"
+    assert g.device_count == 20

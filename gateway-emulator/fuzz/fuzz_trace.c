@@ -29,7 +29,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!buf)
     return 0;
   memcpy(buf, data, size);
+  /* A third of the inputs go through a gateway (north.c's templates). */
+  bool has_port;
+  const char *why;
+  p.north = (uint8_t)(size % 3); /* direct, coap-uri, coap-scheme */
+  p.has_gateway = p.north != 0;
+  if (ge_parse_address("[::1]:5690", 10, &p.gateway, &has_port, &why))
+    abort();
   if (ge_trace_parse_buf(&p, "trace", buf, size, &h, &e) == 0) {
+    if (p.has_gateway && p.npeer != 1)
+      abort(); /* every request goes to the gateway */
     if (ge_plan_finish(&p, 7) == 0) {
       /* the run-time cursor reads back exactly what the scan counted */
       uint32_t *rank = calloc(p.npeer, sizeof *rank);

@@ -130,7 +130,7 @@ def test_every_exported_name_is_prefixed(ge_bin):
     assert symbols(OBJ / "main.o")[0] == {"main"}
 
 
-@pytest.mark.parametrize("which", ["trace", "datagram"])
+@pytest.mark.parametrize("which", ["trace", "datagram", "http"])
 def test_fuzzer_links_exactly_what_it_reaches(which, ge_fuzzers):
     objs = {m: OBJ / "fuzz" / f"{m}.o" for m in make_var(f"GE_FUZZ_{which.upper()}_MODS")}
     objs[f"fuzz_{which}"] = OBJ / "fuzz" / f"fuzz_{which}.o"

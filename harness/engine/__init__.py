@@ -4,6 +4,7 @@ Docker engine) and :class:`SwarmBackend` (the nodes of a Docker Swarm)."""
 
 from wotbench.engine._api import (
     ENGINE_GONE,
+    GATEWAY_ROLE,
     GE_ROLES,
     HOG_ROLE,
     NODE_ROLES,
@@ -20,4 +21,5 @@ from wotbench.engine._swarm import SwarmBackend
 from wotbench.engine._timing import PhaseTimes
 
 __all__ = ["ENGINE_GONE", "Backend", "ContainerSpec", "ContainerState", "Mount", "Removed", "Started", "DockerBackend",
-           "SwarmBackend", "ClockOffset", "IO", "COAP_PORT", "NODE_ROLES", "GE_ROLES", "HOG_ROLE", "PhaseTimes"]
+           "SwarmBackend", "ClockOffset", "IO", "COAP_PORT", "NODE_ROLES", "GE_ROLES", "HOG_ROLE", "GATEWAY_ROLE",
+           "PhaseTimes"]

@@ -32,13 +32,15 @@ if TYPE_CHECKING:
 ENGINE_GONE: tuple[type[Exception], ...] = (requests.exceptions.ConnectionError, docker.errors.DockerException)
 
 __all__ = ["ENGINE_GONE", "Backend", "ContainerSpec", "ContainerState", "Mount", "Started", "Removed",
-           "NODE_ROLES", "GE_ROLES", "HOG_ROLE"]
+           "NODE_ROLES", "GE_ROLES", "HOG_ROLE", "GATEWAY_ROLE"]
 
 #: Roles of the containers of a run.
 NODE_ROLES = ("device", "cd-node")
 GE_ROLES = ("ge", "cd-ge")
 #: A noisy neighbour (wotbench-hog, in the device image; no network).
 HOG_ROLE = "hog"
+#: The gateway under test: the user's image between the GEs and the devices.
+GATEWAY_ROLE = "gateway"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class ContainerSpec:
     node: str | None = None         # engine node to place it on; None: the backend chooses
     entrypoint: tuple[str, ...] | None = None   # another program of its image (None: the image's)
     rt_budget: RtBudget | None = None   # a SCHED_FIFO GE/CD-GE: its RT budget (the harness gives it FIFO)
+    image: str | None = None        # an image of the user's (the gateway under test); None: the role's
+    env: tuple[tuple[str, str], ...] = ()       # its environment
+    tmpfs: tuple[str, ...] = ()     # folders given a tmpfs (writable under the read-only root)
+    extra_hosts: tuple[tuple[str, str], ...] = ()   # (name, address) into its hosts file
 
     @property
     def image_role(self) -> str:
@@ -171,6 +177,13 @@ class Backend(Protocol):
 
     def start_offline(self, spec: ContainerSpec) -> Started:
         """Starts a container with no network: a resource monitor (collectl), a hog."""
+
+    def check_image(self, ref: str) -> str:
+        """The id of the image ``ref`` (the gateway under test's); a missing image is a UserError."""
+
+    def start_gateway(self, spec: ContainerSpec) -> Started:
+        """Starts the gateway under test on every network of the run, at an
+        address of its own (``Started.address``)."""
 
     def wait(self, started: Started, timeout_s: float) -> int | None:
         """Exit code of a container, or None when it had to be killed after ``timeout_s``."""

@@ -27,6 +27,7 @@ from docker.models.containers import Container
 from docker.models.networks import Network
 from tqdm import tqdm
 
+from wotbench.base.errors import UserError
 from wotbench.base.formats import DEFAULT_COAP_PORT
 from wotbench.base.results import write_atomic
 from wotbench.engine import dockerenv
@@ -50,6 +51,11 @@ _GE_SLOTS = 8
 #: GEs (workload, CD, probe) run as this uid when the harness runs as root.
 UNPRIVILEGED_UID = 65534
 UNPRIVILEGED_ROLES = ("ge", "cd-ge", "probe")
+#: The gateway under test's address on every network: host 1020 of its /22,
+#: past every node's (``addresses``) and below the broadcast address.
+_GATEWAY_HOST = 1020
+#: A tmpfs of the gateway (its /tmp under the read-only root).
+TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m,mode=1777"
 #: Subnets a run tries past ones another tool took between listing and creating.
 SUBNET_RETRIES = 8
 T = TypeVar("T")
@@ -65,13 +71,16 @@ class CreateOptions(TypedDict, total=False):
     init: bool
     cpu_rt_runtime: int
     cpu_rt_period: int
+    environment: dict[str, str]
+    tmpfs: dict[str, str]
+    extra_hosts: dict[str, str]
 
 
 class CreateArgs(dockerenv.Hardening, CreateOptions, total=False):
     """What every container of a run is created with (:meth:`DockerBackend.create_args`)."""
 
     image: Required[str]
-    command: Required[list[str]]
+    command: Required[list[str] | None]
     name: Required[str]
     detach: Required[bool]
     cpuset_cpus: Required[str]
@@ -216,8 +225,16 @@ class DockerBackend:
         if spec.rt_budget is not None:  # SCHED_FIFO GE/CD-GE: its RT budget (FIFO given by the harness)
             opts["cpu_rt_runtime"] = spec.rt_budget.runtime_us
             opts["cpu_rt_period"] = spec.rt_budget.period_us
+        if spec.env:
+            opts["environment"] = dict(spec.env)
+        if spec.tmpfs:
+            opts["tmpfs"] = dict.fromkeys(spec.tmpfs, TMPFS_OPTIONS)
+        if spec.extra_hosts:
+            opts["extra_hosts"] = dict(spec.extra_hosts)
         extra = {LABEL_DEVICE: str(spec.device_id)} if spec.device_id is not None else {}
-        return {"image": IMAGES[spec.image_role], "command": list(spec.argv), "name": self.name_of(spec.key),
+        # No command: the image's own (a gateway under test without `command`).
+        command = list(spec.argv) if spec.argv or spec.image is None else None
+        return {"image": spec.image or IMAGES[spec.image_role], "command": command, "name": self.name_of(spec.key),
                 "detach": True, "cpuset_cpus": spec.cpuset, "labels": self.labels(spec.role, **extra),
                 **dockerenv.hardening(memory_bytes=spec.memory_bytes, pids=spec.pids), **opts}
 
@@ -320,6 +337,25 @@ class DockerBackend:
             self.attached[name].append(dockerenv.engine_name(net))
         ct.start()
         return Started(spec.key, spec.role, name, dockerenv.engine_id(ct))
+
+    def check_image(self, ref: str) -> str:
+        try:
+            return dockerenv.engine_id(self.client.images.get(ref))
+        except docker.errors.ImageNotFound:
+            raise UserError(f"image {ref} is missing on this host (docker images; a shipped gateway's "
+                            "image is built by docker/build-images.sh)", field="gateway_under_test.image") from None
+
+    def start_gateway(self, spec: ContainerSpec) -> Started:
+        """The gateway under test on its cpuset, on every network of the
+        run at host _GATEWAY_HOST of each."""
+        addresses = [str(sub.network_address + _GATEWAY_HOST) for sub in self.subnets]
+        ct, _ = self._create(spec, dockerenv.engine_name(self.networks[0]), addresses[0])
+        name = dockerenv.engine_name(ct)
+        for net, address in zip(self.networks[1:], addresses[1:], strict=True):
+            net.connect(ct, ipv4_address=address)
+            self.attached[name].append(dockerenv.engine_name(net))
+        ct.start()
+        return Started(spec.key, spec.role, name, dockerenv.engine_id(ct), addresses[0], spec.node)
 
     def start_offline(self, spec: ContainerSpec) -> Started:
         """A container with no network: a monitor (it reads the host's

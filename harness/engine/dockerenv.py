@@ -67,6 +67,16 @@ IMAGES = {
     "ge": f"wotbench/ge:{IMAGE_TAG}",
     "nettools": f"wotbench/nettools:{IMAGE_TAG}",
 }
+#: The image of a gateway shipped with wotbench (``wotbench/gw-<name>``, docker/build-images.sh).
+GATEWAY_IMAGE = "wotbench/gw-{name}:" + IMAGE_TAG
+
+
+def gateway_image(image: str, shipped: str | None) -> str:
+    """The image reference of a gateway under test: a shipped gateway's by
+    its name, else the user's reference as written."""
+    return GATEWAY_IMAGE.format(name=shipped) if shipped is not None else image
+
+
 #: Parallel Docker API calls when creating, starting, stopping or removing many
 #: containers: on 2 cores 8 starts as fast as 4 and removes ~20 % faster; 2 is
 #: slower (`python -m wotbench.studies.harness_bench --compare 60 --workers 4 2 8`, harness/README.md).

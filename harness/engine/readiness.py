@@ -1,5 +1,6 @@
 """Readiness and reachability probes: CoAP ``GET /.well-known/core`` sent
-from the host straight to the containers' bridge addresses.
+from the host straight to the containers' bridge addresses; and a gateway
+under test's readiness check (a CoAP ping, a TCP connect or an HTTP answer).
 
 One UDP socket serves every target, so 1,000 devices are probed in one
 pass instead of 1,000 client processes. Only three facts of a reply are
@@ -15,7 +16,7 @@ import selectors
 import socket
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 _WELL_KNOWN_CORE = bytes([0xBB]) + b".well-known" + bytes([0x04]) + b"core"
 _CONTENT = 0x45                        # 2.05
@@ -159,3 +160,72 @@ def _drain(sock: socket.socket, got: set[int]) -> None:
         mid = _answer_mid(data)
         if mid is not None:
             got.add(mid)
+
+
+# --- a gateway under test: a CoAP ping, a TCP connect or an HTTP answer ------
+
+#: An empty CON message (a CoAP ping, RFC 7252 4.3): a CoAP endpoint answers RST.
+_RST = 3
+
+
+def coap_ping(target: tuple[str, int], timeout_s: float, mid: int = 0x5742) -> bool:
+    """Whether ``target`` answers an empty CON with a RST (or an empty ACK) of its message id."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout_s)
+        try:
+            sock.connect(target)
+            sock.send(struct.pack("!BBH", 0x40, 0x00, mid))
+            data = sock.recv(2048)
+        except OSError:                 # refused (ICMP), timed out, unreachable
+            return False
+    return (len(data) >= 4 and data[0] >> 6 == 1 and (data[0] >> 4) & 3 in (2, _RST)
+            and struct.unpack_from("!H", data, 2)[0] == mid)
+
+
+def tcp_open(target: tuple[str, int], timeout_s: float) -> bool:
+    """Whether ``target`` accepts a TCP connection."""
+    try:
+        with socket.create_connection(target, timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def http_answers(target: tuple[str, int], path: str, timeout_s: float) -> bool:
+    """Whether ``target`` answers ``GET path`` with an HTTP status line (any status)."""
+    request = f"GET {path} HTTP/1.1\r\nHost: {target[0]}:{target[1]}\r\nConnection: close\r\n\r\n".encode()
+    try:
+        with socket.create_connection(target, timeout=timeout_s) as sock:
+            sock.sendall(request)
+            head = sock.recv(16)
+    except OSError:
+        return False
+    return head.startswith(b"HTTP/1.")
+
+
+def probe_once(target: tuple[str, int], how: str, timeout_s: float) -> bool:
+    """One readiness check: ``coap`` (a ping), ``tcp`` or ``http:/PATH``."""
+    if how == "coap":
+        return coap_ping(target, timeout_s)
+    if how == "tcp":
+        return tcp_open(target, timeout_s)
+    if how.startswith("http:/"):
+        return http_answers(target, how[len("http:"):], timeout_s)
+    raise ValueError(f"unknown readiness check {how!r}")
+
+
+def wait_service(target: tuple[str, int], how: str, timeout_s: float, alive: Callable[[], bool],
+                 retry_s: float = 0.25) -> str | None:
+    """Checks ``target`` until it is ready (None), its container is no longer
+    ``alive``, or ``timeout_s`` passed (then why, in words)."""
+    deadline = time.monotonic() + timeout_s
+    tries = 0
+    while True:
+        tries += 1
+        if probe_once(target, how, min(1.0, max(0.05, deadline - time.monotonic()))):
+            return None
+        if not alive():
+            return f"its container stopped before it was ready ({tries} check(s) of {how})"
+        if time.monotonic() + retry_s >= deadline:
+            return f"no answer to {tries} check(s) of {how} on {target[0]}:{target[1]} in {timeout_s:g} s"
+        time.sleep(retry_s)

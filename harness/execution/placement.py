@@ -15,6 +15,12 @@ fewer the plan degrades by a fixed rule and says so in ``notes``:
 4. with no non-reserved core (a one-core host) everything shares it;
    reserving every core of a larger host is an error.
 
+A gateway under test (``gateway_under_test.cores``) takes its cores first,
+the last non-reserved ones, and never shares them: a host with fewer
+cores outside ``placement.reserve`` is refused. What is left is planned by
+the rules above; when the gateway takes every non-reserved core, the GEs,
+the CD pair and the devices share the reserved cores (a note says so).
+
 On a swarm (:func:`make_cluster_plan`) each node's cores get such a plan:
 the GE node's for its GE(s), every device node's for one CD pair and its
 devices (the same rules, the same ``placement.reserve``); the device ids
@@ -94,6 +100,7 @@ class Plan:
     ge_rt_budgets: tuple[str, ...] = ()    # under fifo: --rt-budget R/P of GE k
     cd_ge_rt_budget: str | None = None     # under fifo: the CD-GE's (None: normal scheduler)
     sched_why: tuple[str, ...] = ()        # why (or why not) SCHED_FIFO
+    gateway_cores: tuple[int, ...] = ()    # the gateway under test's own cores (none: no gateway)
 
     @property
     def cores_shared(self) -> bool:
@@ -109,6 +116,8 @@ class Plan:
     def render(self, group_of: Sequence[int] | None = None, group_names: Sequence[str] = ()) -> str:
         lines = [f"cores offered: {cpuset(self.available)} ({len(self.available)})",
                  f"  OS, harness, monitor: {cpuset(self.reserved)}"]
+        if self.gateway_cores:
+            lines.append(f"  gateway under test: cpuset {cpuset(self.gateway_cores)} (its own)")
         for k, c in enumerate(self.ge_cores):
             lines.append(f"  GE {k}: core {c}, " + (f"SCHED_FIFO, RT budget {self.ge_rt_budgets[k]} us"
                                                     if k < len(self.ge_rt_budgets) else "normal scheduler"))
@@ -133,24 +142,17 @@ class Plan:
 
 
 def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances: int,
-              cd_enabled: bool, devices: int, affinity: bool) -> Plan:
+              cd_enabled: bool, devices: int, affinity: bool, gateway_cores: int = 0) -> Plan:
     avail = tuple(sorted(set(available)))
-    if not avail:
-        raise UserError("the host offers no CPU to this process")
-    missing = [c for c in reserve if c not in avail]
-    if missing:
-        raise UserError(f"core(s) {cpuset(missing)} not offered by this host "
-                        f"(offered: {cpuset(avail)})", field="placement.reserve")
-    reserved = tuple(sorted(reserve))
-    others = [c for c in avail if c not in reserved]
-    if not others and len(avail) > 1:
-        raise UserError(f"reserves every offered core ({cpuset(avail)}): leave at least one for the GE(s)",
-                        field="placement.reserve")
+    reserved, others = _reserve(avail, reserve)
+    gw = _gateway_cores(others, gateway_cores, reserved)
+    others = others[:len(others) - len(gw)]
+    avail_rest = [c for c in avail if c not in gw]
     m, n_ge, cd = len(others), ge_instances, 1 if cd_enabled else 0
     # A core for the devices and the CD node; none on a node of a swarm
     # that runs only the GEs (devices=0, no CD pair).
     dev = 1 if devices or cd else 0
-    needed = len(reserved) + n_ge + cd + dev
+    needed = len(reserved) + n_ge + cd + dev + len(gw)
     short = f"{len(avail)} cores offered, {needed} needed for the paper's layout: "
     notes: list[str] = []
     cd_dedicated = True
@@ -175,9 +177,15 @@ def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances:
         notes.append(short + f"the GE(s) take core {others[0]}; devices"
                      + (", the CD node and the CD-GE" if cd else "")
                      + f" share core(s) {cpuset(reserved)} with the OS, harness and monitor")
+    elif gw:
+        ge_cores = [reserved[i % len(reserved)] for i in range(n_ge)]
+        cd_core, dev_cores, cd_dedicated = None, list(reserved), False
+        notes.append(short + f"the gateway under test takes core(s) {cpuset(gw)}; the GE(s)"
+                     + (", the CD pair" if cd else "") + f" and the devices share core(s) {cpuset(reserved)} "
+                     "with the OS, harness and monitor")
     else:
-        ge_cores = [avail[i % len(avail)] for i in range(n_ge)]
-        cd_core, dev_cores, cd_dedicated = None, list(avail), False
+        ge_cores = [avail_rest[i % len(avail_rest)] for i in range(n_ge)]
+        cd_core, dev_cores, cd_dedicated = None, list(avail_rest), False
         notes.append("no core left outside placement.reserve: everything shares every core")
     # The CD node takes the first round-robin slot so that it sits with the
     # devices it watches over.
@@ -194,7 +202,41 @@ def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances:
         cd_ge_cpuset=(str(cd_core) if cd_core is not None else cpuset(dev_cores)) if cd else None,
         device_cores=tuple(dev_cores), affinity=affinity,
         device_cpusets=tuple(pins[cd:]), cd_node_cpuset=pins[0] if cd else None,
-        degraded=degraded, notes=tuple(notes), cd_ge_spin_us=CD_GE_SPIN_US if cd else None)
+        degraded=degraded, notes=tuple(notes), cd_ge_spin_us=CD_GE_SPIN_US if cd else None,
+        gateway_cores=tuple(gw))
+
+
+def _reserve(avail: tuple[int, ...], reserve: Sequence[int]) -> tuple[tuple[int, ...], list[int]]:
+    """The reserved cores and the others; a reserve the host lacks, or one
+    of every core of a multi-core host, is a UserError."""
+    if not avail:
+        raise UserError("the host offers no CPU to this process")
+    missing = [c for c in reserve if c not in avail]
+    if missing:
+        raise UserError(f"core(s) {cpuset(missing)} not offered by this host "
+                        f"(offered: {cpuset(avail)})", field="placement.reserve")
+    reserved = tuple(sorted(reserve))
+    others = [c for c in avail if c not in reserved]
+    if not others and len(avail) > 1:
+        raise UserError(f"reserves every offered core ({cpuset(avail)}): leave at least one for the GE(s)",
+                        field="placement.reserve")
+    return reserved, others
+
+
+def _gateway_cores(others: Sequence[int], n: int, reserved: Sequence[int]) -> list[int]:
+    """The gateway under test's ``n`` cores: the last ones outside the
+    reserve, never shared; fewer there is a UserError."""
+    if n <= 0:
+        return []
+    if n > len(others):
+        raise UserError(f"the gateway under test needs {n} core(s) of its own, never shared with the GEs, "
+                        f"the CD pair or the devices; {len(others)} offered outside placement.reserve "
+                        f"({cpuset(others) or 'none'}; reserved: {cpuset(reserved) or 'none'})",
+                        field="gateway_under_test.cores")
+    if n == len(others) and not reserved:
+        raise UserError(f"the gateway under test would take every core ({cpuset(others)}): none left for "
+                        "the GEs and the devices (placement.reserve is empty)", field="gateway_under_test.cores")
+    return list(others[len(others) - n:])
 
 
 # --- per node: a plan for each node of a swarm ----------------------------
@@ -216,6 +258,7 @@ class NodePlan:
     def roles(self) -> list[str]:
         n, d = self.ge_instances, len(self.device_ids)
         return ((["GE" if n == 1 else f"{n} GEs"] if n else [])
+                + (["gateway under test"] if self.plan.gateway_cores else [])
                 + (["CD pair"] if self.plan.cd_node_cpuset is not None else [])
                 + (["1 device" if d == 1 else f"{d} devices"] if d else []))
 
@@ -262,12 +305,13 @@ class ClusterPlan:
 
 def make_cluster_plan(inventory: Inventory, cluster: Cluster, *, reserve: Sequence[int],
                       ge_instances: int, cd_enabled: bool, group_sizes: Sequence[int],
-                      affinity: bool) -> ClusterPlan:
+                      affinity: bool, gateway_cores: int = 0) -> ClusterPlan:
     """Each node's plan for a run of ``group_sizes`` devices (device ids
     numbered group after group) on the swarm ``inventory``. A node or label
     the swarm lacks, a node that is not Ready and active, no device node
     left, or more GEs than the GE node has cores for is a UserError naming
-    the spec field, before anything starts."""
+    the spec field, before anything starts. A gateway under test
+    (``gateway_cores``) goes on the GE node, on cores of its own there."""
     ge_node, why = _ge_node(inventory, cluster.ge)
     dev_nodes, dev_why = _device_nodes(inventory, cluster.devices, ge_node)
     why += dev_why
@@ -275,7 +319,8 @@ def make_cluster_plan(inventory: Inventory, cluster: Cluster, *, reserve: Sequen
     def plan_of(node: NodeInfo, n_ge: int, devices: int) -> Plan:
         try:
             return make_plan(node.cores, reserve=reserve, ge_instances=n_ge,
-                             cd_enabled=cd_enabled and devices > 0, devices=devices, affinity=affinity)
+                             cd_enabled=cd_enabled and devices > 0, devices=devices, affinity=affinity,
+                             gateway_cores=gateway_cores if node is ge_node else 0)
         except UserError as err:
             err.what = f"node {node.hostname}: {err.what}"
             err.field = err.field or "placement"
@@ -301,6 +346,8 @@ def make_cluster_plan(inventory: Inventory, cluster: Cluster, *, reserve: Sequen
         why.append("one CD pair (CD-GE + CD node) on every device node, with its devices")
     why.append(f"on every node: core(s) {cpuset(reserve)} for the OS, harness and monitor "
                "(placement.reserve), the per-host rules for the rest")
+    if gateway_cores:
+        why.append(f"gateway under test on the GE node {ge_node.hostname}, {gateway_cores} core(s) of its own")
     parts = [(ge_node, next((i for n, i in zip(dev_nodes, ids, strict=True) if n is ge_node), []))]
     parts += [(n, i) for n, i in zip(dev_nodes, ids, strict=True) if i and n is not ge_node]
     plans = [NodePlan(n, ge_instances if n is ge_node else 0, tuple(i),

@@ -10,6 +10,7 @@ from wotbench.spec import _read as read
 from wotbench.spec._capacity import CapacitySpec
 from wotbench.spec._cluster import Cluster
 from wotbench.spec._devices import DeviceGroup, read_groups
+from wotbench.spec._gateway_ut import GatewayUnderTest, read_gateway_ut
 from wotbench.spec._interference import Interference, read_interference
 from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validity import Thresholds, parse_validity
@@ -17,7 +18,7 @@ from wotbench.spec._workload import WorkloadSpec, read_workload
 from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
-            "sweep", "validity", "capacity", "cluster", "interference",
+            "sweep", "validity", "capacity", "cluster", "interference", "gateway_under_test",
             "validate_cd")   # read by `wotbench validate-cd` only (harness/studies/validate_cd.py)
 
 
@@ -49,6 +50,8 @@ class Spec:
     """Where the parts go on a swarm; None: one host (or the swarm's defaults)."""
     interference: tuple[Interference, ...] = ()
     """Noisy neighbours during the measurement phase (docs/interference.md)."""
+    gateway_under_test: GatewayUnderTest | None = None
+    """The user's gateway between the GEs and the devices; None: the GEs talk to the devices."""
 
     @property
     def device_count(self) -> int:
@@ -91,6 +94,7 @@ class Spec:
             cluster=Cluster.build(m["cluster"], src, ("cluster",)) if "cluster" in m else None,
             interference=read_interference(m.get("interference"), src,
                                            phases.measure_us if "phases" in m and phases else None),
+            gateway_under_test=read_gateway_ut(m.get("gateway_under_test"), src),
         )
         if spec.gateway.instances > spec.device_count:
             raise src.error(f"{spec.gateway.instances} GEs for {spec.device_count} devices",

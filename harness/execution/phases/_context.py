@@ -88,6 +88,8 @@ class RunContext:
     self_sampler: HarnessSampler = field(default_factory=HarnessSampler)
     collectl: Collectl | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
+    gateway: Started | None = None
+    """The gateway under test, once started and ready (None: the GEs talk to the devices)."""
 
     @property
     def hs(self) -> Spec:

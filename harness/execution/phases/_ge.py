@@ -15,6 +15,7 @@ from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.engine import ContainerSpec, Mount
 from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._gateway import north_args
 from wotbench.execution.phases._preflight import Workload
 from wotbench.execution.phases._topology import HostPart, Layout, Node
 from wotbench.execution.placement import Plan
@@ -164,6 +165,9 @@ def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, star
                    hosts=f"{OUT}/{layout.HOSTS}", out=f"{OUT}/{layout.ge_output(k)}",
                    summary=f"{OUT}/{layout.ge_summary(k)}", start_at_us=start_at_us, late_us=wl.late_us,
                    cpu=core, rt_budget=budget)
+    gut, gw = ctx.hs.gateway_under_test, ctx.gateway
+    if gut is not None and gw is not None and gw.address:     # every request through the gateway
+        argv += north_args(gut, gw.address)
     return ContainerSpec(f"ge-{k}", "ge", tuple(argv), core, GE_MEMORY, GE_PIDS, as_caller=True,
                          rt_budget=_budget(budget), mounts=(
         Mount(ctx.run.workload, IN), Mount(ctx.run.ge_dir, OUT, writable=True)))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from wotbench.base.errors import UserError
-from wotbench.engine import Backend, SwarmBackend
+from wotbench.engine import GATEWAY_ROLE, Backend, SwarmBackend
 from wotbench.engine.inventory import Inventory
 from wotbench.execution import rtplan
 from wotbench.execution.instances import (
@@ -27,6 +27,7 @@ from wotbench.execution.instances import (
     peak_rps,
 )
 from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._gateway import image_ref
 from wotbench.execution.phases._interfere import schedule
 from wotbench.execution.phases._topology import HostPart, Layout, layout_of
 from wotbench.execution.placement import ClusterPlan, Plan, make_cluster_plan, make_plan
@@ -53,10 +54,16 @@ def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
     try:
         return make_plan(available, reserve=hs.placement.reserve,
                          ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
-                         devices=hs.device_count, affinity=hs.placement.affinity)
+                         devices=hs.device_count, affinity=hs.placement.affinity,
+                         gateway_cores=gateway_cores(hs))
     except UserError as err:
         err.field = err.field or "placement"
         raise
+
+
+def gateway_cores(hs: Spec) -> int:
+    """Cores the gateway under test takes for itself (0: no gateway)."""
+    return hs.gateway_under_test.cores if hs.gateway_under_test is not None else 0
 
 
 def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
@@ -72,7 +79,7 @@ def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
     return rtplan.decide(make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
                                        ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
                                        group_sizes=[g.count for g in hs.groups],
-                                       affinity=hs.placement.affinity),
+                                       affinity=hs.placement.affinity, gateway_cores=gateway_cores(hs)),
                      hs.gateway.scheduler, inventory.local.hostname)
 
 
@@ -152,6 +159,12 @@ def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
             if g.impairment is not None]
     remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
     images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote else []))
+    gut = hs.gateway_under_test
+    if gut is not None:
+        if lay.swarm:
+            raise UserError("not run on a swarm yet: its cores are planned on the GE node (wotbench plan), "
+                            "but only a one-host run starts it", field="gateway_under_test")
+        images[GATEWAY_ROLE] = backend.check_image(image_ref(gut))
     netem = backend.check_impairment(imps) if imps else False
     schedule(hs, lay)              # interference: its cores and node exist in this layout
     return Preflight(lay, images, netem, hs, auto)

@@ -14,6 +14,7 @@ from wotbench.base import rundir as layout
 from wotbench.base.formats import DEFAULT_COAP_PORT
 from wotbench.engine import ContainerSpec, Mount
 from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._gateway import start_gateway
 from wotbench.execution.phases._preflight import Workload
 from wotbench.execution.phases._probe import ready_from_ge
 from wotbench.execution.phases._topology import Layout, Node
@@ -99,6 +100,8 @@ def _todo(ctx: RunContext, lay: Layout, wl: Workload) -> list[tuple[ContainerSpe
 
 
 def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
+    """The networks, the CD nodes and the devices, ready; then the gateway
+    under test (if the spec has one), ready too."""
     todo = _todo(ctx, lay, wl)
     n_net = ctx.backend.create_networks(len(todo))
     if (arp := ctx.backend.host_changes.get("neigh")) is not None:
@@ -127,4 +130,6 @@ def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
         raise RuntimeError(f"{len(missing)} device(s) never answered GET /.well-known/core: "
                            + ", ".join(missing[:10]))
     ctx.say(f"  all {len(started)} ready after {ready_s:.1f} s")
-    return [Node(st, dev_id, g) for st, (_, dev_id, g) in zip(started, todo, strict=True)]
+    nodes = [Node(st, dev_id, g) for st, (_, dev_id, g) in zip(started, todo, strict=True)]
+    start_gateway(ctx, lay, nodes)
+    return nodes
