@@ -46,7 +46,7 @@ fuzz-build: $(FUZZERS)
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
 # and Docker end-to-end.
 test: setup build build-asan fuzz-build images images-swarm images-gateways
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
 # check: the standard tools (ruff, import-linter, mypy: harness/tests/test_tools.py)

@@ -2,7 +2,8 @@
 
 DEV_SRCS := device/main.c device/cli.c device/cpulist.c device/resources.c device/registry.c \
             device/wire.c device/tx.c device/dedup.c device/sepresp.c device/service.c \
-            device/workers.c device/loop.c device/dispatch.c device/counters.c
+            device/workers.c device/loop.c device/dispatch.c device/counters.c \
+            device/hist.c
 DEV_HDRS := $(wildcard device/*.h)
 DEV_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(DEV_SRCS))
 DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))
@@ -32,10 +33,10 @@ $(BUILD)/fuzz/fuzz-device-resources: device/fuzz/fuzz_resources.c device/resourc
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_resources.c device/resources.c
 
-$(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c device/tx.c device/registry.c device/resources.c $(DEV_HDRS)
+$(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c $(DEV_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
-	  device/wire.c device/tx.c device/registry.c device/resources.c -pthread $(COAP_LIB)
+	  device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c -pthread $(COAP_LIB)
 
 $(BUILD)/fuzz/fuzz-device-cpulist: device/fuzz/fuzz_cpulist.c device/cpulist.c device/cpulist.h
 	@mkdir -p $(@D)

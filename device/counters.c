@@ -33,8 +33,18 @@ void counters_print(FILE *f, const struct dev_counters *c) {
   fputc('\n', f);
 }
 
+static const struct {
+  const char *name;
+  size_t off;
+} hists[] = {
+#define H(x) {#x, offsetof(struct dev_hists, x)},
+    DEV_HISTOGRAMS(H)
+#undef H
+};
+
 int counters_write_json(const char *file, const char *cpus,
-                        const struct dev_counters *c) {
+                        const struct dev_counters *c,
+                        const struct dev_hists *h) {
   size_t n = strlen(file);
   char *tmp = malloc(n + 16);
   FILE *f;
@@ -50,6 +60,10 @@ int counters_write_json(const char *file, const char *cpus,
   fprintf(f, "{\"format\": %d, \"cpus\": \"%s\"", DEV_STATS_FORMAT, cpus);
   for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
     fprintf(f, ", \"%s\": %llu", fields[i].name, (unsigned long long)get(c, i));
+  for (size_t i = 0; i < sizeof(hists) / sizeof(hists[0]); i++) {
+    fprintf(f, ", \"%s\": ", hists[i].name);
+    hist_write_json(f, (const struct hist *)((const char *)h + hists[i].off));
+  }
   fputs("}\n", f);
   ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
   if (fclose(f) != 0 || !ok) {

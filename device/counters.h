@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hist.h"
+
 /* Every counter, in output order: adding a counter is one line here, and
  * the struct field and its key in the stderr line and the JSON follow. */
 #define DEV_COUNTERS(X)                                                        \
@@ -43,13 +45,27 @@ struct dev_counters {
 #undef DEV_COUNTER_FIELD
 };
 
+/* The time histograms (hist.h), in output order after the counters, each
+ * counting every served request once (so their counts sum to `served`):
+ * in the JSON only, not on the stderr line. */
+#define DEV_HISTOGRAMS(X)                                                      \
+  X(residence_us)  /* the request's receipt to its response's send */          \
+  X(queue_wait_us) /* receipt to a worker's pick-up; 0 for inline answers */
+
+struct dev_hists {
+#define DEV_HIST_FIELD(name) struct hist name;
+  DEV_HISTOGRAMS(DEV_HIST_FIELD)
+#undef DEV_HIST_FIELD
+};
+
 /* One line, `key=value` pairs, for stderr. */
 void counters_print(FILE *f, const struct dev_counters *c);
 
 /* JSON via temp file + rename: "format", "cpus" (the CPU affinity in
- * force, LIST syntax), then the counters; returns 0 or -1 (message
- * printed). */
+ * force, LIST syntax), the counters, then the histograms; returns 0 or -1
+ * (message printed). */
 int counters_write_json(const char *file, const char *cpus,
-                        const struct dev_counters *c);
+                        const struct dev_counters *c,
+                        const struct dev_hists *h);
 
 #endif

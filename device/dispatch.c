@@ -36,8 +36,9 @@ static void send_empty(struct loop *L, const struct peer *p, uint8_t type,
 
 /* Sends rc now and records it so that a duplicate gets the same bytes. */
 static void answer_now(struct loop *L, const struct peer *p, struct dd_entry *e,
-                       struct recipe *rc) {
-  tx_send(&L->tx, p, rc, L->reg);
+                       struct recipe *rc, int64_t rx_ns) {
+  tx_answer(&L->tx, p, rc, L->reg, rx_ns);
+  hist_add(&L->h->queue_wait_us, 0);
   e->state = DD_DONE;
   e->rc = *rc;
   count_answer(L->c, rc);
@@ -60,7 +61,7 @@ static void answer_duplicate(struct loop *L, const struct peer *p,
 
 /* Hands the request to a worker; 0 if the queue is full. */
 static int enqueue(struct loop *L, const struct peer *p, struct dd_entry *e,
-                   const struct recipe *rc, int64_t service_ns) {
+                   const struct recipe *rc, int64_t service_ns, int64_t now) {
   struct job *job = workers_alloc(&L->wk);
 
   if (job == NULL)
@@ -68,6 +69,7 @@ static int enqueue(struct loop *L, const struct peer *p, struct dd_entry *e,
   job->peer = *p;
   job->rc = *rc;
   job->service_ns = service_ns;
+  job->rx_ns = now;
   job->dd_slot = dedup_slot(&L->dd, e);
   job->dd_gen = e->gen;
   /* A piggybacked answer must beat the client's ACK_TIMEOUT. */
@@ -130,7 +132,7 @@ static void on_request(struct loop *L, const struct peer *p, int64_t now) {
     rc.kind = rc.code ? RC_OK : RC_ERR;
     if (rc.code == 0)
       rc.code = DEV_CODE_BAD_METHOD;
-    else if (res->service_ns > 0 && enqueue(L, p, e, &rc, res->service_ns))
+    else if (res->service_ns > 0 && enqueue(L, p, e, &rc, res->service_ns, now))
       return;
     else if (res->service_ns > 0) {
       rc.kind = RC_ERR;
@@ -139,7 +141,7 @@ static void on_request(struct loop *L, const struct peer *p, int64_t now) {
       L->c->inline_zero++;
     }
   }
-  answer_now(L, p, e, &rc);
+  answer_now(L, p, e, &rc, now);
 }
 
 void dispatch_datagram(struct loop *L, const uint8_t *buf, size_t len,
@@ -173,16 +175,17 @@ void dispatch_completions(struct loop *L, int64_t now) {
       if (job->separate) {
         job->rc.type = WIRE_CON;
         job->rc.mid = L->next_mid++;
-        tx_send(&L->tx, &job->peer, &job->rc, L->reg);
+        tx_answer(&L->tx, &job->peer, &job->rc, L->reg, job->rx_ns);
         sep_track(&L->sep, &job->peer, &job->rc, now);
       } else {
-        tx_send(&L->tx, &job->peer, &job->rc, L->reg);
+        tx_answer(&L->tx, &job->peer, &job->rc, L->reg, job->rx_ns);
         if (e != NULL) {
           e->state = DD_DONE;
           e->rc = job->rc;
         }
       }
       count_answer(L->c, &job->rc);
+      hist_add_ns(&L->h->queue_wait_us, job->rx_ns, job->start_ns);
       workers_release(&L->wk, job);
     }
   }

@@ -142,7 +142,7 @@ static void collect(struct loop *L, uint32_t unanswered) {
 }
 
 int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
-             int sigfd, struct dev_counters *c) {
+             int sigfd, struct dev_counters *c, struct dev_hists *h) {
   struct loop *L = calloc(1, sizeof(*L));
   int rc = -1, have_workers = 0;
   uint32_t unanswered = 0;
@@ -154,6 +154,8 @@ int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
   L->cfg = cfg;
   L->reg = reg;
   L->c = c;
+  L->h = h;
+  L->tx.residence = &h->residence_us;
   L->sock = L->tx.fd = sock;
   L->sigfd = sigfd;
   L->next_mid = (uint16_t)(mono_ns() ^ getpid());

@@ -7,9 +7,10 @@
 #include "counters.h"
 #include "registry.h"
 
-/* Serves until SIGTERM/SIGINT arrives on sigfd. Fills *c. Returns 0, or
- * -1 after an unrecoverable error (message printed). */
+/* Serves until SIGTERM/SIGINT arrives on sigfd. Fills *c and counts every
+ * served request's residence and queue wait into *h (zeroed by the caller).
+ * Returns 0, or -1 after an unrecoverable error (message printed). */
 int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
-             int sigfd, struct dev_counters *c);
+             int sigfd, struct dev_counters *c, struct dev_hists *h);
 
 #endif

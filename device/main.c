@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
   struct res_table table;
   struct registry reg;
   struct dev_counters counters;
+  static struct dev_hists hists; /* 22 KB: zeroed, off the stack */
   char cpus[CPULIST_TEXT_MAX];
   int rc = cli_parse(argc, argv, &cfg), sock = -1, sigfd = -1, status = 1;
 
@@ -126,11 +127,11 @@ int main(int argc, char **argv) {
           "cpus %s\n",
           reg.count, cfg.listen_text,
           cfg.mode == DEV_MODE_BUSY ? "busy" : "sleep", cfg.threads, cpus);
-  if (loop_run(&cfg, &reg, sock, sigfd, &counters) == 0)
+  if (loop_run(&cfg, &reg, sock, sigfd, &counters, &hists) == 0)
     status = 0;
   counters_print(stderr, &counters);
   if (cfg.stats_file &&
-      counters_write_json(cfg.stats_file, cpus, &counters) < 0)
+      counters_write_json(cfg.stats_file, cpus, &counters, &hists) < 0)
     status = 1;
   close(sock);
 out_sig:

@@ -27,6 +27,7 @@ struct loop {
   const struct dev_config *cfg;
   const struct registry *reg;
   struct dev_counters *c;
+  struct dev_hists *h; /* written by this thread only */
   struct dedup dd;
   struct sepresp sep;
   struct workers wk;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "dev_format.h"
 
@@ -34,6 +35,11 @@ size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg) {
 
 void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
              const struct registry *reg) {
+  tx_answer(tx, peer, rc, reg, -1);
+}
+
+void tx_answer(struct tx *tx, const struct peer *peer, struct recipe *rc,
+               const struct registry *reg, int64_t rx_ns) {
   unsigned i = tx->n;
 
   tx->peers[i] = *peer;
@@ -44,8 +50,23 @@ void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
   tx->msgs[i].msg_hdr.msg_namelen = tx->peers[i].len;
   tx->msgs[i].msg_hdr.msg_iov = &tx->iov[i];
   tx->msgs[i].msg_hdr.msg_iovlen = 1;
+  tx->rx_ns[i] = rx_ns;
   if (++tx->n == TX_BATCH)
     tx_flush(tx);
+}
+
+/* The residences of the batch just sent: one clock read for all. */
+static void record(struct tx *tx) {
+  struct timespec ts;
+  int64_t now;
+
+  if (tx->residence == NULL)
+    return;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  for (unsigned i = 0; i < tx->n; i++)
+    if (tx->rx_ns[i] >= 0)
+      hist_add_ns(tx->residence, tx->rx_ns[i], now);
 }
 
 void tx_flush(struct tx *tx) {
@@ -70,5 +91,6 @@ void tx_flush(struct tx *tx) {
       off++;
     }
   }
+  record(tx);
   tx->n = 0;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "hist.h"
 #include "peer.h"
 #include "recipe.h"
 #include "registry.h"
@@ -19,6 +20,8 @@ struct tx {
   struct mmsghdr msgs[TX_BATCH];
   struct iovec iov[TX_BATCH];
   struct peer peers[TX_BATCH];
+  int64_t rx_ns[TX_BATCH]; /* a first answer's request receipt, else -1 */
+  struct hist *residence;  /* first answers' receipt-to-send times, or NULL */
   uint8_t buf[TX_BATCH][WIRE_MAX_RESPONSE];
 };
 
@@ -30,8 +33,14 @@ size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg);
 void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
              const struct registry *reg);
 
+/* tx_send for the first answer to a request received at rx_ns (monotonic):
+ * its residence (receipt to send) goes to tx->residence when sent. */
+void tx_answer(struct tx *tx, const struct peer *peer, struct recipe *rc,
+               const struct registry *reg, int64_t rx_ns);
+
 /* Sends whatever is queued. Datagrams the kernel refuses are counted in
- * errors, never retried (UDP: the client retransmits). */
+ * errors, never retried (UDP: the client retransmits); their residence
+ * counts all the same (they were served: the time to the attempt). */
 void tx_flush(struct tx *tx);
 
 #endif

@@ -46,6 +46,8 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&w->mu);
 
     job = &w->pool[idx];
+    /* Read by the network thread after the completion queue's lock. */
+    job->start_ns = mono_ns();
     if (!service_emulate(w->mode, job->service_ns, &w->stop))
       return NULL;
 

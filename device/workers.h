@@ -18,6 +18,8 @@ struct job {
   struct peer peer;
   struct recipe rc; /* the response to send when the service time is over */
   int64_t service_ns;
+  int64_t rx_ns;    /* the request's receipt (monotonic) */
+  int64_t start_ns; /* a worker picked it up (set by that worker) */
   uint32_t dd_slot, dd_gen;
   uint8_t separate; /* empty ACK already sent: answer with a CON */
 };

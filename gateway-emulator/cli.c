@@ -23,6 +23,7 @@ static const char usage[] =
     "         [--rt-budget RUNTIME_US/PERIOD_US] [--dump-plan FILE] "
     "[--quiet]\n"
     "         [--gateway ADDR:PORT --north coap-uri|coap-scheme|http]\n"
+    "         [--north-sockets one|per-device]\n"
     "         [--http-path TEMPLATE] [--http-conns N]\n";
 
 enum kind {
@@ -54,6 +55,11 @@ static const struct choice north_words = {
     {"coap-uri", "coap-scheme", "http"},
     {GE_NORTH_COAP_URI, GE_NORTH_COAP_SCHEME, GE_NORTH_HTTP},
     "coap-uri, coap-scheme or http"};
+
+static const struct choice north_sockets_words = {
+    {"one", "per-device"},
+    {GE_NSOCK_ONE, GE_NSOCK_PER_DEVICE},
+    "one or per-device"};
 
 /* One option: its name, kind, where its value goes (type and offset in
  * struct ge_config), bounds and unit of a number, words of a choice. */
@@ -94,6 +100,8 @@ static const struct opt table[] = {
     {"quiet", K_FLAG, S_BOOL, AT(quiet), 0, 0, 1, NULL},
     {"gateway", K_ADDR, S_STR, AT(gateway_text), 0, 0, 1, NULL},
     {"north", K_CHOICE, S_U8, AT(north), 0, 0, 1, &north_words},
+    {"north-sockets", K_CHOICE, S_U8, AT(north_sockets), 0, 0, 1,
+     &north_sockets_words},
     {"http-path", K_PATH, S_STR, AT(http_path), 0, 0, 1, NULL},
     {"http-conns", K_NUM, S_UNS, AT(http_conns), 1, 4096, 1, NULL},
     {"help", K_HELP, S_NONE, 0, 0, 0, 1, NULL},
@@ -264,6 +272,12 @@ static int check(int argc, char **argv, struct ge_config *cfg,
   if (!cfg->north != !cfg->gateway_text) {
     ge_err_set(e, NULL, 0, cfg->north ? "--north" : "--gateway", "requires %s",
                cfg->north ? "--gateway" : "--north");
+    return -1;
+  }
+  if (cfg->north_sockets && (!cfg->north || cfg->north == GE_NORTH_HTTP)) {
+    ge_err_set(e, NULL, 0, "--north-sockets", "requires --north %s",
+               cfg->north ? "coap-uri or coap-scheme (not http)"
+                          : "coap-uri or coap-scheme and --gateway");
     return -1;
   }
   if (check_http(cfg, e))

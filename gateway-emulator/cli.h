@@ -29,6 +29,7 @@ struct ge_config {
   uint8_t north;               /* --north: enum ge_north (north.h) */
   const char *gateway_text;    /* --gateway as given; NULL: direct */
   struct sockaddr_in6 gateway; /* its endpoint (port 5683 if none given) */
+  uint8_t north_sockets;       /* --north-sockets: enum ge_north_sockets */
   const char *http_path;       /* --http-path TEMPLATE (--north http) */
   unsigned http_conns;         /* --http-conns N, 1..4096 (--north http) */
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "files.h"
 #include "hosts.h"
 #include "loop.h"
+#include "north.h"
 #include "output.h"
 #include "plan.h"
 #include "rt.h"
@@ -124,6 +126,7 @@ static int load(struct run *r) {
     return 2;
   p->north = cfg->north; /* every request to the gateway, if any */
   p->has_gateway = cfg->gateway_text != NULL;
+  p->per_device = cfg->north_sockets == GE_NSOCK_PER_DEVICE;
   p->gateway = cfg->gateway;
   if (ge_trace_load(p, &r->src, cfg->trace, &r->hosts, &r->e))
     return 2;
@@ -131,11 +134,18 @@ static int load(struct run *r) {
     ge_err_set(&r->e, NULL, 0, "getrandom", "%s", strerror(errno));
     return 1;
   }
-  if (ge_plan_finish(p, r->seeds.mid_seed)) {
-    ge_err_set(&r->e, cfg->trace, 0, "send_ts_us",
-               "too many requests per device within EXCHANGE_LIFETIME");
-    return 2;
-  }
+  int fin = ge_plan_finish(p, r->seeds.mid_seed);
+  if (fin == -1 || fin == -2)
+    ge_err_set(&r->e, cfg->trace, 0, fin == -1 ? "send_ts_us" : "device_id",
+               fin == -1 ? "too many requests per device within "
+                           "EXCHANGE_LIFETIME"
+                         : "--north-sockets per-device needs more than %d "
+                           "sockets (one per device)",
+               GE_PLAN_SOCK_MAX);
+  else if (fin)
+    ge_err_set(&r->e, NULL, 0, "plan", "out of memory");
+  if (fin)
+    return fin == -3 ? 1 : 2;
   if (!cfg->quiet)
     fprintf(stderr,
             "wotbench-ge: %zu requests, %zu devices, %zu peers, %u sockets, "
@@ -214,6 +224,36 @@ static int run_and_commit(struct run *r) {
   return 0;
 }
 
+/* Files the GE opens besides its sockets: stdio, trace, hosts, the two
+ * outputs, epoll, and a margin (libraries). */
+#define GE_FD_SPARE 64
+
+/* Room under RLIMIT_NOFILE for the run's sockets (UDP, or the HTTP pool),
+ * the soft limit raised toward the hard one if need be: 0, or 2 (e). */
+static int fd_room(struct run *r) {
+  const struct ge_config *cfg = &r->cfg;
+  unsigned socks =
+      cfg->north == GE_NORTH_HTTP ? cfg->http_conns : r->plan.nsock;
+  rlim_t need = (rlim_t)socks + GE_FD_SPARE;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+      rl.rlim_cur >= need)
+    return 0;
+  if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
+    rl.rlim_cur = need;
+    if (!setrlimit(RLIMIT_NOFILE, &rl))
+      return 0;
+  }
+  ge_err_set(&r->e, NULL, 0,
+             cfg->north_sockets == GE_NSOCK_PER_DEVICE ? "--north-sockets"
+                                                       : "sockets",
+             "%u sockets and %d other files need an open-file limit of %llu, "
+             "the hard limit (ulimit -Hn) is %llu",
+             socks, GE_FD_SPARE, (unsigned long long)need,
+             (unsigned long long)rl.rlim_max);
+  return 2;
+}
+
 /* The steps after the command line, in order: the exit status. */
 static int steps(struct run *r) {
   int status = load(r);
@@ -221,7 +261,7 @@ static int steps(struct run *r) {
     return status;
   if (r->cfg.dump_plan)
     return ge_out_dump_plan(&r->plan, &r->hosts, r->cfg.dump_plan, &r->e) != 0;
-  if ((status = prepare(r)) || (status = start(r)))
+  if ((status = fd_room(r)) || (status = prepare(r)) || (status = start(r)))
     return status;
   return run_and_commit(r);
 }

@@ -16,6 +16,13 @@ enum ge_north {
   GE_NORTH_COAP_SCHEME,
   GE_NORTH_HTTP,
 };
+/* --north-sockets: the gateway sees one client (the GE's shared sockets)
+ * or one per device (each device's requests from sockets of its own). */
+enum ge_north_sockets {
+  GE_NSOCK_UNSET = 0, /* not given: one */
+  GE_NSOCK_ONE,
+  GE_NSOCK_PER_DEVICE,
+};
 /* RFC 7252 section 5.10: Proxy-Uri is 1..1034 bytes. */
 #define GE_PROXY_URI_MAX 1034
 /* "[v6]:65535" or "a.b.c.d:65535" and its NUL. */

@@ -67,8 +67,8 @@ int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id) {
   }
 }
 
-int64_t ge_plan_peer_of_addr(const struct ge_plan *p,
-                             const struct sockaddr_in6 *a) {
+static int64_t peer_of_addr(const struct ge_plan *p,
+                            const struct sockaddr_in6 *a) {
   if (!p->peer_hash_cap)
     return -1;
   size_t mask = p->peer_hash_cap - 1;
@@ -89,24 +89,39 @@ static void put(uint32_t *tab, size_t cap, uint64_t h, uint32_t idx) {
   tab[i] = idx + 1;
 }
 
-static int64_t add_peer(struct ge_plan *p, const struct sockaddr_in6 *a) {
-  int64_t have = ge_plan_peer_of_addr(p, a);
-  if (have >= 0)
-    return have;
-  int g = table_grow(&p->peer_hash, &p->peer_hash_cap, p->npeer);
-  if (g < 0)
+int64_t ge_plan_peer_of(const struct ge_plan *p, const struct sockaddr_in6 *a,
+                        unsigned sock) {
+  if (!p->per_device)
+    return peer_of_addr(p, a);
+  if (!p->npeer || sock >= p->nsock ||
+      !addr_eq(&p->peers[p->sock_peer[sock]].addr, a))
     return -1;
-  if (g)
-    for (size_t i = 0; i < p->npeer; i++)
-      put(p->peer_hash, p->peer_hash_cap, hash_addr(&p->peers[i].addr),
-          (uint32_t)i);
+  return p->sock_peer[sock];
+}
+
+/* A peer at a: the one there already, or a new one; per device always a
+ * new one (left out of the address table, which then stays empty). */
+static int64_t add_peer(struct ge_plan *p, const struct sockaddr_in6 *a) {
+  if (!p->per_device) {
+    int64_t have = peer_of_addr(p, a);
+    if (have >= 0)
+      return have;
+    int g = table_grow(&p->peer_hash, &p->peer_hash_cap, p->npeer);
+    if (g < 0)
+      return -1;
+    if (g)
+      for (size_t i = 0; i < p->npeer; i++)
+        put(p->peer_hash, p->peer_hash_cap, hash_addr(&p->peers[i].addr),
+            (uint32_t)i);
+  }
   struct ge_peer *nv =
       grow_array(p->peers, &p->peercap, p->npeer + 1, sizeof *nv);
   if (!nv)
     return -1;
   p->peers = nv;
   p->peers[p->npeer] = (struct ge_peer){.addr = *a};
-  put(p->peer_hash, p->peer_hash_cap, hash_addr(a), (uint32_t)p->npeer);
+  if (!p->per_device)
+    put(p->peer_hash, p->peer_hash_cap, hash_addr(a), (uint32_t)p->npeer);
   return (int64_t)p->npeer++;
 }
 
@@ -279,27 +294,42 @@ static uint64_t splitmix(uint64_t *s) {
  * keep a (socket, peer) pair from reusing a MID before K*65536 requests,
  * which by construction span more than 247 s of trace time. */
 int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed) {
-  uint64_t seed = mid_seed;
+  uint64_t seed = mid_seed, total = 0;
   p->nsock = 1;
+  p->frozen = true;
   for (size_t q = 0; q < p->npeer; q++) {
     struct ge_peer *pr = &p->peers[q];
     uint32_t best = pr->window_max;
     pr->k = best ? (best + GE_MID_SPACE - 1) / GE_MID_SPACE : 1;
-    if (pr->k > p->nsock)
-      p->nsock = pr->k;
+    if (pr->k > GE_PLAN_SOCK_MAX)
+      return -1;
+    /* shared: every peer from socket 0 on; per device: one after another */
+    pr->sock0 = p->per_device ? (uint32_t)total : 0;
+    total = p->per_device ? total + pr->k : (pr->k > total ? pr->k : total);
+    if (total > GE_PLAN_SOCK_MAX)
+      return -2;
     pr->mid0 = (uint16_t)splitmix(&seed);
   }
-  p->frozen = true;
-  if (p->nsock > 60000)
-    return -1;
+  if (total > 1)
+    p->nsock = (unsigned)total;
+  if (!p->per_device)
+    return 0;
+  p->sock_peer = malloc(p->nsock * sizeof *p->sock_peer);
+  if (!p->sock_peer)
+    return -3;
+  p->sock_peer[0] = 0; /* a trace without requests: socket 0, no peer */
+  for (size_t q = 0; q < p->npeer; q++)
+    for (uint32_t i = 0; i < p->peers[q].k; i++)
+      p->sock_peer[p->peers[q].sock0 + i] = (uint32_t)q;
   return 0;
 }
 
 int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
                            uint16_t mid, uint32_t sent) {
   const struct ge_peer *pr = &p->peers[peer];
-  if (!sent || s >= pr->k)
+  if (!sent || s < pr->sock0 || s - pr->sock0 >= pr->k)
     return -1;
+  s -= pr->sock0;
   /* rank n = q*65536 + delta with q % K == s; the most recent such rank
    * already sent is the only one that can still be in flight. */
   uint64_t delta = (uint16_t)(mid - pr->mid0);
@@ -324,6 +354,7 @@ void ge_plan_free(struct ge_plan *p) {
   free(p->abytes);
   free(p->peers);
   free(p->peer_hash);
+  free(p->sock_peer);
   free(p->tmpls);
   free(p->tmpl_hash);
   free(p->tbytes);

@@ -32,8 +32,11 @@ struct ge_peer {
   uint32_t window_max; /* most requests in any EXCHANGE_LIFETIME */
   uint32_t in_window;  /* scan: requests in the current window */
   uint32_t k;          /* local sockets this peer rotates through */
+  uint32_t sock0;      /* the first of them: 0, or per device its own */
   uint16_t mid0;
 };
+/* Most local UDP sockets of a run (struct ge_rec holds a 16-bit index). */
+#define GE_PLAN_SOCK_MAX 60000
 /* The plan holds no per-request array: requests are read from the mapped
  * trace text by a cursor (trace.c), twice: once to check and count
  * everything before anything is sent, once while sending. */
@@ -67,11 +70,16 @@ struct ge_plan {
    * peer), and its template names the device (north.h). */
   uint8_t north; /* enum ge_north */
   bool has_gateway;
+  /* --north-sockets per-device: a peer per device (each the gateway) on
+   * sockets of its own, so that a proxy keeping one upstream session per
+   * client endpoint (libcoap 4.3.1) sees each device as a client. */
+  bool per_device;
   struct sockaddr_in6 gateway;
 
   unsigned nsock;
-  bool frozen;      /* after the scan: a lookup that would add is an error */
-  bool text_mapped; /* text is a file mapping (pages may be given back) */
+  uint32_t *sock_peer; /* per_device: the peer of each socket */
+  bool frozen;         /* after the scan: a lookup that would add is an error */
+  bool text_mapped;    /* text is a file mapping (pages may be given back) */
 };
 
 int64_t ge_plan_find_device(const struct ge_plan *p, uint32_t id);
@@ -86,14 +94,18 @@ int64_t ge_plan_template(struct ge_plan *p, uint8_t code, uint32_t dev,
                          size_t qlen, const char *payload, size_t paylen,
                          const char **why);
 /* Sockets and the first message ID of every peer (needs the counts and
- * window maxima of the scan); freezes the tables. */
+ * window maxima of the scan); freezes the tables. 0, -1 too many requests
+ * per peer within EXCHANGE_LIFETIME, -2 more than GE_PLAN_SOCK_MAX
+ * sockets, -3 out of memory. */
 int ge_plan_finish(struct ge_plan *p, uint32_t mid_seed);
-int64_t ge_plan_peer_of_addr(const struct ge_plan *p,
-                             const struct sockaddr_in6 *a);
+/* The peer a datagram from `a` on local socket `sock` answers for: by
+ * address, or per device by socket (and address); -1 when none. */
+int64_t ge_plan_peer_of(const struct ge_plan *p, const struct sockaddr_in6 *a,
+                        unsigned sock);
 /* The n-th request of a peer (its rank) goes out on this socket with this
  * message ID. */
 static inline unsigned ge_plan_sock(const struct ge_peer *pr, uint32_t rank) {
-  return (unsigned)((rank / GE_MID_SPACE) % pr->k);
+  return pr->sock0 + (unsigned)((rank / GE_MID_SPACE) % pr->k);
 }
 static inline uint16_t ge_plan_mid(const struct ge_peer *pr, uint32_t rank) {
   return (uint16_t)(pr->mid0 + rank);

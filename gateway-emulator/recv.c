@@ -95,8 +95,8 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
     L->c.truncated++;
     return;
   }
-  int64_t peer = ge_plan_peer_of_addr(L->plan, src);
-  if (peer < 0 || sock >= L->nsock) {
+  int64_t peer = sock < L->nsock ? ge_plan_peer_of(L->plan, src, sock) : -1;
+  if (peer < 0) {
     L->c.unknown_source++;
     return;
   }

@@ -62,8 +62,10 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
 }
 
 /* How the requests reached the devices: directly, or through the gateway
- * (its endpoint as host:port) in a north-side mode. */
-static void north_json(FILE *f, const struct ge_config *cfg) {
+ * (its endpoint as host:port) in a north-side mode; the local UDP sockets
+ * shared by all devices, or per device (--north-sockets), and how many. */
+static void north_json(FILE *f, const struct ge_loop *L) {
+  const struct ge_config *cfg = L->cfg;
   char gw[GE_ADDR_TEXT_MAX];
   fprintf(f, "  \"north\": {\"protocol\": \"%s\", \"gateway\": ",
           cfg->north == GE_NORTH_HTTP ? "http" : "coap");
@@ -73,7 +75,9 @@ static void north_json(FILE *f, const struct ge_config *cfg) {
   } else {
     fprintf(f, "null");
   }
-  fprintf(f, ", \"mode\": \"%s\"},\n", ge_north_name(cfg->north));
+  fprintf(f, ", \"mode\": \"%s\", \"sockets\": \"%s\", \"nsock\": %u},\n",
+          ge_north_name(cfg->north), L->plan->per_device ? "per-device" : "one",
+          L->nsock);
 }
 
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
@@ -113,7 +117,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
       (long long)L->start_epoch_us, p->ndev, p->npeer, p->nsock, p->ntmpl);
   fprintf(f, "  \"requests\": %zu,\n", n);
   ge_counters_json(f, &L->c); /* right after requests (test_counters.py) */
-  north_json(f, cfg);
+  north_json(f, L);
   ge_http_json(f, L);
   ge_rt_json(f, &L->rt);
   memory_json(f, L);

@@ -19,6 +19,7 @@ import pandas as pd
 
 from wotbench.base.errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
+from wotbench.reporting._gatewayanswer import through_gateway
 from wotbench.reporting._gatewaysection import gateway_result
 from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
 from wotbench.reporting._host import CdPlot, cd_section, host_cpu, monitor_section
@@ -321,6 +322,9 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "hosts": h.hosts,
         "interference": read_interference(files.root),   # injected noisy neighbours, or None
     }
+    gw_spec = spec if spec is not None else _saved_spec(files)
+    if gw_spec is not None and gw_spec.gateway_under_test is not None:   # the gateway's failures: not the testbed's
+        result["through_gateway"] = through_gateway(files, ge_data(files), phases.measure, ges)
     verdict, reasons, checks = run_checks(result, th)
     result["checks"] = checks
     result["warnings"] = stability_warnings(result, th)
@@ -328,8 +332,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     result["reasons"] = reasons
     containers = read_monitor(files.containers_monitor)
     # A gateway under test: its numbers, apart from the testbed's verdict.
-    result["gateway"] = gateway_result(spec if spec is not None else _saved_spec(files), files, lambda: ge_data(files),
-                                       phases, ges, containers, verdict)
+    result["gateway"] = gateway_result(gw_spec, files, lambda: ge_data(files), phases, ges, containers, verdict)
     return Analysis(files.root, _json_safe(result), plots, h.cd_plot, h.host_cpu,
                     _container_cpu(containers), h.host_plots, timing)
 

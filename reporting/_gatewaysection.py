@@ -5,7 +5,10 @@ response distribution, already in the GE sections), the gateway
 container's CPU and memory from the cgroup sampler (monitor/containers.csv,
 role ``gateway``) and its errors: the GE rows' 5.02/5.04 (CoAP) and 502/504
 (HTTP) codes in the measurement phase. The verdict stays the testbed's;
-``answer`` says both apart: "the testbed was valid" and the gateway's numbers."""
+``numbers`` says both apart: "the testbed was valid" and the gateway's numbers;
+``answer`` is the second answer, met or missed (wotbench.reporting._gatewayanswer).
+The device tier's share and the latency the gateway adds, as distributions,
+and its CPU per 1000 req/s: wotbench.reporting._gatewaylatency."""
 
 from __future__ import annotations
 
@@ -17,13 +20,15 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from wotbench.base.errors import UserError
+from wotbench.reporting._gatewayanswer import gateway_answer
+from wotbench.reporting._gatewaylatency import cpu_per_kreq, latency_section, latency_text
 from wotbench.reporting._load import GeData, Phases, RunFiles
 from wotbench.reporting._records import DEVICE_STATS
 from wotbench.reporting._shape import read_record
 from wotbench.spec import Spec
 
 __all__ = ["GATEWAY_ERRORS", "gateway_section", "gateway_result", "code_counts", "gateway_usage", "routing",
-           "answer"]
+           "device_containers", "answer"]
 
 #: The gateway's own errors in a GE row's ``code``: bad gateway and gateway
 #: timeout, CoAP (RFC 7252 5.9.3) and HTTP.
@@ -83,18 +88,25 @@ def _sent(data: Sequence[GeData]) -> Counter[int]:
     return sent
 
 
-def routing(files: RunFiles, data: Sequence[GeData]) -> dict[str, Any] | None:
-    """Whether the gateway sent each request to the device it names: every
-    device's served requests (its --stats ``requests`` but the readiness
-    probe's GET /.well-known/core) against the requests the GEs sent it.
-    A device that served more than it was sent got another's requests
-    (loss or timeouts only make fewer). None without the devices' stats."""
+def device_containers(files: RunFiles, data: Sequence[GeData]) -> dict[int, str]:
+    """The workload GEs' devices: device_id -> its container (the GEs'
+    device lists; the CD pair's nodes are not among them)."""
     container_of: dict[int, str] = {}
     for g in data:
         path = files.ge_devices(g.csv)
         if path.is_file():
             df = pd.read_csv(path, usecols=["device_id", "container"])
             container_of.update(zip(df["device_id"].astype(int), df["container"].astype(str), strict=True))
+    return container_of
+
+
+def routing(files: RunFiles, data: Sequence[GeData]) -> dict[str, Any] | None:
+    """Whether the gateway sent each request to the device it names: every
+    device's served requests (its --stats ``requests`` but the readiness
+    probe's GET /.well-known/core) against the requests the GEs sent it.
+    A device that served more than it was sent got another's requests
+    (loss or timeouts only make fewer). None without the devices' stats."""
+    container_of = device_containers(files, data)
     served: dict[int, int] = {}
     for dev, name in container_of.items():
         stats = files.device_stats.get(name)
@@ -121,6 +133,12 @@ def gateway_section(spec: Spec | None, data: Sequence[GeData], phases: Phases, g
     if gut is None:
         return None
     codes = code_counts(data, phases.measure)
+    usage = gateway_usage(containers, phases.measure)
+    # "answered": rows with a response code (any), i.e. served through the gateway
+    answered = sum(n for c, n in codes.items() if c)
+    dur_s = (phases.measure[1] - phases.measure[0]) / 1e6
+    usage["answered_per_s"] = answered / dur_s if dur_s > 0 else None
+    usage["cpu_pct_per_kreq_s"] = cpu_per_kreq(usage["cpu_mean_pct"], answered, dur_s)
     return {
         "image": gut.image, "north": gut.north, "port": gut.port, "cores": gut.cores,
         "requests": int(sum(g["requests"] for g in ges)), "ok": int(sum(g["ok"] for g in ges)),
@@ -128,7 +146,7 @@ def gateway_section(spec: Spec | None, data: Sequence[GeData], phases: Phases, g
         "gateway_errors": {c: codes.get(c, 0) for c in GATEWAY_ERRORS},
         "codes": codes,
         "response_us": {str(g["ge"]): g["response_us"] for g in ges},
-        "usage": gateway_usage(containers, phases.measure),
+        "usage": usage,
     }
 
 
@@ -137,19 +155,27 @@ def _ms(us: float | None) -> str:
 
 
 def answer(section: dict[str, Any], verdict: str) -> str:
-    """The two answers, apart: the testbed's verdict, then the gateway's numbers."""
-    testbed = ("the testbed was valid" if verdict == "valid"
-               else "the testbed was NOT valid (see the reasons): the gateway's numbers below are not trustworthy")
+    """The gateway's numbers (the two answers, the testbed's verdict first,
+    are said before them: reporting/_gatewayanswer.py answer_line); with a
+    testbed that was not valid they say they are not to be trusted."""
+    caveat = "" if verdict == "valid" else " (the testbed was NOT valid: these numbers are not trustworthy)"
     per_ge: dict[str, dict[str, Any]] = section["response_us"]
     resp: dict[str, Any] = next(iter(per_ge.values())) if len(per_ge) == 1 else {}
     u = section["usage"]
     errs = ", ".join(f"{c}: {n}" for c, n in section["gateway_errors"].items())
     cpu = "-" if u["cpu_mean_pct"] is None else f"{u['cpu_mean_pct']:.1f} % of a core (max {u['cpu_max_pct']:.1f} %)"
     mem = "-" if u["mem_max_bytes"] is None else f"{u['mem_max_bytes'] / 2**20:.1f} MiB"
-    return (f"{testbed}. The gateway ({section['image']}, {section['north']}, {section['cores']} core(s)): "
+    return (f"The gateway ({section['image']}, {section['north']}, {section['cores']} core(s)){caveat}: "
             f"{section['ok']} of {section['requests']} requests ok, {section['timeouts']} timeouts, "
             f"gateway errors {errs}; end-to-end response p50 {_ms(resp.get('p50'))}, p99 {_ms(resp.get('p99'))}; "
-            f"CPU {cpu}; memory max {mem}" + _misrouted(section.get("routing")))
+            f"CPU {cpu}; memory max {mem}" + _misrouted(section.get("routing")) + _latency(section))
+
+
+def _latency(section: dict[str, Any]) -> str:
+    if "device_share" not in section:
+        return ""
+    text = latency_text(section["device_share"], section["added_latency"], section["usage"].get("cpu_pct_per_kreq_s"))
+    return ". " + text[:1].upper() + text[1:]
 
 
 def _misrouted(r: dict[str, Any] | None) -> str:
@@ -172,5 +198,8 @@ def gateway_result(spec: Spec | None, files: RunFiles, data: Callable[[], Sequen
     section = gateway_section(spec, ge_files, phases, ges, containers)
     if section is not None:
         section["routing"] = routing(files, ge_files)
-        section["answer"] = answer(section, verdict)
+        devices = set(device_containers(files, ge_files).values())
+        section.update(latency_section({n: files.device_stats.get(n) for n in devices}, ge_files, phases.measure))
+        section["numbers"] = answer(section, verdict)
+        section["answer"] = gateway_answer(spec, files, ge_files, phases)   # the second answer: met or missed
     return section

@@ -17,6 +17,8 @@ from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.base.results import write_atomic
 from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict
+from wotbench.reporting._gatewayanswer import answer_line
+from wotbench.reporting._gatewaylatency import gateway_latency_table
 from wotbench.reporting._injected import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._plots import run_figures, sweep_figures
@@ -47,6 +49,15 @@ Figures = list[tuple[str, str, bytes]]
 
 # --- terminal ---------------------------------------------------------------------------
 
+def gateway_lines(r: dict[str, Any]) -> list[str]:
+    """The two answers apart ("The testbed was valid." / "The gateway MISSED
+    the objective: ..."), then the gateway's numbers."""
+    gw = r["gateway"]
+    ans = gw.get("answer")
+    return answer_line(r["verdict"], ans if isinstance(ans, dict) else None) + [
+        x for x in (gw.get("numbers"), ans if isinstance(ans, str) else None) if x]
+
+
 def terminal_text(an: Analysis) -> str:
     r = an.result
     c = r["measure_counts"]
@@ -56,7 +67,9 @@ def terminal_text(an: Analysis) -> str:
              f"{c['ok']} ok, {c['timeouts']} timeouts, {c['errors']} errors"]
     lines += [f"   ! {n}" for n in run_notes(an)] + [""]
     if r.get("gateway"):
-        lines += ["Gateway under test", f"   {r['gateway']['answer']}", ""]
+        lines += ["Gateway under test", *[f"   {x}" for x in gateway_lines(r)], ""]
+        gt = gateway_latency_table(r["gateway"])
+        lines += [tabulate(gt[1], gt[0], tablefmt="simple"), ""] if gt else []
     for title, (head, rows) in (("Checks", checks_table(r)), ("Rate and send lag", rate_table(r)),
                                 ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r)),
                                 ("Latency", latency_table(r))):
@@ -97,7 +110,9 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     if notes:
         out += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
     if r.get("gateway"):
-        out += ["## Gateway under test", "", r["gateway"]["answer"], ""]
+        out += ["## Gateway under test", "", *[x + "  " for x in gateway_lines(r)], ""]
+        gt = gateway_latency_table(r["gateway"])
+        out += [_md_table(gt), ""] if gt else []
     out += ["## Checks", "", _md_table(checks_table(r)), ""]
     if r["warnings"]:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
@@ -222,7 +237,9 @@ def html_page(an: Analysis, figures: Figures) -> str:
         parts.append('<ul class="reasons">' + "".join(f"<li>{html.escape(x)}</li>" for x in r["reasons"]) + "</ul>")
     parts += [f'<div class="warn">{html.escape(n)}</div>' for n in run_notes(an)]
     if r.get("gateway"):
-        parts += ["<h2>Gateway under test</h2>", f"<p>{html.escape(r['gateway']['answer'])}</p>"]
+        parts += ["<h2>Gateway under test</h2>", *[f"<p>{html.escape(x)}</p>" for x in gateway_lines(r)]]
+        gt = gateway_latency_table(r["gateway"])
+        parts += [_html_table(gt)] if gt else []
     parts += ["<h2>Checks</h2>", _html_table(checks_table(r), reason_col=2)]
     if r["warnings"]:
         parts += ["<h2>Warnings</h2>"] + [f'<div class="warn">{html.escape(w)}</div>' for w in r["warnings"]]

@@ -12,7 +12,12 @@ from aiocoap import Message
 from aiocoap.numbers.codes import Code
 from aiocoap.numbers.types import Type
 
-from wotbench.base.formats import DEVICE_STATS_COUNTERS, DEVICE_STATS_FIELDS, DEVICE_STATS_FORMAT
+from wotbench.base.formats import (
+    DEVICE_STATS_COUNTERS,
+    DEVICE_STATS_FIELDS,
+    DEVICE_STATS_FORMAT,
+    DEVICE_STATS_HISTOGRAMS,
+)
 
 ROWS = [("/fast", 0, None), ("/work", 100_000, None), ("/long", 1_000_000, None),
         ("/slow", 2_100_000, None)]
@@ -150,11 +155,11 @@ def test_queue_overflow_answers_503_counted_in_stats_json(make_device, raw_clien
     assert dev.counts["overflow"] == 4 and dev.counts["ok"] == 2
     # The harness reads the overload from the --stats JSON (docs/formats.md,
     # "Device stats JSON"): format and cpus, then every counter, in order,
-    # as on the stderr line.
+    # as on the stderr line, then the histograms (JSON only).
     counts = json.loads(stats.read_text())
-    assert list(counts) == [*DEVICE_STATS_FIELDS, *DEVICE_STATS_COUNTERS]
+    assert list(counts) == [*DEVICE_STATS_FIELDS, *DEVICE_STATS_COUNTERS, *DEVICE_STATS_HISTOGRAMS]
     assert counts["format"] == DEVICE_STATS_FORMAT
-    assert {k: v for k, v in counts.items() if k not in DEVICE_STATS_FIELDS} == dev.counts
+    assert {k: counts[k] for k in DEVICE_STATS_COUNTERS} == dev.counts
     assert list(dev.counts) == list(DEVICE_STATS_COUNTERS)
     assert counts["overflow"] == 4 and counts["served"] == 6 and counts["requests"] == 6
     assert list(tmp_path.glob("stats.json?*")) == []  # the temporary file was renamed

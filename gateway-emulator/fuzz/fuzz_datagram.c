@@ -1,11 +1,14 @@
 /* libFuzzer: the datagram handler, as if received on a GE socket with a
- * small plan in flight. Byte 0 picks the source and socket; the rest is
- * the datagram. The handler must count and ignore anything unexpected. */
+ * small plan in flight. Byte 0 picks the source and socket, and whether
+ * the plan goes through a gateway from a socket per device (0x20); the
+ * rest is the datagram. The handler must count and ignore anything
+ * unexpected. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <coap3/coap.h>
 
+#include "north.h"
 #include "plan.h"
 #include "recv.h"
 #include "state.h"
@@ -23,6 +26,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   coap_set_log_level(LOG_EMERG);
   struct ge_plan p = {0};
+  if (data[0] &
+      0x20) { /* --gateway 127.0.0.1:5683 --north-sockets per-device */
+    p.has_gateway = p.per_device = true;
+    p.north = GE_NORTH_COAP_URI;
+    p.gateway = (struct sockaddr_in6){.sin6_family = AF_INET6,
+                                      .sin6_port = htons(5683)};
+    p.gateway.sin6_addr.s6_addr[10] = p.gateway.sin6_addr.s6_addr[11] = 0xff;
+    p.gateway.sin6_addr.s6_addr[12] = 127;
+    p.gateway.sin6_addr.s6_addr[15] = 1;
+  }
   struct ge_err e;
   struct ge_config cfg = {.coap_type = (data[0] & 0x80) ? GE_NON : GE_CON,
                           .timeout_ns = 1000000,

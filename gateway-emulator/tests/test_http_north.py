@@ -156,7 +156,8 @@ def check_main(r: GeRun, gw: Gateway, conns: int) -> None:
     assert (answered["latency_intended_us"]
             == answered["recv_us"] - answered["intended_us"]).all()
     s = r.summary
-    assert s["north"] == {"protocol": "http", "gateway": gw.address, "mode": "http"}
+    assert s["north"] == {"protocol": "http", "gateway": gw.address, "mode": "http",
+                          "sockets": "one", "nsock": 0}
     h = s["http"]
     assert h["connections"] == conns
     assert h["requests_sent"] == len(MAIN)

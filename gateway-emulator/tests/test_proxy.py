@@ -8,8 +8,9 @@ Two real proxies, each for what it does:
   -P`, Debian's libcoap3-bin) takes both Proxy-Uri and Proxy-Scheme, but
   keeps one upstream session per client endpoint: every request from one
   GE socket goes to the first device that socket asked for (a second
-  device's paths come back 4.04 from the first). So its tests use one
-  device.
+  device's paths come back 4.04 from the first). Its several-device tests
+  use `--north-sockets per-device` (each device its own GE socket, so its
+  own client of the proxy), and show the misrouting without it.
 - aiocoap's `aiocoap-proxy --forward` (PyPI, in the venv) routes every
   request by its own options, but takes Proxy-Scheme only (a Proxy-Uri is
   answered 5.01 "URI splitting not implemented"): the several-device
@@ -18,6 +19,7 @@ Two real proxies, each for what it does:
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import signal
 import socket
@@ -42,15 +44,17 @@ needs_aiocoap = pytest.mark.skipif(not AIOCOAP.exists(), reason="aiocoap-proxy n
 # wrong device comes back 4.04 instead of passing unnoticed.
 DEV_A = {"/a0": 0, "/a300": 300}
 DEV_B = {"/b0": 0, "/b1000": 1000}
-SERVICE = {**DEV_A, **DEV_B}
+DEV_C = {"/c0": 0, "/c200": 200}
+DEV_D = {"/d0": 0, "/d500": 500}
+SERVICE = {**DEV_A, **DEV_B, **DEV_C, **DEV_D}
 MODES = ["coap-uri", "coap-scheme"]
 
 
-def coap_ping(port: int, timeout: float) -> bool:
-    """A CoAP ping (empty CON) to 127.0.0.1:port answered by a RST."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+def coap_ping(port: int, timeout: float, host: str = "127.0.0.1") -> bool:
+    """A CoAP ping (empty CON) to host:port answered by a RST."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(timeout)
-        s.sendto(bytes([0x40, 0x00, 0x12, 0x34]), ("127.0.0.1", port))
+        s.sendto(bytes([0x40, 0x00, 0x12, 0x34]), (host, port))
         try:
             data = s.recv(64)
         except OSError:  # timeout, or ICMP port unreachable (not bound yet)
@@ -60,11 +64,12 @@ def coap_ping(port: int, timeout: float) -> bool:
 
 @dataclass
 class Proxy:
-    """A forward proxy on 127.0.0.1:port, ready once it answers a ping."""
+    """A forward proxy on host:port, ready once it answers a ping."""
 
     argv: Callable[[int], Sequence[str]]
     log: Path
     port: int = 0
+    host: str = "127.0.0.1"
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> Proxy:
@@ -83,7 +88,7 @@ class Proxy:
             self.proc = subprocess.Popen(list(self.argv(self.port)), stdout=subprocess.DEVNULL,
                                          stderr=log, start_new_session=True)
         deadline = time.monotonic() + 15
-        while not coap_ping(self.port, 0.2):
+        while not coap_ping(self.port, 0.2, self.host):
             if self.proc.poll() is not None:
                 return False
             assert time.monotonic() < deadline, "the proxy did not answer a ping in 15 s"
@@ -91,7 +96,7 @@ class Proxy:
 
     @property
     def gateway(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -99,12 +104,12 @@ class Proxy:
             self.proc.wait()
 
 
-def libcoap_argv(port: int) -> list[str]:
+def libcoap_argv(port: int, host: str = "127.0.0.1") -> list[str]:
     """`-P ,NAME`: no upstream proxy before the comma (a direct connection
     to the Proxy-Uri's / Uri-Host's host), and a name this proxy is known
     by that no request uses, so that every request is forwarded."""
     assert LIBCOAP is not None
-    return [LIBCOAP, "-A", "127.0.0.1", "-p", str(port), "-P", ",wotbench-proxy", "-v", "0"]
+    return [LIBCOAP, "-A", host, "-p", str(port), "-P", ",wotbench-proxy", "-v", "0"]
 
 
 def aiocoap_argv(port: int) -> list[str]:
@@ -158,15 +163,19 @@ def via(proxy: Proxy, mode: str, *extra: str) -> tuple[str, ...]:
     return ("--gateway", proxy.gateway, "--north", mode, *extra)
 
 
-def assert_all_served(run, n: int, ndev: int, proxy: Proxy, mode: str) -> None:
+def assert_all_served(run, n: int, ndev: int, proxy: Proxy, mode: str,
+                      sockets: str = "one") -> None:
     rows, s = run.rows, run.summary
     assert len(rows) == n and s["ok"] == n, rows.code.value_counts().to_dict()
     assert (rows.code == "2.05").all()
-    expected = rows.uri.str.extract(r"(/[ab]\d+)$")[0].map(SERVICE)
+    expected = rows.uri.str.extract(r"(/[a-d]\d+)$")[0].map(SERVICE)
     assert (rows.service_us == expected).all()  # the device's option 65000, forwarded
     assert (rows.response_us >= rows.service_us).all()
-    assert s["peers"] == 1 and s["devices"] == ndev  # every request to the gateway
-    assert s["north"] == {"protocol": "coap", "gateway": proxy.gateway, "mode": mode}
+    # every request to the gateway: one peer, or per device a peer of its own
+    nsock = ndev if sockets == "per-device" else 1
+    assert s["peers"] == nsock and s["devices"] == ndev and s["sockets"] == nsock
+    assert s["north"] == {"protocol": "coap", "gateway": proxy.gateway, "mode": mode,
+                          "sockets": sockets, "nsock": nsock}
     assert s["garbage"]["total"] == 0
 
 
@@ -199,6 +208,76 @@ def test_aiocoap_proxy_several_devices_each_gets_its_own(ctype, ge_bin, aiocoap_
     assert_all_served(run, 200, 2, aiocoap_proxy, "coap-scheme")
     assert_device_served(a, 100)
     assert_device_served(b, 100)
+
+
+FOUR = [DEV_A, DEV_B, DEV_C, DEV_D]
+
+
+@needs_libcoap
+@pytest.mark.parametrize("mode", MODES)
+def test_libcoap_proxy_per_device_sockets_route_each_device_right(mode, ge_bin, libcoap_proxy,
+                                                                  device, tmp_path):
+    """Four devices, requests interleaved a,b,c,d,a,...: with a GE socket
+    per device each is its own client of the proxy, and each device serves
+    exactly the requests sent to it."""
+    devs = [(device(paths, f"d{i}"), paths) for i, paths in enumerate(FOUR)]
+    trace = trace_for(tmp_path, devs, n=120)
+    run = run_ge(ge_bin, trace, *via(libcoap_proxy, mode, "--north-sockets", "per-device"))
+    assert run.returncode == 0, run.stderr
+    assert_all_served(run, 120, 4, libcoap_proxy, mode, "per-device")
+    for dev, _ in devs:
+        assert_device_served(dev, 30)
+
+
+@needs_libcoap
+@pytest.mark.parametrize("mode", MODES)
+def test_libcoap_proxy_one_socket_misroutes(mode, ge_bin, libcoap_proxy, device, tmp_path):
+    """The same run from one GE socket: libcoap 4.3.1 sends every request
+    to the device the socket asked for first, which answers the other
+    devices' paths 4.04 (why the per-device mode exists)."""
+    devs = [(device(paths, f"d{i}"), paths) for i, paths in enumerate(FOUR)]
+    trace = trace_for(tmp_path, devs, n=120)
+    run = run_ge(ge_bin, trace, *via(libcoap_proxy, mode, "--north-sockets", "one"))
+    assert run.returncode == 0, run.stderr
+    assert run.summary["ok"] == 30 and run.summary["errors"] == 90
+    assert run.summary["north"]["sockets"] == "one" and run.summary["north"]["nsock"] == 1
+    assert set(run.rows.code[run.rows.status == "error"]) == {"4.04"}
+    first = stop_device(devs[0][0])
+    assert first["served"] == 120 and first["ok"] == 30 and first["not_found"] == 90, first
+    assert [stop_device(dev)["served"] for dev, _ in devs[1:]] == [0, 0, 0]
+
+
+IPV6_PROXIES = {
+    "libcoap": (lambda port: libcoap_argv(port, "::1"), "coap-uri", LIBCOAP is not None),
+    "aiocoap": (lambda port: [str(AIOCOAP), "--forward", "--bind", f"[::1]:{port}"], "coap-scheme",
+                AIOCOAP.exists()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IPV6_PROXIES))
+def test_a_proxy_over_ipv6_routes_each_device_right(name, ge_bin, make_device, tmp_path):
+    """All on ::1: the GE reaches the proxy at [::1]:port and names each
+    device by its literal IPv6 address, in brackets (Proxy-Uri
+    coap://[::1]:p/path; or Proxy-Scheme with Uri-Host "[::1]", the form
+    RFC 7252 6.5 and RFC 3986 3.2.2 give an IP-literal host). libcoap
+    4.3.1 takes the Proxy-Uri but hands a bracketed Uri-Host to
+    getaddrinfo, fails and answers nothing (hence coap-uri for it);
+    aiocoap takes Proxy-Scheme only."""
+    argv, mode, present = IPV6_PROXIES[name]
+    if not present:
+        pytest.skip(f"{name} proxy not installed")
+    proxy = Proxy(argv, tmp_path / f"{name}6.log", host="::1").start()
+    try:
+        a = make_device(DEV_A, "--stats", str(tmp_path / "a.json"), host="::1")
+        b = make_device(DEV_B, "--stats", str(tmp_path / "b.json"), host="::1")
+        trace = trace_for(tmp_path, [(a, DEV_A), (b, DEV_B)], n=120)
+        run = run_ge(ge_bin, trace, *via(proxy, mode, "--north-sockets", "per-device"))
+        assert run.returncode == 0, run.stderr
+        assert_all_served(run, 120, 2, proxy, mode, sockets="per-device")
+        assert_device_served(a, 60)
+        assert_device_served(b, 60)
+    finally:
+        proxy.stop()
 
 
 @needs_libcoap
@@ -280,6 +359,19 @@ def test_asan_build_through_the_proxy(ge_asan_bin, libcoap_proxy, device, tmp_pa
     assert_device_served(a, 200)
 
 
+@needs_libcoap
+def test_asan_build_per_device_sockets(ge_asan_bin, libcoap_proxy, device, tmp_path):
+    """Two devices through the proxy, each from a socket of its own."""
+    devs = [(device(paths, f"d{i}"), paths) for i, paths in enumerate(FOUR[:2])]
+    run = run_ge(ge_asan_bin, trace_for(tmp_path, devs, n=60),
+                 *via(libcoap_proxy, "coap-scheme", "--north-sockets", "per-device"), env=SAN_ENV)
+    assert run.returncode == 0, run.stderr
+    assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
+    assert_all_served(run, 60, 2, libcoap_proxy, "coap-scheme", "per-device")
+    for dev, _ in devs:
+        assert_device_served(dev, 30)
+
+
 def test_dump_plan_shows_the_gateway_as_every_requests_peer(ge_bin, tmp_path):
     rows = [(i % 3, i * 10, "GET", f"coap://127.0.0.1:{6001 + i % 3}/a") for i in range(30)]
     trace = write_trace(tmp_path / "t.csv", rows)
@@ -299,6 +391,13 @@ def test_dump_plan_shows_the_gateway_as_every_requests_peer(ge_bin, tmp_path):
     mids = [int(r[4]) for r in proxied]
     assert [(m - mids[0]) % 65536 for m in mids] == list(range(30))
     assert {r[5] for r in proxied} == {"30"} and {r[6] for r in proxied} == {"1"}
+    # per device: device d is peer d on socket d, its own MID sequence
+    per = plan("--gateway", "127.0.0.1:5999", "--north", "coap-uri", "--north-sockets", "per-device")
+    assert {(r[1], r[2], r[3]) for r in per} == {("0", "0", "0"), ("1", "1", "1"), ("2", "2", "2")}
+    for d in "012":
+        mids = [int(r[4]) for r in per if r[1] == d]
+        assert [(m - mids[0]) % 65536 for m in mids] == list(range(10))
+    assert {r[5] for r in per} == {"10"} and {r[6] for r in per} == {"1"}
 
 
 def test_direct_run_summary_says_direct(ge_bin, make_device, tmp_path):
@@ -306,7 +405,8 @@ def test_direct_run_summary_says_direct(ge_bin, make_device, tmp_path):
     trace = write_trace(tmp_path / "t.csv", [(0, i * 1000, "GET", dev.uri("/a0")) for i in range(5)])
     run = run_ge(ge_bin, trace)
     assert run.returncode == 0, run.stderr
-    assert run.summary["north"] == {"protocol": "coap", "gateway": None, "mode": "direct"}
+    assert run.summary["north"] == {"protocol": "coap", "gateway": None, "mode": "direct",
+                                    "sockets": "one", "nsock": 1}
 
 
 BAD_CLI = {
@@ -316,6 +416,11 @@ BAD_CLI = {
     "bad_port": (["--gateway", "127.0.0.1:0", "--north", "coap-uri"], "--gateway: "),
     "host_name": (["--gateway", "proxy:5683", "--north", "coap-uri"], "--gateway: "),
     "bad_mode": (["--gateway", "127.0.0.1", "--north", "coap"], "--north: 'coap' is not"),
+    "sockets_without_gateway": (["--north-sockets", "per-device"], "--north-sockets: requires"),
+    "sockets_with_http": (["--gateway", "127.0.0.1", "--north", "http", "--north-sockets", "one"],
+                          "--north-sockets: requires --north coap-uri or coap-scheme (not http)"),
+    "bad_sockets": (["--gateway", "127.0.0.1", "--north", "coap-uri", "--north-sockets", "two"],
+                    "--north-sockets: 'two' is not one or per-device"),
 }
 
 
@@ -330,4 +435,25 @@ def test_bad_gateway_options_exit_2_with_one_line(name, ge_bin, tmp_path):
     assert p.returncode == 2, p.stderr
     lines = p.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {want}"), p.stderr
+    assert not out.exists() and not summary.exists() and not list(tmp_path.glob("*.tmp.*"))
+
+
+def test_per_device_sockets_beyond_the_open_file_limit_exit_2(ge_bin, tmp_path):
+    """100 devices need 100 sockets and the other files: under a hard
+    limit of 128 open files, one line and exit 2 before anything starts."""
+    rows = [(i, i * 10, "GET", f"coap://127.0.0.1:{6000 + i}/a") for i in range(100)]
+    trace = write_trace(tmp_path / "t.csv", rows)
+    out, summary = tmp_path / "o.csv", tmp_path / "s.json"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    p = subprocess.run([str(ge_bin), "--trace", str(trace), "--out", str(out), "--summary",
+                        str(summary), "--quiet", "--gateway", "127.0.0.1:9", "--north", "coap-uri",
+                        "--north-sockets", "per-device"],
+                       capture_output=True, text=True, timeout=60, preexec_fn=limit)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [
+        "error: --north-sockets: 100 sockets and 64 other files need an open-file limit of 164, "
+        "the hard limit (ulimit -Hn) is 128"]
     assert not out.exists() and not summary.exists() and not list(tmp_path.glob("*.tmp.*"))

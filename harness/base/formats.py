@@ -38,6 +38,14 @@ DEVICE_STATS_COUNTERS: tuple[str, ...] = (
     "sep_untracked",
 )
 
+#: Time histograms of `wotbench-device --stats FILE`, in file order, after
+#: the counters (not on the stderr counts line): each an object
+#: {"buckets": [[lo, hi, count], ...], "overflow": n, "sum": us, "max": us}
+#: whose counts sum to "served" (docs/formats.md, "Device stats JSON").
+#: "residence_us": a request's receipt to its response's send;
+#: "queue_wait_us": receipt to a worker's pick-up (0 for inline answers).
+DEVICE_STATS_HISTOGRAMS: tuple[str, ...] = ("residence_us", "queue_wait_us")
+
 #: CoAP option (elective, experimental range) carrying the service time in us.
 SERVICE_TIME_OPTION = 65000
 DEFAULT_COAP_PORT = 5683

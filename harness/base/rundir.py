@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import overload
 
 __all__ = [
-    "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "WORKLOAD", "GE", "CD", "MONITOR",
+    "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "GATEWAY", "WORKLOAD", "GE", "CD", "MONITOR",
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
     "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD",
     "FIGURES",
@@ -31,6 +31,7 @@ PHASES = "phases.json"
 OBSERVED = "observed.json"        # what the harness saw; reporting judges it
 SUMMARY = "summary.json"          # written last
 INTERFERENCE = "interference.json"  # the noisy neighbours, planned and observed (interference:)
+GATEWAY = "gateway.json"          # the gateway under test's end state (gateway_under_test:)
 PUMBA_LOG = "pumba.log"
 
 # --- folders ---------------------------------------------------------------
@@ -152,6 +153,7 @@ class RunDir:
     observed = _At(OBSERVED)
     summary = _At(SUMMARY)
     interference = _At(INTERFERENCE)
+    gateway = _At(GATEWAY)
     pumba_log = _At(PUMBA_LOG)
     workload = _At(WORKLOAD)
     trace = _At(WORKLOAD, TRACE)

@@ -101,6 +101,7 @@ class ContainerState:
     started_at: str | None = None   # the engine's State.StartedAt (RFC 3339): later than the run started it = restarted
     restarts: int | None = None     # the engine's RestartCount (restarts by a restart policy)
     addresses: tuple[str, ...] | None = None   # its IPv4 addresses on the run's networks (None: unknown)
+    finished_at: str | None = None  # the engine's State.FinishedAt (RFC 3339) once it exited
 
     @classmethod
     def of(cls, info: dict[str, Any]) -> ContainerState:
@@ -109,7 +110,8 @@ class ContainerState:
         nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
         return cls(st.get("Status"), st.get("ExitCode"), st.get("OOMKilled"), st.get("StartedAt"),
                    info.get("RestartCount"), tuple(sorted(n["IPAddress"] for n in nets.values()
-                                                          if n.get("IPAddress"))))
+                                                          if n.get("IPAddress"))),
+                   st.get("FinishedAt"))
 
     @property
     def running(self) -> bool:
@@ -178,8 +180,9 @@ class Backend(Protocol):
     def start_offline(self, spec: ContainerSpec) -> Started:
         """Starts a container with no network: a resource monitor (collectl), a hog."""
 
-    def check_image(self, ref: str) -> str:
-        """The id of the image ``ref`` (the gateway under test's); a missing image is a UserError."""
+    def check_image(self, ref: str, node: str | None = None) -> str:
+        """The id of the image ``ref`` (the gateway under test's) on ``node``
+        (None: this host); a missing image is a UserError."""
 
     def start_gateway(self, spec: ContainerSpec) -> Started:
         """Starts the gateway under test on every network of the run, at an

@@ -338,7 +338,7 @@ class DockerBackend:
         ct.start()
         return Started(spec.key, spec.role, name, dockerenv.engine_id(ct))
 
-    def check_image(self, ref: str) -> str:
+    def check_image(self, ref: str, node: str | None = None) -> str:
         try:
             return dockerenv.engine_id(self.client.images.get(ref))
         except docker.errors.ImageNotFound:

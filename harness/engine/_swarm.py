@@ -46,6 +46,8 @@ __all__ = ["SwarmBackend", "OVERLAY_STATIC"]
 #: Addresses of an overlay given to nodes (from .10 on); the last /24 of
 #: its /22 is left to the engine (GEs, the nodes' load-balancer endpoints).
 OVERLAY_STATIC = 758
+#: The gateway under test's address on each overlay: below the nodes' .10.
+_OVERLAY_GATEWAY_HOST = 5
 _ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
 
@@ -106,6 +108,15 @@ class SwarmBackend(DockerBackend):
                                     f"{IMAGES[role]}: load it there (docker save {IMAGES[role]} | "
                                     f"ssh {host} docker load; docs/multi-host.md)")
         return ids
+
+    def check_image(self, ref: str, node: str | None = None) -> str:
+        """The gateway under test's image, on the node it runs on."""
+        try:
+            return dockerenv.engine_id(self.client_of(node).images.get(ref))
+        except docker.errors.ImageNotFound:
+            raise UserError(f"image {ref} is missing on node {node or self.local} (a shipped gateway's image is "
+                            "built by docker/build-images.sh; load it there: docs/multi-host.md)",
+                            field="gateway_under_test.image") from None
 
     # --- networks ---------------------------------------------------------------
 
@@ -179,6 +190,18 @@ class SwarmBackend(DockerBackend):
             self.client_of(spec.node).networks.get(dockerenv.engine_name(net)).connect(ct)
         ct.start()
         return Started(spec.key, spec.role, dockerenv.engine_name(ct), dockerenv.engine_id(ct), None,
+                       spec.node or self.local)
+
+    def start_gateway(self, spec: ContainerSpec) -> Started:
+        """The gateway under test on its node (the GE node), on every
+        overlay at host _OVERLAY_GATEWAY_HOST of each: a fixed address the
+        GEs are given before they start."""
+        addresses = [str(sub.network_address + _OVERLAY_GATEWAY_HOST) for sub in self.subnets]
+        ct, _ = self._create(spec, dockerenv.engine_name(self.networks[0]), addresses[0])
+        for net, address in zip(self.networks[1:], addresses[1:], strict=True):
+            self.client_of(spec.node).networks.get(dockerenv.engine_name(net)).connect(ct, ipv4_address=address)
+        ct.start()
+        return Started(spec.key, spec.role, dockerenv.engine_name(ct), dockerenv.engine_id(ct), addresses[0],
                        spec.node or self.local)
 
     def wait(self, started: Started, timeout_s: float) -> int | None:

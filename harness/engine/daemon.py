@@ -94,6 +94,14 @@ def _output(pid: int, fd: int) -> str:
     return target if target.startswith("/") and Path(target).is_file() else os.devnull
 
 
+def _cwd(pid: int) -> str:
+    """Where ``pid`` runs: its working folder, or ``/`` when that folder is
+    gone (the kernel then names it "PATH (deleted)"): a restarted dockerd
+    must not fail because the folder it was started from was removed."""
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    return cwd if Path(cwd).is_dir() else "/"
+
+
 def _peer_pid(sock: str) -> int | None:
     """The pid of the process that answers on the unix socket ``sock``
     (SO_PEERCRED of a connection to it); None if nothing listens."""
@@ -127,7 +135,7 @@ def _process(sock: str) -> Dockerd:
             raise OSError
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        cwd = os.readlink(f"/proc/{pid}/cwd")
+        cwd = _cwd(pid)
     except OSError:
         raise UserError(f"no dockerd process of this host answers on {sock} "
                         f"({'nothing listens' if pid is None else f'pid {pid} is not one'}): restart the Docker "

@@ -262,10 +262,10 @@ def live_runs(c: docker.DockerClient) -> set[str]:
 
 
 def busy_ge_cores(c: docker.DockerClient) -> dict[int, str]:
-    """Cores pinned by the GEs (workload and CD) of running containers of
-    any run on this engine: core -> run id."""
+    """Cores pinned by the GEs (workload and CD) and gateways under test of
+    running containers of any run on this engine: core -> run id."""
     out: dict[int, str] = {}
-    for role in ("ge", "cd-ge"):
+    for role in ("ge", "cd-ge", "gateway"):
         for ct in c.api.containers(filters={"label": [LABEL_RUN, f"{LABEL_ROLE}={role}"], "status": "running"}):
             try:
                 cpus = c.api.inspect_container(ct["Id"])["HostConfig"].get("CpusetCpus") or ""

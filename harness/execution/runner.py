@@ -29,13 +29,14 @@ from wotbench.engine import Backend, DockerBackend, SwarmBackend, dockerenv, rea
 from wotbench.engine.inventory import Inventory, read_inventory
 from wotbench.execution import phases
 from wotbench.execution.phases import Preflight, RunContext, RunOptions, plan_for
+from wotbench.execution.placement import Plan
 from wotbench.host import coreclaim
 from wotbench.spec import budget, load
 
 if TYPE_CHECKING:
     from wotbench.spec import RunSpec, Spec
 
-__all__ = ["RunFailed", "Interrupted", "RunOptions", "Run", "plan_for", "preflight", "run_spec", "run"]
+__all__ = ["RunFailed", "Interrupted", "RunOptions", "Run", "plan_for", "preflight", "run_spec", "run", "claimed_cores"]
 
 
 class RunFailed(Exception):
@@ -172,13 +173,19 @@ def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         return _run_all(runs, opts)
 
 
+def claimed_cores(plan: Plan) -> set[int]:
+    """The cores a run claims host-wide (wotbench.host.coreclaim): its GEs'
+    and its gateway under test's, never shared with another run."""
+    return set(plan.ge_cores) | set(plan.gateway_cores)
+
+
 def _refuse_busy_ge_cores(cores: Sequence[int], busy: dict[int, str]) -> None:
-    """Two runs' GEs on one core each measure the other: refused before
-    anything starts (run after run, or give them other cores with --cpus
-    / placement)."""
+    """Two runs' GEs (or a GE and a gateway under test) on one core each
+    measure the other: refused before anything starts (run after run, or
+    give them other cores with --cpus / placement)."""
     clash = sorted(c for c in set(cores) if c in busy)
     if clash:
-        raise UserError(f"core(s) {', '.join(map(str, clash))} already run the GE of run "
+        raise UserError(f"core(s) {', '.join(map(str, clash))} already run the GE or gateway under test of run "
                         f"{busy[clash[0]]}, still running: wait for it, or plan this run's GEs elsewhere",
                         field="placement")
 
@@ -209,7 +216,7 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         except UserError as err:
             raise phases.locate(err, rs) from None
         if not pre.layout.swarm:
-            ge_cores.update(pre.layout.parts[0].plan.ge_cores)
+            ge_cores.update(claimed_cores(pre.layout.parts[0].plan))
     # Claimed first (atomic across this host's harnesses), then checked
     # against GE containers still running without a harness.
     with contextlib.ExitStack() as held:

@@ -1,6 +1,7 @@
-"""Host-wide claims on the cores of workload GEs: two runs started at the
-same moment must not both put their GE on one core (each would measure
-the other). A run holds an exclusive ``flock`` on one file per GE core
+"""Host-wide claims on the cores of workload GEs and of a gateway under
+test: two runs started at the same moment must not both put their GE (or
+one's GE, the other's gateway) on one core (each would measure the
+other). A run holds an exclusive ``flock`` on one file per such core
 from before anything starts until it ends; the kernel releases it when the
 harness exits, also when it is killed, so a dead run never blocks a core.
 The container check (``wotbench.engine.dockerenv.busy_ge_cores``) still covers GEs whose
@@ -161,7 +162,7 @@ def _claimed(core: int, fd: int) -> UserError:
     who = "; ".join(describe_pid(p) for p in _holders(fd)) or "holder not in /proc/locks"
     name = _holder_name(fd)
     if name is not None:
-        what = f"the GE of a run in progress on this host ({name}; {who})"
+        what = f"the GE or gateway under test of a run in progress on this host ({name}; {who})"
     else:
         what = f"a process that is not a wotbench run ({who})"
     return UserError(f"core {core} is claimed by {what}: wait for it, or plan this run's GEs elsewhere",

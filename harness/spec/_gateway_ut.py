@@ -14,6 +14,7 @@ from typing import Any
 
 from wotbench.base import units
 from wotbench.spec import _read as read
+from wotbench.spec._capacity import Objective, _objectives
 from wotbench.spec._yaml import KeyPath, YamlSource
 
 __all__ = ["GatewayUnderTest", "SHIPPED", "NORTHS", "read_gateway_ut"]
@@ -28,6 +29,13 @@ SHIPPED_NORTHS = {"libcoap": ("coap-uri", "coap-scheme"), "aiocoap": ("coap-sche
 SHIPPED_PORTS = {"libcoap": 5683, "aiocoap": 5683, "nodered": 1880}
 #: What the GEs speak to the gateway (wotbench-ge --north).
 NORTHS = ("coap-uri", "coap-scheme", "http")
+#: Whose client the gateway sees over CoAP (wotbench-ge --north-sockets):
+#: the GE's shared sockets, or each device's own.
+SOCKETS = ("one", "per-device")
+#: The shipped gateways that need ``per-device``: libcoap 4.3.1's proxy
+#: keeps one upstream session per client endpoint, opened for its first
+#: request, and sends all its later requests to that first device.
+SHIPPED_PER_DEVICE = ("libcoap",)
 #: Readiness checks: a CoAP ping (an empty CON answered by RST), a TCP
 #: connect, or ``http:/PATH`` (any HTTP answer to GET PATH).
 READY_KINDS = ("coap", "tcp", "http:/PATH")
@@ -36,7 +44,7 @@ DEFAULT_MEMORY = 512 << 20
 DEFAULT_PIDS = 256
 MAX_CORES = 64
 _KEYS = {"image", "command", "env", "cores", "memory", "pids", "north", "port", "http_path", "http_conns",
-         "ready", "ready_timeout"}
+         "ready", "ready_timeout", "objective", "sockets"}
 #: A Docker image reference: [host[:port]/]path[:tag][@sha256:digest] (lower-case path components).
 _IMAGE_RE = re.compile(
     r"(?:[A-Za-z0-9.-]+(?::[0-9]{1,5})?/)?"
@@ -65,9 +73,14 @@ class GatewayUnderTest:
     """``--north http``: the GE's request-target template (None: the GE's default)."""
     http_conns: int | None = None
     """``--north http``: the GE's keep-alive connections (None: the GE's default)."""
+    sockets: str | None = None
+    """CoAP north: ``one`` or ``per-device`` (wotbench-ge --north-sockets); None with http."""
     ready: str = "coap"
     """``coap``, ``tcp`` or ``http:/PATH``."""
     ready_timeout_us: int = 30_000_000
+    objective: tuple[Objective, ...] = ()
+    """The gateway's response-time objective (``{p99: 50ms}``; capacity's
+    statistics); empty: the gateway answer judges its errors and faults only."""
 
     @property
     def shipped(self) -> str | None:
@@ -83,8 +96,9 @@ class GatewayUnderTest:
         return {"image": self.image, "shipped": self.shipped, "command": list(self.command or ()) or None,
                 "env": dict(self.env), "cores": self.cores, "memory_bytes": self.memory_bytes,
                 "pids": self.pids, "north": self.north, "port": self.port, "http_path": self.http_path,
-                "http_conns": self.http_conns, "ready": self.ready,
-                "ready_timeout_s": self.ready_timeout_us / 1e6}
+                "http_conns": self.http_conns, "sockets": self.sockets, "ready": self.ready,
+                "ready_timeout_s": self.ready_timeout_us / 1e6,
+                "objective": {o.stat: o.limit_us for o in self.objective} or None}
 
     @classmethod
     def build(cls, v: Any, src: YamlSource, at: KeyPath) -> GatewayUnderTest:
@@ -101,6 +115,11 @@ class GatewayUnderTest:
         for key in ("http_path", "http_conns"):
             if key in m and north != "http":
                 raise src.error("only with north: http", *at, key)
+        if "sockets" in m and north == "http":
+            raise src.error("only with north: coap-uri or coap-scheme", *at, "sockets")
+        sockets = None if north == "http" else read.choice(
+            m.get("sockets", "per-device" if image in SHIPPED_PER_DEVICE else "one"), src, at + ("sockets",),
+            SOCKETS)
         ready = _ready(m.get("ready", "tcp" if north == "http" else "coap"), src, at + ("ready",))
         memory = read.value(units.parse_size, m["memory"], src, at + ("memory",)) if "memory" in m \
             else DEFAULT_MEMORY
@@ -122,8 +141,10 @@ class GatewayUnderTest:
             http_path=_http_path(m["http_path"], src, at + ("http_path",)) if "http_path" in m else None,
             http_conns=read.integer(m["http_conns"], src, at + ("http_conns",), 1, 4096) if "http_conns" in m
             else None,
+            sockets=sockets,
             ready=ready,
             ready_timeout_us=timeout,
+            objective=_objectives(m["objective"], src, at + ("objective",)) if "objective" in m else (),
         )
 
 

@@ -18,9 +18,19 @@ Each probe is one ordinary ``wotbench run`` of the spec with the varied key
 set (any ``sweep`` is not allowed with ``capacity``). A probe passes when
 the run's verdict is valid (which includes: no contention detected by the
 CD module, RITs as intended, few errors) and every objective holds over the
-measurement phase. The search doubles from ``start`` until a probe fails or
-``max`` passes, then bisects between the last pass and the first failure
-(:func:`search`, pure, testable with a fake probe).
+measurement phase. With a gateway under test (``gateway_under_test:``) a
+probe gives two answers apart and passes only when both do: the testbed
+was valid (the verdict, its reasons), and the gateway met the objective
+(over the GEs' end-to-end response times through it) with no gateway
+answer against it (summary.json's ``gateway.answer``: errors through the
+gateway, its exit, floods, held connections, ...; without that object,
+the gateway's errors and timeouts against ``validity.max_error_rate``) and
+every request routed to the device it names (:func:`judge`, pure).
+capacity.json keeps both apart per probe (``verdict``, ``reasons``;
+``gateway_met``, ``gateway_reasons``) and the table says which failed.
+The search doubles from ``start`` until a probe fails or ``max`` passes,
+then bisects between the last pass and the first failure (:func:`search`,
+pure, testable with a fake probe).
 
 Results: ``<results>/<capacity-run-id>/`` with ``capacity.json`` (the
 answer and every probe's evidence: verdict, reasons, objective values,
@@ -44,7 +54,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -56,8 +66,8 @@ from wotbench.execution.runner import RunFailed, RunOptions, preflight, run_spec
 from wotbench.reporting import load_run
 from wotbench.spec import CapacitySpec, Objective, RunSpec, load
 
-__all__ = ["CapacitySpec", "Objective", "SearchResult", "ProbeResult", "search", "probe_runs",
-           "run_capacity", "fmt_value", "evidence_text"]
+__all__ = ["CapacitySpec", "Objective", "SearchResult", "ProbeResult", "Judgement", "search", "probe_runs",
+           "judge", "run_capacity", "fmt_value", "evidence_text", "failed_by"]
 
 
 # --- the search (pure) ----------------------------------------------------------
@@ -128,6 +138,79 @@ class ProbeResult:
     contention: str | None                    # cd-module status
     requests: int | None
     run_dirs: list[str] = field(default_factory=list)
+    gateway_met: bool | None = None
+    """With a gateway under test: the gateway's answer (None: no gateway)."""
+    gateway_reasons: list[str] = field(default_factory=list)
+    """Every way the gateway missed (empty when it met the objective)."""
+
+
+# --- the probe decision (pure) ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Judgement:
+    """One run's two answers, apart: the testbed's and the gateway's."""
+
+    testbed_valid: bool
+    testbed_reasons: tuple[str, ...]
+    objectives_ok: bool
+    gateway_met: bool | None          # None: the run had no gateway under test
+    gateway_reasons: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        if self.gateway_met is None:
+            return self.testbed_valid and self.objectives_ok
+        return self.testbed_valid and self.gateway_met
+
+
+def judge(summary: dict[str, Any], cap: CapacitySpec, values: dict[str, float | None]) -> Judgement:
+    """The decision of one probe run from its summary.json and the
+    objective's measured values (µs, over the run's answered requests: with
+    a gateway, its end-to-end response times through it)."""
+    testbed_reasons = tuple(str(r) for r in summary.get("reasons") or ())
+    missed = [f"{o.stat}: no answered request" if (v := values.get(o.stat)) is None
+              else f"{o.stat} {_ms(v)} above the objective {o.limit_us / 1e3:g} ms"
+              for o in cap.objectives if (v := values.get(o.stat)) is None or v > o.limit_us]
+    section = summary.get("gateway")
+    if not isinstance(section, dict):
+        return Judgement(str(summary.get("verdict")) == "valid", testbed_reasons, not missed, None, ())
+    more = _gateway_reasons(section, summary.get("thresholds") or {})
+    answer = section.get("answer")
+    met = not missed and not more and (not isinstance(answer, dict) or answer.get("met") is True)
+    return Judgement(str(summary.get("verdict")) == "valid", testbed_reasons, not missed, met,
+                     tuple(missed + more))
+
+
+def _gateway_reasons(section: dict[str, Any], thresholds: dict[str, Any]) -> list[str]:
+    """The gateway's own answer's reasons (``answer`` {met, reasons}, K3's
+    reporting/_gatewayanswer.py) when the summary has one; else what the
+    section shows: gateway errors and timeouts above the error-rate
+    threshold. Misrouting in both cases."""
+    out: list[str] = []
+    answer = section.get("answer")
+    if isinstance(answer, dict):
+        out += [str(r) for r in answer.get("reasons") or ()]
+        if answer.get("met") is not True and not out:
+            out.append("no evidence: the gateway answer could not be given")
+    else:
+        requests = int(section.get("requests") or 0)
+        errors = dict(section.get("gateway_errors") or {})
+        bad = sum(int(n) for n in errors.values()) + int(section.get("timeouts") or 0)
+        limit = float(thresholds.get("max_error_rate", 0.01))
+        if requests == 0:
+            out.append("no request through the gateway in the measurement phase")
+        elif bad / requests > limit:
+            codes = ", ".join(f"{c}: {n}" for c, n in errors.items() if n)
+            out.append(f"gateway error rate {100 * bad / requests:.2f} % above {100 * limit:g} % "
+                       f"({codes + ', ' if codes else ''}{int(section.get('timeouts') or 0)} timeouts "
+                       f"of {requests} requests)")
+    r = section.get("routing")
+    if isinstance(r, dict) and r.get("served_more") and not any("MISROUTED" in x for x in out):
+        b = r.get("busiest") or {}
+        out.append(f"MISROUTED: {r['served_more']} of {r.get('devices')} devices served more requests than "
+                   f"were sent to them (device {b.get('device_id')}: {b.get('served')} served, "
+                   f"{b.get('sent')} sent)")
+    return out
 
 
 def probe_runs(runs: Sequence[RunSpec], cap: CapacitySpec, value: float) -> list[RunSpec]:
@@ -146,19 +229,19 @@ def evaluate(run_dir: Path, cap: CapacitySpec) -> ProbeResult:
     ok = measure[measure["status"] == "ok"]
     resp = ok["response_us"].to_numpy(dtype=np.float64)
     values = {o.stat: o.value_us(resp) for o in cap.objectives}
-    obj_ok = all((v := values[o.stat]) is not None and v <= o.limit_us for o in cap.objectives)
+    j = judge(summary, cap, values)
     cd = summary.get("cd") or {}
     cont = cd.get("contention") or {}
     ds = summary.get("device_summary") or {}
     verdict = str(summary.get("verdict"))
     return ProbeResult(
-        value=0, passed=verdict == "valid" and obj_ok, verdict=verdict,
-        reasons=list(summary.get("reasons") or []), objectives=values, objectives_ok=obj_ok,
+        value=0, passed=j.passed, verdict=verdict,
+        reasons=list(j.testbed_reasons), objectives=values, objectives_ok=j.objectives_ok,
         rd_devices=ds.get("rd_ratio_mean"),
         rd_cd=(cont.get("measure") or {}).get("mean"),
         rd_cd_baseline=(cont.get("baseline") or {}).get("mean"),
         contention=cont.get("status"), requests=int(len(measure)),
-        run_dirs=[os.fspath(run_dir)])
+        run_dirs=[os.fspath(run_dir)], gateway_met=j.gateway_met, gateway_reasons=list(j.gateway_reasons))
 
 
 def _combine(value: float, results: Sequence[ProbeResult]) -> ProbeResult:
@@ -182,7 +265,9 @@ def _combine(value: float, results: Sequence[ProbeResult]) -> ProbeResult:
         contention=("contention" if any(r.contention == "contention" for r in results)
                     else results[0].contention),
         requests=sum(r.requests or 0 for r in results),
-        run_dirs=[d for r in results for d in r.run_dirs])
+        run_dirs=[d for r in results for d in r.run_dirs],
+        gateway_met=None if results[0].gateway_met is None else all(r.gateway_met for r in results),
+        gateway_reasons=sorted({x for r in results for x in r.gateway_reasons}))
 
 
 # --- the command ----------------------------------------------------------------------
@@ -249,12 +334,27 @@ def run_capacity(spec: str | Path, results: Path, scale: str | None = None,
     return out
 
 
+def failed_by(p: ProbeResult) -> str:
+    """Which answer failed a probe: "" (it passed), "testbed", "gateway",
+    "testbed and gateway", or "objective" (no gateway under test)."""
+    testbed = p.verdict != "valid"
+    other = (not p.objectives_ok) if p.gateway_met is None else not p.gateway_met
+    name = "objective" if p.gateway_met is None else "gateway"
+    return " and ".join(n for n, bad in (("testbed", testbed), (name, other)) if bad)
+
+
 def evidence_text(cap: CapacitySpec, p: ProbeResult) -> str:
     objs = ", ".join(f"{o.stat} {_ms(p.objectives[o.stat])} (limit {o.limit_us / 1e3:g} ms)"
                      for o in cap.objectives)
     rd = f"R_d devices {_num(p.rd_devices)}, CD {_num(p.rd_cd)} (baseline {_num(p.rd_cd_baseline)})"
-    reasons = f"; {'; '.join(p.reasons[:2])}" if p.reasons else ""
-    return f"{p.verdict}; {objs}; {rd}; contention {p.contention}{reasons}"
+    failed = f"failed: {why}; " if (why := failed_by(p)) else ""
+    if p.gateway_met is None:
+        reasons = f"; {'; '.join(p.reasons[:2])}" if p.reasons else ""
+        return f"{failed}{p.verdict}; {objs}; {rd}; contention {p.contention}{reasons}"
+    testbed = "testbed valid" if p.verdict == "valid" else f"testbed NOT valid ({'; '.join(p.reasons[:2])})"
+    gateway = ("gateway met the objective" if p.gateway_met
+               else f"gateway did NOT meet it ({'; '.join(p.gateway_reasons[:3])})")
+    return f"{failed}{testbed}; {gateway}; {objs}; {rd}; contention {p.contention}"
 
 
 def _ms(us: float | None) -> str:

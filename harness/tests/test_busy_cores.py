@@ -34,7 +34,7 @@ def test_run_refuses_a_core_held_by_another_runs_ge(docker_client, spec_file, ma
                          "--results", str(tmp_path / "res"), "--no-progress", timeout=300)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1, r.stderr
-        assert f"core(s) {ge_core} already run the GE of run {other}" in lines[0]
+        assert f"core(s) {ge_core} already run the GE or gateway under test of run {other}" in lines[0]
         assert not (tmp_path / "res").exists() or not any((tmp_path / "res").iterdir())
     finally:
         ct.remove(force=True)
@@ -47,8 +47,9 @@ def test_claims_exclude_each_other_and_die_with_their_holder(tmp_path):
     from wotbench.host.coreclaim import claim_ge_cores
 
     with claim_ge_cores([1, 3], "run of a", folder=tmp_path):
-        with pytest.raises(UserError, match=r"core 3 is claimed by the GE of a run in progress on this host "
-                                            rf"\(run of a, harness pid {os.getpid()}, since") as err:
+        with pytest.raises(UserError, match=r"core 3 is claimed by the GE or gateway under test of a run in "
+                                            rf"progress on this host \(run of a, harness pid {os.getpid()}, since"
+                           ) as err:
             with claim_ge_cores([3, 5], "run of b", folder=tmp_path):
                 pass
         assert err.value.field == "placement"
@@ -70,6 +71,26 @@ def test_claims_exclude_each_other_and_die_with_their_holder(tmp_path):
         pass
 
 
+def test_a_gateway_under_tests_cores_are_claimed_with_the_ges(tmp_path):
+    """A run claims its gateway's cores too: another run whose GE the plan
+    puts on them is refused, naming the core."""
+    from wotbench.base.errors import UserError
+    from wotbench.execution.placement import make_plan
+    from wotbench.execution.runner import claimed_cores
+    from wotbench.host.coreclaim import claim_ge_cores
+
+    def plan(gateway: int):
+        return make_plan(range(6), reserve=(0,), ge_instances=1, cd_enabled=True, devices=4, affinity=True,
+                         gateway_cores=gateway)
+    with_gw, without = plan(1), plan(0)
+    assert claimed_cores(with_gw) == {*with_gw.ge_cores, *with_gw.gateway_cores} and with_gw.gateway_cores == (5,)
+    assert claimed_cores(without) == set(without.ge_cores)
+    with claim_ge_cores(claimed_cores(with_gw), "run of gw", folder=tmp_path):
+        with pytest.raises(UserError, match=r"core 5 is claimed by the GE or gateway under test .*run of gw"):
+            with claim_ge_cores([5], "run of other", folder=tmp_path):
+                pass
+
+
 @pytest.mark.docker
 def test_two_runs_started_together_one_refused(docker_client, spec_file, make_spec, tmp_path, run_objects):
     """Two `wotbench run` of specs whose GE takes the same core, started at
@@ -85,7 +106,8 @@ def test_two_runs_started_together_one_refused(docker_client, spec_file, make_sp
     refused = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode == 2)
     lines = refused.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {spec}:"), lines
-    assert "is claimed by the GE of a run in progress on this host (run of twins, harness pid" in lines[0]
+    assert ("is claimed by the GE or gateway under test of a run in progress on this host (run of twins, harness pid"
+            in lines[0])
     i = next(i for i, p in enumerate(procs) if p.returncode == 2)
     assert not (tmp_path / f"res{i}").exists() or not any((tmp_path / f"res{i}").iterdir())
     ran = Path(next(out for p, (out, _) in zip(procs, outs, strict=True) if p.returncode == 0).strip().splitlines()[-1])

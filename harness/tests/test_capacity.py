@@ -3,10 +3,12 @@ the probe documents, the plot; and one real search end to end."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,3 +222,120 @@ def test_capacity_end_to_end(docker_client, tmp_path):
         assert (run / "summary.json").is_file() and run.parent == out / "probes"
     assert (out / "capacity.png").read_bytes()[:4] == b"\x89PNG"
     assert "capacity: devices[0].rate = " in proc.stdout
+
+
+# --- the probe decision with a gateway under test (pure, synthetic summaries) --------------
+
+P99 = BASE.replace("{p95: 50ms}", "{p99: 50ms}")
+
+
+def summary_of(verdict: str = "valid", reasons: tuple[str, ...] = (),
+               gateway: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"verdict": verdict, "reasons": list(reasons), "thresholds": {"max_error_rate": 0.01}}
+    if gateway is not None:
+        doc["gateway"] = {"requests": 1000, "ok": 1000, "timeouts": 0, "errors": 0,
+                          "gateway_errors": {"5.02": 0, "5.04": 0, "502": 0, "504": 0},
+                          "routing": {"devices": 20, "sent": 1000, "served": 1000, "served_more": 0,
+                                      "served_fewer": 0, "busiest": {"device_id": 3, "served": 50, "sent": 50}},
+                          "answer": "the testbed was valid. ...", **gateway}
+    return doc
+
+
+def test_without_a_gateway_the_probe_is_the_verdict_and_the_objective():
+    c = cap_of(P99)
+    j = capacity.judge(summary_of(), c, {"p99": 49_000.0})
+    assert j.passed and j.gateway_met is None and j.gateway_reasons == ()
+    j = capacity.judge(summary_of(), c, {"p99": 51_000.0})
+    assert not j.passed and not j.objectives_ok and j.testbed_valid
+    j = capacity.judge(summary_of("invalid", ("contention: ...",)), c, {"p99": 1_000.0})
+    assert not j.passed and j.objectives_ok and j.testbed_reasons == ("contention: ...",)
+
+
+@pytest.mark.parametrize("verdict, p99, answer, passed, testbed_valid, met", [
+    ("valid", 30_000.0, {"met": True, "reasons": []}, True, True, True),
+    ("valid", 60_000.0, {"met": True, "reasons": []}, False, True, False),        # the objective
+    ("valid", 30_000.0, {"met": False, "reasons": ["gateway exited mid-run (exit code 137)"]}, False, True, False),
+    ("valid", 30_000.0, {"met": None, "reasons": []}, False, True, False),         # no evidence is never met
+    ("invalid", 30_000.0, {"met": True, "reasons": []}, False, False, True),       # the testbed alone
+    ("invalid", 60_000.0, {"met": False, "reasons": ["x"]}, False, False, False),  # both
+])
+def test_with_a_gateway_both_answers_must_pass_and_stay_apart(verdict, p99, answer, passed, testbed_valid, met):
+    j = capacity.judge(summary_of(verdict, ("rit_integrity: ...",) if verdict != "valid" else (),
+                                  {"answer": {"objective": None, **answer}}), cap_of(P99), {"p99": p99})
+    assert (j.passed, j.testbed_valid, j.gateway_met) == (passed, testbed_valid, met)
+    assert j.objectives_ok == (p99 <= 50_000)
+    assert ("p99 60.00 ms above the objective 50 ms" in j.gateway_reasons) == (p99 > 50_000)
+    assert set(answer["reasons"]) <= set(j.gateway_reasons)
+    assert (j.testbed_reasons == ()) == testbed_valid        # the testbed's reasons stay the testbed's
+    if met is False and p99 <= 50_000 and not answer["reasons"]:
+        assert j.gateway_reasons == ("no evidence: the gateway answer could not be given",)
+
+
+def test_before_the_gateway_answer_the_section_decides_on_gateway_errors():
+    c = cap_of(P99)
+    errs = {"gateway_errors": {"5.02": 0, "5.04": 8, "502": 0, "504": 0}, "timeouts": 3}
+    j = capacity.judge(summary_of(gateway=errs), c, {"p99": 10_000.0})
+    assert not j.passed and j.testbed_valid and j.gateway_met is False
+    assert j.gateway_reasons == ("gateway error rate 1.10 % above 1 % (5.04: 8, 3 timeouts of 1000 requests)",)
+    few = {"gateway_errors": {"5.02": 0, "5.04": 5, "502": 0, "504": 0}, "timeouts": 5}     # 1.0 %: at the limit
+    assert capacity.judge(summary_of(gateway=few), c, {"p99": 10_000.0}).passed
+    none = capacity.judge(summary_of(gateway={"requests": 0}), c, {"p99": None})
+    assert not none.passed and none.gateway_reasons == (
+        "p99: no answered request", "no request through the gateway in the measurement phase")
+
+
+def test_a_misrouting_gateway_never_meets_the_objective():
+    routing = {"devices": 20, "sent": 1000, "served": 1000, "served_more": 1, "served_fewer": 19,
+               "busiest": {"device_id": 0, "served": 1000, "sent": 50}}
+    for answer in ("text", {"met": True, "reasons": []}):
+        j = capacity.judge(summary_of(gateway={"routing": routing, "answer": answer}), cap_of(P99),
+                           {"p99": 1_000.0})
+        assert not j.passed and j.gateway_met is False
+        assert j.gateway_reasons == ("MISROUTED: 1 of 20 devices served more requests than were sent to them "
+                                     "(device 0: 1000 served, 50 sent)",)
+
+
+def probe(verdict: str, met: bool | None, objectives_ok: bool = True) -> ProbeResult:
+    return ProbeResult(10.0, False, verdict, ["contention: CUSUM alarm"] if verdict != "valid" else [],
+                       {"p99": 60_000.0 if not objectives_ok else 20_000.0}, objectives_ok, 0.1, 0.1, 0.1,
+                       "none", 100, ["/r"], met,
+                       [] if met in (None, True) else ["p99 60.00 ms above the objective 50 ms"])
+
+
+@pytest.mark.parametrize("verdict, met, ok, failed", [
+    ("valid", True, True, ""), ("invalid", True, True, "testbed"), ("valid", False, False, "gateway"),
+    ("invalid", False, False, "testbed and gateway"), ("valid", None, False, "objective"),
+    ("invalid", None, True, "testbed"),
+])
+def test_the_table_says_which_answer_failed(verdict, met, ok, failed):
+    p = probe(verdict, met, ok)
+    assert capacity.failed_by(p) == failed
+    text = capacity.evidence_text(cap_of(P99), p)
+    assert text.startswith(f"failed: {failed}; " if failed else ("testbed valid" if met else "valid"))
+    if met is not None:
+        assert ("testbed valid;" in text) == (verdict == "valid")
+        assert ("gateway met the objective" in text) == met
+        assert ("gateway did NOT meet it (p99 60.00 ms above" in text) == (not met)
+
+
+def test_repetitions_combine_both_answers():
+    a, b = probe("valid", True), probe("valid", False, False)
+    both = capacity._combine(10.0, [a, b])
+    assert both.gateway_met is False and both.gateway_reasons == ["p99 60.00 ms above the objective 50 ms"]
+    assert capacity._combine(10.0, [a, a]).gateway_met is True
+    assert capacity._combine(10.0, [probe("valid", None)]).gateway_met is None
+
+
+def test_capacity_json_probes_of_before_read_back():
+    # capacity_cmd rebuilds ProbeResult(**probe) from capacity.json: a probe of before has no gateway keys
+    old = {k: v for k, v in dataclasses.asdict(probe("valid", None)).items()
+           if k not in ("gateway_met", "gateway_reasons")}
+    assert ProbeResult(**old).gateway_met is None
+
+
+def test_the_gateway_experiment_has_a_quick_ci_capacity():
+    for scale, probes in (("ci", 2), ("small", 6), ("small-nodered", 6), ("small-libcoap", 6)):
+        runs = spec.load(REPO / "experiments" / "gateway.yaml", scale)
+        c = runs[0].experiment.capacity if runs[0].experiment else None
+        assert c is not None and c.kind == "rate" and c.objectives == (Objective("p99", 50_000),)
+        assert c.max_probes == probes and runs[0].spec.gateway_under_test is not None

@@ -155,3 +155,20 @@ def test_a_real_restart_brings_dockerd_back_as_it_was(docker_client):
     assert again.dockerd is not None and again.dockerd.pid != plan.dockerd.pid
     assert (again.dockerd.argv, again.dockerd.stdout) == (plan.dockerd.argv, plan.dockerd.stdout)
     assert said and said[0].startswith("the Docker engine was restarted and answers again after")
+
+
+def test_a_dockerd_whose_folder_was_removed_restarts_from_the_root(tmp_path):
+    """A process's working folder that no longer exists reads as "PATH
+    (deleted)"; the restart must then start dockerd in / instead of failing
+    (found when a CI clone that had started dockerd was removed)."""
+    gone = tmp_path / "clone"
+    gone.mkdir()
+    child = subprocess.Popen(["sleep", "30"], cwd=gone)
+    try:
+        assert engine._cwd(child.pid) == str(gone)
+        gone.rmdir()
+        assert os.readlink(f"/proc/{child.pid}/cwd").endswith("(deleted)")
+        assert engine._cwd(child.pid) == "/"
+    finally:
+        child.kill()
+        child.wait()

@@ -22,6 +22,14 @@ GWBRIDGE = "docker_gwbridge"
 LABEL = "org.wotbench.test-role"
 
 
+#: The shipped aiocoap forward proxy on core 1 of the GE node (docs/spec.md).
+GATEWAY = """\
+gateway_under_test: {image: aiocoap, north: coap-scheme, cores: 1, memory: 256m, pids: 64, ready: coap,
+                     ready_timeout: 30s}
+placement: {affinity: true, reserve: [0]}
+"""
+
+
 def _docker(*args: str) -> str:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=True, timeout=120).stdout
 
@@ -115,16 +123,25 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
 def test_run_on_a_one_node_swarm_puts_everything_on_it(one_node_swarm, docker_client, spec_file, make_spec,
                                                        wotbench_cli, tmp_path, run_objects):
     """A manager alone: the swarm's defaults put the GE, the CD pair and the
-    devices on it, on an overlay network; the per-host files under nodes/."""
-    path = spec_file(make_spec(4, extra="cluster: {}\n"))
+    devices on it, on an overlay network; the per-host files under nodes/.
+    With a gateway under test (issue 25): it runs on the GE node on a core
+    of its own, its readiness is checked from the GE node through it (the
+    harness cannot reach the overlay), and every request goes through it
+    to the device it names."""
+    path = spec_file(make_spec(4, extra="cluster: {}\n" + GATEWAY))
     r = wotbench_cli("run", str(path), "--results", str(tmp_path), "--no-progress", timeout=600)
     assert r.returncode == 0, r.stderr
     run = Path(r.stdout.strip().splitlines()[-1])
     me = docker_client.info()["Name"]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["swarm"] is True and [n["hostname"] for n in manifest["nodes"]] == [me]
-    assert manifest["nodes"][0]["roles"] == ["GE", "CD pair", "4 devices"]
+    assert manifest["nodes"][0]["roles"] == ["GE", "gateway under test", "CD pair", "4 devices"]
+    assert manifest["gateway"]["cpuset"] == "1" and manifest["gateway"]["ready_seconds"] is not None
     assert (run / "nodes" / me / "cd" / "cd-ge.csv").is_file() and (run / "nodes" / me / "probe.csv").is_file()
     summary = json.loads((run / "summary.json").read_text())
     assert list(summary["hosts"]) == [me] and summary["hosts"][me]["cd"]["contention"]["status"]
+    sec = summary["gateway"]
+    assert sec is not None and sec["requests"] == summary["measure_counts"]["requests"] > 0, sec
+    assert sec["routing"]["devices"] == 4 and sec["routing"]["served"] == sec["routing"]["sent"] > 0, sec["routing"]
+    assert sec["routing"]["served_more"] == 0, sec["routing"]
     assert run_objects(None) == ([], [])

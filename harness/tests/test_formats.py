@@ -202,15 +202,23 @@ def check_doc_constants(s: Sources) -> list[str]:
 #: The keys of the device stats JSON that are not counters, named here too:
 #: a new one must be added on purpose, not slip in by editing formats alone.
 DEVICE_STATS_FIELDS = ("format", "cpus")
+#: ... and the time histograms after the counters (JSON only).
+DEVICE_STATS_HISTOGRAMS = ("residence_us", "queue_wait_us")
 
 
 def check_device_stats(s: Sources) -> list[str]:
     """The device stats keys: formats' fields (exactly "format", "cpus"),
     then counters.h's DEV_COUNTERS, formats and the document's table, in
-    the same order. Only the counters are counters: a field is not in
-    DEV_COUNTERS (nor on the stderr counts line)."""
+    the same order, then the histograms (counters.h's DEV_HISTOGRAMS,
+    formats' DEVICE_STATS_HISTOGRAMS). Only the counters are counters: a
+    field or a histogram is not in DEV_COUNTERS (nor on the stderr line)."""
     problems = []
     header = x_macro(s.text[COUNTERS_H], "DEV_COUNTERS")
+    hists = s.py.get("DEVICE_STATS_HISTOGRAMS")
+    if hists != DEVICE_STATS_HISTOGRAMS or x_macro(s.text[COUNTERS_H], "DEV_HISTOGRAMS") != list(
+            DEVICE_STATS_HISTOGRAMS):
+        problems.append(f"histograms: formats {hists}, {COUNTERS_H} "
+                        f"{x_macro(s.text[COUNTERS_H], 'DEV_HISTOGRAMS')} != {DEVICE_STATS_HISTOGRAMS}")
     fields = s.py.get("DEVICE_STATS_FIELDS")
     py = s.py.get("DEVICE_STATS_COUNTERS")
     counters = list(py) if isinstance(py, tuple) else []
@@ -220,9 +228,9 @@ def check_device_stats(s: Sources) -> list[str]:
         problems.append(f"formats.DEVICE_STATS_FIELDS {fields} != {DEVICE_STATS_FIELDS}")
     if header is None or counters != header:
         problems.append(f"{COUNTERS_H}: DEV_COUNTERS {header} != formats {py}")
-    if keys != [*DEVICE_STATS_FIELDS, *counters]:
+    if keys != [*DEVICE_STATS_FIELDS, *counters, *DEVICE_STATS_HISTOGRAMS]:
         problems.append(f"{DOC}: Device stats JSON keys {keys} != {DEVICE_STATS_FIELDS} "
-                        f"+ formats {py}")
+                        f"+ formats {py} + {DEVICE_STATS_HISTOGRAMS}")
     if rows and rows[0][1:2] != [str(s.py.get("DEVICE_STATS_FORMAT"))]:
         problems.append(f"{DOC}: Device stats JSON: format {rows[0][1:2]}")
     return problems
@@ -350,6 +358,10 @@ DRIFTS: dict[Callable[[Sources], list[str]], dict[str, Drift]] = {
         "python stats fields": py_set("DEVICE_STATS_FIELDS", ("format",)),
         "python stats field added": py_set("DEVICE_STATS_FIELDS", ("format", "cpus", "host")),
         "counters.h cpus as a counter": edit(COUNTERS_H, "X(datagrams)", "X(cpus) X(datagrams)"),
+        "counters.h histogram as a counter": edit(COUNTERS_H, "X(datagrams)", "X(residence_us) X(datagrams)"),
+        "counters.h histogram renamed": edit(COUNTERS_H, "X(queue_wait_us)", "X(wait_us)"),
+        "python histogram gone": py_set("DEVICE_STATS_HISTOGRAMS", ("residence_us",)),
+        "doc histogram row gone": edit(DOC, "| `queue_wait_us` |", "| queue_wait_us |"),
     },
     check_response_codes: {
         "doc response code": edit(DOC, "(queue full) 5.03", "(queue full) 5.00"),

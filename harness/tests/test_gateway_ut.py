@@ -18,7 +18,7 @@ import pytest
 from wotbench import UserError, spec
 from wotbench.engine import DockerBackend, Started, dockerenv, readiness
 from wotbench.execution.phases import Node
-from wotbench.execution.phases._gateway import gateway_spec, image_ref, north_args
+from wotbench.execution.phases._gateway import end_state, gateway_spec, image_ref, north_args
 from wotbench.execution.placement import make_plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,12 +57,26 @@ def test_a_shipped_gateway_needs_no_command_and_gets_the_defaults():
 def test_an_image_of_ones_own_with_every_key():
     g = gut("gateway_under_test:\n  image: reg.example:5000/me/gw:1.2\n  command: [gw, --port, '8081']\n"
             "  env: {LEVEL: warn, N: 3}\n  north: http\n  port: 8081\n  http_path: /p/{coap_uri}\n"
-            "  http_conns: 8\n  cores: 2\n  memory: 64m\n  pids: 32\n  ready: http:/health\n  ready_timeout: 5s\n")
+            "  http_conns: 8\n  cores: 2\n  memory: 64m\n  pids: 32\n  ready: http:/health\n  ready_timeout: 5s\n"
+            "  objective: {p99: 50ms, mean: 20ms}\n")
     assert g.shipped is None and image_ref(g) == "reg.example:5000/me/gw:1.2"
     assert g.command == ("gw", "--port", "8081") and g.env == (("LEVEL", "warn"), ("N", "3"))
     assert (g.north, g.port, g.http_path, g.http_conns, g.cores) == ("http", 8081, "/p/{coap_uri}", 8, 2)
     assert (g.memory_bytes, g.pids, g.ready, g.ready_path, g.ready_timeout_us) == (
         64 << 20, 32, "http:/health", "/health", 5_000_000)
+    assert [(o.stat, o.limit_us) for o in g.objective] == [("p99", 50_000), ("mean", 20_000)]
+    assert g.to_dict()["objective"] == {"p99": 50_000, "mean": 20_000}
+
+
+def test_sockets_default_to_per_device_for_the_shipped_libcoap_and_to_one_otherwise():
+    """libcoap 4.3.1's proxy keeps one upstream session per client endpoint
+    (gateway-emulator/README.md, "One client per device")."""
+    assert gut("gateway_under_test: {image: libcoap, north: coap-uri}\n").sockets == "per-device"
+    assert gut("gateway_under_test: {image: libcoap, north: coap-scheme, sockets: one}\n").sockets == "one"
+    assert gut("gateway_under_test: {image: aiocoap, north: coap-scheme}\n").sockets == "one"
+    assert gut("gateway_under_test: {image: my/gw, north: coap-uri}\n").sockets == "one"
+    g = gut("gateway_under_test: {image: nodered, north: http}\n")
+    assert g.sockets is None and g.to_dict()["sockets"] is None
 
 
 def test_http_north_defaults_to_a_tcp_check_on_8080_and_the_shipped_nodered_to_1880():
@@ -100,7 +114,15 @@ def test_http_north_defaults_to_a_tcp_check_on_8080_and_the_shipped_nodered_to_1
     ("{image: libcoap, north: coap-uri, ready: 'http:health'}", "gateway_under_test.ready", "expected coap"),
     ("{image: libcoap, north: coap-uri, ready_timeout: 30}", "gateway_under_test.ready_timeout", ""),
     ("{image: libcoap, north: coap-uri, ready_timeout: 1h}", "gateway_under_test.ready_timeout", "10m"),
+    ("{image: libcoap, north: coap-uri, sockets: two}", "gateway_under_test.sockets", "expected one of one, per-"),
+    ("{image: libcoap, north: coap-uri, sockets: 1}", "gateway_under_test.sockets", "expected one of one, per-"),
+    ("{image: nodered, north: http, sockets: one}", "gateway_under_test.sockets",
+     "only with north: coap-uri or coap-scheme"),
     ("{image: libcoap, north: coap-uri, colour: red}", "gateway_under_test.colour", "unknown key"),
+    ("{image: libcoap, north: coap-uri, objective: {p98: 50ms}}", "gateway_under_test.objective.p98",
+     "unknown statistic"),
+    ("{image: libcoap, north: coap-uri, objective: {p99: 0ms}}", "gateway_under_test.objective.p99", "positive"),
+    ("{image: libcoap, north: coap-uri, objective: 50ms}", "gateway_under_test.objective", "{p95: 50ms}"),
     ("{}", "gateway_under_test", "at least 'image'"),
     ("[libcoap]", "gateway_under_test", "at least 'image'"),
 ])
@@ -220,8 +242,14 @@ def test_the_container_is_hardened_on_its_cores_with_the_devices_in_its_hosts_fi
 
 
 @pytest.mark.parametrize("text, argv", [
-    ("{image: libcoap, north: coap-uri}", ["--gateway", "10.1.0.9:5683", "--north", "coap-uri"]),
-    ("{image: aiocoap, north: coap-scheme, port: 5700}", ["--gateway", "10.1.0.9:5700", "--north", "coap-scheme"]),
+    ("{image: libcoap, north: coap-uri}",
+     ["--gateway", "10.1.0.9:5683", "--north", "coap-uri", "--north-sockets", "per-device"]),
+    ("{image: libcoap, north: coap-scheme, sockets: one}",
+     ["--gateway", "10.1.0.9:5683", "--north", "coap-scheme", "--north-sockets", "one"]),
+    ("{image: aiocoap, north: coap-scheme, port: 5700}",
+     ["--gateway", "10.1.0.9:5700", "--north", "coap-scheme", "--north-sockets", "one"]),
+    ("{image: my/gw, north: coap-uri, sockets: per-device}",
+     ["--gateway", "10.1.0.9:5683", "--north", "coap-uri", "--north-sockets", "per-device"]),
     ("{image: nodered, north: http, http_path: '/p/{coap_uri}', http_conns: 4}",
      ["--gateway", "10.1.0.9:1880", "--north", "http", "--http-path", "/p/{coap_uri}", "--http-conns", "4"]),
 ])
@@ -316,3 +344,25 @@ def test_on_a_swarm_the_gateway_goes_on_the_ge_node_with_its_own_cores():
         make_cluster_plan(inv, spec.Cluster(), reserve=[0], ge_instances=1, cd_enabled=True, group_sizes=[10],
                           affinity=True, gateway_cores=4)
     assert ei.value.field == "gateway_under_test.cores" and "node mgr" in ei.value.what
+
+
+def test_gateway_json_is_the_engines_end_state_of_the_container():
+    """gateway.json (docs/run-layout.md) from the engine's inspect: running,
+    exited (with its code, killed for memory) or gone."""
+    from wotbench.engine import ContainerState
+
+    st = Started("gateway", "gateway", "wb-x-gateway", "id", "10.0.0.254")
+    never = "0001-01-01T00:00:00Z"
+    up = ContainerState.of({"State": {"Status": "running", "ExitCode": 0, "OOMKilled": False,
+                                      "StartedAt": "2026-01-01T00:00:01Z", "FinishedAt": never}, "RestartCount": 0})
+    assert end_state("img", st, up, "1") == {
+        "format": 1, "image": "img", "container": "wb-x-gateway", "state": "running", "exit_code": None,
+        "oom_killed": False, "restarts": 0, "started_at": "2026-01-01T00:00:01Z", "finished_at": None, "cpuset": "1"}
+    oom = ContainerState.of({"State": {"Status": "exited", "ExitCode": 137, "OOMKilled": True,
+                                       "StartedAt": "2026-01-01T00:00:01Z", "FinishedAt": "2026-01-01T00:00:09Z"},
+                             "RestartCount": 1})
+    got = end_state("img", st, oom, "1")
+    assert (got["state"], got["exit_code"], got["oom_killed"], got["restarts"], got["finished_at"]) == (
+        "exited", 137, True, 1, "2026-01-01T00:00:09Z")
+    for gone in (None, ContainerState("removed", None, None)):
+        assert end_state("img", st, gone, "1")["state"] == "missing"

@@ -64,3 +64,15 @@ def test_prime_from_without_a_pid_skips():
     done = _prime.prime_from(None, [("10.0.0.1", 5683)], time.monotonic() + 1)
     assert (done.answered, done.skipped) == (0, "the GE is not on this host")
     assert _prime.budget_s(0) == 0 and _prime.budget_s(1000) == pytest.approx(3.5)
+
+
+def test_with_a_gateway_the_ges_prime_it_and_it_primes_the_devices():
+    """The workload GEs send every request to the gateway under test: theirs
+    is the gateway's entry; the gateway reaches the devices: it primes theirs."""
+    from wotbench.base.formats import DEFAULT_COAP_PORT
+    from wotbench.execution.phases._measure import prime_targets
+
+    devices = ["10.0.0.2", "10.0.0.3"]
+    direct = [(a, DEFAULT_COAP_PORT) for a in devices]
+    assert prime_targets(devices, None) == (direct, [])
+    assert prime_targets(devices, ("10.0.0.254", 1880)) == ([("10.0.0.254", 1880)], direct)

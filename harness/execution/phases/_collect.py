@@ -12,6 +12,7 @@ import pandas as pd
 from wotbench.base import results as res
 from wotbench.execution.monitor import Collectl
 from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._gateway import record_end
 from wotbench.execution.phases._measure import Measured
 
 
@@ -90,7 +91,9 @@ def _outputs(ctx: RunContext, m: Measured) -> None:
 
 
 def collect(ctx: RunContext, m: Measured) -> None:
-    ctx.observed.states(ctx.backend.states())
+    states = ctx.backend.states()
+    ctx.observed.states(states)
+    record_end(ctx, states)          # gateway.json: before anything is stopped
     nodes = ctx.backend.node_states()
     ctx.sampler.stop()
     if ctx.collectl:

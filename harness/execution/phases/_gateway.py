@@ -9,11 +9,12 @@ testbed, not the gateway."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from wotbench.base import results as res
 from wotbench.base.errors import UserError
-from wotbench.engine import GATEWAY_ROLE, ContainerSpec, Started, dockerenv, readiness
+from wotbench.engine import GATEWAY_ROLE, ContainerSpec, ContainerState, Started, dockerenv, readiness
 from wotbench.execution.phases._context import RunContext
 from wotbench.execution.phases._topology import Layout, Node
 from wotbench.execution.placement import cpuset
@@ -21,10 +22,14 @@ from wotbench.execution.placement import cpuset
 if TYPE_CHECKING:
     from wotbench.spec import GatewayUnderTest
 
-__all__ = ["image_ref", "gateway_spec", "start_gateway", "north_args"]
+__all__ = ["image_ref", "gateway_spec", "start_gateway", "north_args", "end_state", "record_end"]
 
 #: Its one writable folder under the read-only root.
 TMP = "/tmp"
+#: gateway.json's format (docs/run-layout.md).
+GATEWAY_FORMAT = 1
+#: The engine's instant for "never" (StartedAt/FinishedAt of a container not started/not finished).
+_NEVER = "0001-01-01T00:00:00Z"
 
 
 def image_ref(gut: GatewayUnderTest) -> str:
@@ -45,9 +50,12 @@ def gateway_spec(gut: GatewayUnderTest, cores: Sequence[int], nodes: Sequence[No
 
 def north_args(gut: GatewayUnderTest, address: str) -> list[str]:
     """A workload GE's options that send its requests through the gateway
-    (gateway-emulator/README.md: --gateway, --north, --http-path, --http-conns)."""
+    (gateway-emulator/README.md: --gateway, --north, --north-sockets,
+    --http-path, --http-conns)."""
     host = f"[{address}]" if ":" in address else address
     argv = ["--gateway", f"{host}:{gut.port}", "--north", gut.north]
+    if gut.sockets is not None:
+        argv += ["--north-sockets", gut.sockets]
     if gut.http_path is not None:
         argv += ["--http-path", gut.http_path]
     if gut.http_conns is not None:
@@ -62,10 +70,13 @@ def _record(ctx: RunContext, gut: GatewayUnderTest, st: Started, cores: Sequence
                                "ready_seconds": None if ready_s is None else round(ready_s, 3)}
 
 
-def start_gateway(ctx: RunContext, lay: Layout, nodes: Sequence[Node]) -> Started | None:
+def start_gateway(ctx: RunContext, lay: Layout, nodes: Sequence[Node],
+                  from_ge: Callable[[Started], str | None] | None = None) -> Started | None:
     """Starts the spec's gateway under test and waits until its readiness
     check answers; a gateway that never does is a UserError naming why
-    (its log is saved in the run folder's logs). None without one."""
+    (its log is saved in the run folder's logs). None without one. On a
+    swarm the harness cannot reach the overlay: ``from_ge`` checks it from
+    the GE node instead (why it is not ready, or None)."""
     gut = ctx.hs.gateway_under_test
     if gut is None:
         return None
@@ -78,8 +89,8 @@ def start_gateway(ctx: RunContext, lay: Layout, nodes: Sequence[Node]) -> Starte
     ctx.say(f"gateway under test {image_ref(gut)} on cpuset {cpuset(cores)} at {st.address}:{gut.port}; "
             f"waiting for it ({gut.ready})")
     t = time.monotonic()
-    why = readiness.wait_service((st.address, gut.port), gut.ready, gut.ready_timeout_us / 1e6,
-                                 alive=lambda: ctx.backend.pid_of(st) is not None)
+    why = from_ge(st) if from_ge is not None else readiness.wait_service(
+        (st.address, gut.port), gut.ready, gut.ready_timeout_us / 1e6, alive=lambda: ctx.backend.pid_of(st) is not None)
     _record(ctx, gut, st, cores, None if why else time.monotonic() - t)
     if why:
         state = ctx.backend.states().get(st.name)
@@ -92,3 +103,32 @@ def start_gateway(ctx: RunContext, lay: Layout, nodes: Sequence[Node]) -> Starte
     ctx.gateway = st
     return st
 
+
+def _instant(v: str | None) -> str | None:
+    return None if not v or v == _NEVER else v
+
+
+def end_state(image: str, st: Started, state: ContainerState | None, cores: str | None) -> dict[str, object]:
+    """gateway.json (docs/run-layout.md): the gateway container's state
+    once the load is over, before anything is stopped; ``missing`` when the
+    engine no longer knows it."""
+    status = state.status if state is not None and state.status not in (None, "removed") else "missing"
+    running = status == "running"
+    return {"format": GATEWAY_FORMAT, "image": image, "container": st.name, "state": status,
+            "exit_code": None if state is None or running else state.exit_code,
+            "oom_killed": bool(state is not None and state.oom_killed), "restarts": int(state.restarts or 0)
+            if state is not None else 0,
+            "started_at": _instant(state.started_at) if state is not None else None,
+            "finished_at": None if state is None or running else _instant(state.finished_at),
+            "cpuset": cores}
+
+
+def record_end(ctx: RunContext, states: dict[str, ContainerState]) -> None:
+    """Writes gateway.json (atomically) from the states collect read at the
+    end of the load; nothing without a gateway under test. Its log is saved
+    with the others' (logs/<container>.log)."""
+    st, gut = ctx.gateway, ctx.hs.gateway_under_test
+    if st is None or gut is None:
+        return
+    cores = (ctx.manifest.get("gateway") or {}).get("cpuset")
+    res.write_json(ctx.run.gateway, end_state(image_ref(gut), st, states.get(st.name), cores))

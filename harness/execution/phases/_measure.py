@@ -79,12 +79,14 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
     return remote
 
 
-def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int, hogs: int = 0, prime_nodes: int = 0) -> int:
+def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int, hogs: int = 0, prime_nodes: int = 0,
+                   gateway_nodes: int = 0) -> int:
     """t0: every GE container must be up before its start instant, so allow
     for the slowest container start seen so far, per GE, on this host now,
-    and for priming the GEs' ARP entries (harness/host/prime.py) after that."""
+    and for priming the GEs' ARP entries (harness/host/prime.py) after that
+    (``prime_nodes`` each), and the gateway under test's (``gateway_nodes``)."""
     n_ge = ctx.hs.gateway.instances + sum(1 for p in lay.parts if p.cd) + hogs   # hogs start after the GEs
-    prime_s = ctx.hs.gateway.instances * _prime.budget_s(prime_nodes)
+    prime_s = ctx.hs.gateway.instances * _prime.budget_s(prime_nodes) + _prime.budget_s(gateway_nodes)
     lead_us = int((START_LEAD_S + 1.5 * n_ge * ctx.backend.slowest_start_s + prime_s) * 1e6)
     return time.time_ns() // 1000 + lead_us + calibration_us
 
@@ -122,6 +124,28 @@ def _prime_ges(ctx: RunContext, ges: Sequence[Started], targets: Sequence[tuple[
                 + (f" (skipped: {done.skipped})" if done.skipped else ""))
 
 
+def _prime_gateway(ctx: RunContext, gw: Started, targets: Sequence[tuple[str, int]], first_start_us: int) -> None:
+    """Resolves every node's address in the gateway under test's namespace
+    (it sends to each device) before the load; recorded in manifest.json's
+    ``gateway.primed``."""
+    deadline = time.monotonic() + (first_start_us / 1e6 - time.time()) - PRIME_SLACK_S
+    done = _prime.prime_from(ctx.backend.pid_of(gw), targets, deadline)
+    ctx.manifest.setdefault("gateway", {})["primed"] = done.as_dict()
+    ctx.say(f"gateway under test: ARP entries of {done.answered}/{done.nodes} nodes primed in {done.seconds:.1f} s"
+            + (f" (skipped: {done.skipped})" if done.skipped else ""))
+
+
+def prime_targets(nodes: Sequence[str], gateway: tuple[str, int] | None) -> tuple[list[tuple[str, int]],
+                                                                                 list[tuple[str, int]]]:
+    """What the workload GEs reach (the ``nodes``' CoAP ports, or the gateway
+    under test they send every request to) and what the gateway reaches
+    (the nodes; none without a gateway): the ARP entries to prime. An HTTP
+    gateway does not answer the CoAP ping (``answered`` 0); sending it
+    resolves the gateway's entry all the same."""
+    devices = [(a, COAP_PORT) for a in nodes]
+    return ([gateway], devices) if gateway is not None else (devices, [])
+
+
 def _wait(ctx: RunContext, ges: Sequence[Started], deadline_s: float) -> None:
     for st in ges:
         code = ctx.backend.wait(st, max(1.0, deadline_s - time.time()))
@@ -154,12 +178,18 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
     monitors = start_monitor(ctx, lay)
     cal_us = hs.cd.calibration_us if hs.cd.enabled else 0
     episodes = schedule(hs, lay)
-    targets = [(n.started.address, COAP_PORT) for n in nodes if n.started.address] if not lay.swarm else []
-    t0 = _start_instant(ctx, lay, cal_us, len(episodes), len(targets))
+    gw, gut = ctx.gateway, hs.gateway_under_test
+    targets, via_gateway = prime_targets(
+        [n.started.address for n in nodes if n.started.address],
+        (gw.address, gut.port) if gw is not None and gw.address and gut is not None else None,
+    ) if not lay.swarm else ([], [])
+    t0 = _start_instant(ctx, lay, cal_us, len(episodes), len(targets), len(via_gateway))
     jobs, outputs = _jobs(ctx, lay, wl, traces, t0, cal_us)
     ges = _start_ges(ctx, jobs, t0 - cal_us, parallel=lay.swarm)
     if targets:
         _prime_ges(ctx, [st for st in ges if st.role == "ge"], targets, t0 - cal_us)
+    if via_gateway and gw is not None:
+        _prime_gateway(ctx, gw, via_gateway, t0 - cal_us)
     hogs = start_hogs(ctx, episodes, t0)          # asleep until their instants
     end_us = wl.duration_us
     windows = hs.phases.windows() if hs.phases else {

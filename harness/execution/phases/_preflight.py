@@ -160,11 +160,8 @@ def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
     remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
     images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote else []))
     gut = hs.gateway_under_test
-    if gut is not None:
-        if lay.swarm:
-            raise UserError("not run on a swarm yet: its cores are planned on the GE node (wotbench plan), "
-                            "but only a one-host run starts it", field="gateway_under_test")
-        images[GATEWAY_ROLE] = backend.check_image(image_ref(gut))
+    if gut is not None:            # on the GE node (a swarm: the node cluster.ge names)
+        images[GATEWAY_ROLE] = backend.check_image(image_ref(gut), lay.ge_part.node)
     netem = backend.check_impairment(imps) if imps else False
     schedule(hs, lay)              # interference: its cores and node exist in this layout
     return Preflight(lay, images, netem, hs, auto)

@@ -18,24 +18,28 @@ from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.engine import ContainerSpec, Mount, Started
 from wotbench.execution.phases._context import RunContext
+from wotbench.execution.phases._gateway import north_args
 from wotbench.execution.phases._ge import GE_MEMORY, GE_PIDS, ge_argv
 from wotbench.execution.phases._preflight import Workload
 from wotbench.execution.phases._topology import Layout, Node
 
-__all__ = ["ready_from_ge", "cross_host", "PROBE_REQUESTS"]
+__all__ = ["ready_from_ge", "gateway_ready_from_ge", "cross_host", "PROBE_REQUESTS"]
 
 #: Cross-host probe: at most this many requests per host CD node (at least
 #: PROBE_MIN), about PROBE_S seconds in all, each 3 S + 5 ms after the last
 #: to the same node (the CD node serves one at a time: no queueing).
 PROBE_REQUESTS, PROBE_MIN, PROBE_S = 200, 20, 10.0
 _IN, _OUT = "/io/in", "/io/out"
+#: Requests of one readiness probe through the gateway (0.5 s apart).
+GW_READY_REQUESTS = 4
 
 
 def _run_probe(ctx: RunContext, lay: Layout, key: str, lines: Sequence[str],
                hosts: Sequence[tuple[str, str]], retries: int, folder: Path,
-               timeout_s: float) -> tuple[int | None, pd.DataFrame | None]:
-    """Runs one GE on the GE node over ``lines`` (trace rows) with ``hosts``;
-    returns its exit code and output (None when it wrote none)."""
+               timeout_s: float, extra: Sequence[str] = ()) -> tuple[int | None, pd.DataFrame | None]:
+    """Runs one GE on the GE node over ``lines`` (trace rows) with ``hosts``
+    (and ``extra`` options); returns its exit code and output (None when it
+    wrote none)."""
     inp, out = folder / f"{key}-in", folder / f"{key}-out"
     inp.mkdir(parents=True)
     out.mkdir()
@@ -49,7 +53,7 @@ def _run_probe(ctx: RunContext, lay: Layout, key: str, lines: Sequence[str],
              + ctx.clock_us(part.node))
     argv = ge_argv(gw, trace=f"{_IN}/trace.csv", hosts=f"{_IN}/{layout.HOSTS}", out=f"{_OUT}/out.csv",
                    summary=f"{_OUT}/summary.json", start_at_us=start, late_us=1_000_000, cpu=core,
-                   spin_us=2000)
+                   spin_us=2000) + list(extra)
     spec = ContainerSpec(key, "probe", tuple(argv), core, GE_MEMORY, GE_PIDS, as_caller=True, node=part.node,
                          mounts=(Mount(inp, _IN), Mount(out, _OUT, writable=True)))
     st = ctx.backend.start_ge(spec)
@@ -70,6 +74,31 @@ def ready_from_ge(ctx: RunContext, lay: Layout, started: Sequence[Started]) -> l
         raise RuntimeError(f"the readiness probe on node {lay.ge_part.node} failed (exit {code}); see its log")
     answered = set(df.loc[df["code"].notna(), "device_id"].astype(int))
     return [st.key for i, st in enumerate(started) if i not in answered]
+
+
+def gateway_ready_from_ge(ctx: RunContext, lay: Layout, nodes: Sequence[Node], gateway: Started) -> str | None:
+    """The gateway under test's readiness on a swarm, checked from the GE
+    node through the gateway itself: GET /.well-known/core of the first
+    node, sent the way the GEs will send (north_args), a few requests a
+    second until any answer comes back (any code: the gateway answers) or
+    ``gateway_under_test.ready_timeout`` ends. Why it is not ready, or None."""
+    gut = ctx.hs.gateway_under_test
+    if gut is None or gateway.address is None or not nodes:
+        return "no gateway address or no node to ask for"
+    first = nodes[0].started
+    lines = [f"0,{i * 500_000},GET,coap://{first.key}/.well-known/core\n" for i in range(GW_READY_REQUESTS)]
+    end = time.monotonic() + gut.ready_timeout_us / 1e6
+    for attempt in range(1, 1000):
+        code, df = _run_probe(ctx, lay, f"gwready{attempt}", lines, [(first.key, first.address or "")], 0,
+                              ctx.run.probe_dir, 60, extra=north_args(gut, gateway.address))
+        if df is not None and df["code"].notna().any():
+            return None
+        if ctx.backend.pid_of(gateway) is None:
+            return "its container is not running"
+        if time.monotonic() > end:
+            return (f"no answer through it from the GE node in {gut.ready_timeout_us / 1e6:.0f} s "
+                    f"({attempt} probes; the last exited {code})")
+    return "no answer through it from the GE node"
 
 
 def cross_host(ctx: RunContext, lay: Layout, nodes: Sequence[Node], wl: Workload) -> None:

@@ -16,7 +16,7 @@ from wotbench.engine import ContainerSpec, Mount
 from wotbench.execution.phases._context import RunContext
 from wotbench.execution.phases._gateway import start_gateway
 from wotbench.execution.phases._preflight import Workload
-from wotbench.execution.phases._probe import ready_from_ge
+from wotbench.execution.phases._probe import gateway_ready_from_ge, ready_from_ge
 from wotbench.execution.phases._topology import Layout, Node
 
 if TYPE_CHECKING:
@@ -131,5 +131,6 @@ def provision(ctx: RunContext, lay: Layout, wl: Workload) -> list[Node]:
                            + ", ".join(missing[:10]))
     ctx.say(f"  all {len(started)} ready after {ready_s:.1f} s")
     nodes = [Node(st, dev_id, g) for st, (_, dev_id, g) in zip(started, todo, strict=True)]
-    start_gateway(ctx, lay, nodes)
+    start_gateway(ctx, lay, nodes, None if ctx.backend.probes_from_host
+                  else lambda gw: gateway_ready_from_ge(ctx, lay, nodes, gw))
     return nodes
