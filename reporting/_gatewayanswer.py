@@ -23,10 +23,12 @@ failures into the gateway's and the testbed's, for the ``errors`` check."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from wotbench.base import rundir as layout
@@ -35,7 +37,7 @@ from wotbench.reporting._load import GeData, Phases, RunFiles
 from wotbench.reporting._sketch import Dist
 from wotbench.spec import Spec
 
-__all__ = ["GATEWAY_CODES", "through_gateway", "gateway_answer", "answer_line"]
+__all__ = ["GATEWAY_CODES", "status_code_counts", "through_gateway", "gateway_answer", "answer_line"]
 
 #: The gateway's own errors in a GE row's ``code``: bad gateway and gateway
 #: timeout, CoAP (RFC 7252 5.9.3) and HTTP.
@@ -46,18 +48,20 @@ UNKNOWN_TOKENS = ("unknown_token", "wrong_source")
 UNSOLICITED = ("unknown_source", "unexpected_message", "unmatched_empty_ack", "unmatched_rst")
 
 
-def _status_codes(data: Sequence[GeData], window: tuple[float, float]) -> dict[tuple[str, str], int]:
-    """(status, code) -> rows of every workload GE in the measurement phase."""
-    got: dict[tuple[str, str], int] = {}
+def status_code_counts(data: Sequence[GeData], window: tuple[float, float]) -> dict[tuple[str, str], int]:
+    """(status, code) -> rows of every workload GE in the measurement phase
+    (code "" when none); one pass over each Parquet cache, batch by batch
+    (bounded memory)."""
+    got: Counter[tuple[str, str]] = Counter()
     flt = (pc.field("intended_us") >= window[0]) & (pc.field("intended_us") < window[1])
     for g in data:
-        t = g.table(columns=["status", "code"], filter=flt)
-        if t.num_rows == 0:
-            continue
-        for row in t.group_by(["status", "code"]).aggregate([([], "count_all")]).to_pylist():
-            key = (str(row["status"]), "" if row["code"] is None else str(row["code"]))
-            got[key] = got.get(key, 0) + int(row["count_all"])
-    return got
+        for batch in g.dataset().scanner(columns=["status", "code"], filter=flt).to_batches():
+            if batch.num_rows == 0:
+                continue
+            counts = pa.Table.from_batches([batch]).group_by(["status", "code"]).aggregate([([], "count_all")])
+            for row in counts.to_pylist():
+                got[(str(row["status"]), "" if row["code"] is None else str(row["code"]))] += int(row["count_all"])
+    return dict(got)
 
 
 def through_gateway(files: RunFiles, data: Sequence[GeData], window: tuple[float, float],
@@ -69,7 +73,7 @@ def through_gateway(files: RunFiles, data: Sequence[GeData], window: tuple[float
     on by the gateway); and ``held``: GE k -> its requests that timed out
     on (or waiting for) HTTP connections the gateway held, whose sends the
     gateway delayed (their wait is in the send lag, as wrk2 counts it)."""
-    sc = _status_codes(data, window)
+    sc = status_code_counts(data, window)
     requests = sum(sc.values())
     timeouts = sum(n for (s, _), n in sc.items() if s == "timeout")
     codes = {c: sum(n for (s, k), n in sc.items() if s == "error" and k == c) for c in GATEWAY_CODES}

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from wotbench.base.errors import UserError
-from wotbench.reporting._gatewayanswer import gateway_answer
+from wotbench.reporting._gatewayanswer import GATEWAY_CODES, gateway_answer, status_code_counts
 from wotbench.reporting._gatewaylatency import cpu_per_kreq, latency_section, latency_text
 from wotbench.reporting._load import GeData, Phases, RunFiles
 from wotbench.reporting._records import DEVICE_STATS
@@ -30,25 +30,18 @@ from wotbench.spec import Spec
 __all__ = ["GATEWAY_ERRORS", "gateway_section", "gateway_result", "code_counts", "gateway_usage", "routing",
            "device_containers", "answer"]
 
-#: The gateway's own errors in a GE row's ``code``: bad gateway and gateway
-#: timeout, CoAP (RFC 7252 5.9.3) and HTTP.
-GATEWAY_ERRORS = ("5.02", "5.04", "502", "504")
+#: The gateway's own errors in a GE row's ``code`` (one list: reporting/_gatewayanswer.py).
+GATEWAY_ERRORS = GATEWAY_CODES
 #: The container role of the gateway under test (wotbench.engine.GATEWAY_ROLE).
 ROLE = "gateway"
 
 
 def code_counts(data: Sequence[GeData], window: tuple[float, float]) -> dict[str, int]:
-    """Every GE's rows in the measurement phase counted by ``code`` (one
-    pass over the Parquet caches, batch by batch: bounded memory)."""
+    """Every GE's rows in the measurement phase counted by ``code`` (the
+    same bounded pass as the gateway answer's: status_code_counts)."""
     got: Counter[str] = Counter()
-    flt = (pc.field("intended_us") >= window[0]) & (pc.field("intended_us") < window[1])
-    for g in data:
-        for batch in g.dataset().scanner(columns=["code"], filter=flt).to_batches():
-            if batch.num_rows == 0:
-                continue
-            counts = pc.value_counts(batch.column(0)).to_pylist()
-            for item in counts:
-                got[str(item["values"]) if item["values"] is not None else ""] += int(item["counts"])
+    for (_, code), n in status_code_counts(data, window).items():
+        got[code] += n
     return dict(got)
 
 
