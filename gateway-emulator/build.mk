@@ -5,7 +5,7 @@
 GE_DIR  := gateway-emulator
 GE_MODS := err json cli files hosts trace plan north hist wire timers ring \
            window reuse state loop recv counters stats output rt \
-           http_parse http_req http
+           http_parse http_req http cc held rtolog
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
@@ -18,7 +18,7 @@ GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o)
 # (neither main, cli, the socket loop nor the summary writer).
 GE_FUZZ_TRACE_MODS := err files hosts trace plan north wire hist
 GE_FUZZ_DATAGRAM_MODS := $(GE_FUZZ_TRACE_MODS) recv state window ring timers \
-                         output reuse rt json
+                         output reuse rt json cc rtolog
 # The HTTP response parser alone (pure: bytes in, events out).
 GE_FUZZ_HTTP_MODS := http_parse
 GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o) \
@@ -46,11 +46,27 @@ $(GE_OBJ)/asan/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
 
 $(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
 
 $(BUILD)/asan/wotbench-ge: $(GE_ASAN_OBJS) $(GE_OBJ)/asan/main.o
 	@mkdir -p $(@D)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB) -lm
+
+# The congestion-control replay driver (tests/cc_vectors.c, run by
+# tests/test_cc.py): cc.o alone, release and ASan/UBSan, built by
+# `make build` / `make build-asan`.
+GE_CC_VECTORS := $(BUILD)/test/ge-cc-vectors
+GE_CC_VECTORS_ASAN := $(BUILD)/asan/ge-cc-vectors
+build: $(GE_CC_VECTORS)
+build-asan: $(GE_CC_VECTORS_ASAN)
+
+$(GE_CC_VECTORS): $(GE_DIR)/tests/cc_vectors.c $(GE_OBJ)/cc.o $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/cc.o -lm
+
+$(GE_CC_VECTORS_ASAN): $(GE_DIR)/tests/cc_vectors.c $(GE_OBJ)/asan/cc.o $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/cc.o -lm
 
 $(BUILD)/fuzz/fuzz-gateway-emulator-trace: $(GE_OBJ)/fuzz/fuzz_trace.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_TRACE_MODS:=.o))
@@ -60,7 +76,7 @@ $(BUILD)/fuzz/fuzz-gateway-emulator-trace: $(GE_OBJ)/fuzz/fuzz_trace.o \
 $(BUILD)/fuzz/fuzz-gateway-emulator-datagram: $(GE_OBJ)/fuzz/fuzz_datagram.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o))
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB) -lm
 
 $(BUILD)/fuzz/fuzz-ge-http: $(GE_OBJ)/fuzz/fuzz_http.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_HTTP_MODS:=.o))
@@ -94,3 +110,17 @@ $(BUILD)/bench/ge-httpd: $(GE_DIR)/bench/httpd.c
 .PHONY: bench-ge-stream
 bench-ge-stream: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
 	$(PY) $(GE_DIR)/bench/bench_ge_stream.py --old $(OLD) $(BENCH_GE_STREAM_ARGS)
+
+# The GE's cocoa and rfc7252 beside Californium 3.14.0's COCOA and NULL, on
+# the wire of one scripted-loss relay in front of one device (issue 26 item 5;
+# docs/congestion.md, "Cross-check with Californium"). Needs JDK 17 and Maven;
+# the first build resolves Californium from Maven Central, later ones work
+# offline. A bench: not part of `make test` or CI (about ten minutes).
+CROSSCHECK_CF := $(GE_DIR)/bench/californium
+$(BUILD)/crosscheck-cc/classpath.txt: $(CROSSCHECK_CF)/pom.xml $(wildcard $(CROSSCHECK_CF)/src/main/java/*/*/*.java)
+	mvn -o -q -B -f $(CROSSCHECK_CF)/pom.xml package || mvn -q -B -f $(CROSSCHECK_CF)/pom.xml package
+	touch $@
+
+.PHONY: crosscheck-cc
+crosscheck-cc: $(BIN)/wotbench-ge $(BIN)/wotbench-device $(BUILD)/crosscheck-cc/classpath.txt
+	python3 $(GE_DIR)/bench/crosscheck_cc.py $(CROSSCHECK_CC_ARGS)

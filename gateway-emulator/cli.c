@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc.h"
 #include "cli.h"
 #include "hosts.h"
 #include "http_req.h"
@@ -24,7 +25,11 @@ static const char usage[] =
     "[--quiet]\n"
     "         [--gateway ADDR:PORT --north coap-uri|coap-scheme|http]\n"
     "         [--north-sockets one|per-device]\n"
-    "         [--http-path TEMPLATE] [--http-conns N]\n";
+    "         [--http-path TEMPLATE] [--http-conns N]\n"
+    "         [--congestion rfc7252|cocoa|cocoa-strong|basic-rto|linux-rto|"
+    "peakhopper-rto]\n"
+    "         [--ack-random-factor F] [--nstart N|unlimited]\n"
+    "         [--probing-rate BYTES_PER_S] [--rto-out FILE]\n";
 
 enum kind {
   K_PATH,   /* the value as given */
@@ -35,10 +40,13 @@ enum kind {
   K_CPUS,   /* --cpus LIST (device/cpulist.c) */
   K_BUDGET, /* --rt-budget RUNTIME_US/PERIOD_US */
   K_ADDR,   /* --gateway IPv4[:port] | [IPv6][:port] (hosts.h syntax) */
+  K_CC,     /* --congestion NAME: a strategy of cc.h's table */
+  K_REAL,   /* a decimal number in [lo, hi] (a double) */
+  K_NSTART, /* --nstart N in [lo, hi], or unlimited (0) */
   K_HELP,
 };
 /* The type of the struct ge_config member at `off`. */
-enum store { S_NONE, S_STR, S_BOOL, S_U8, S_INT, S_UNS, S_I64 };
+enum store { S_NONE, S_STR, S_BOOL, S_U8, S_INT, S_UNS, S_I64, S_DBL };
 
 /* The words of a K_CHOICE option (up to NULL) and the value each
  * stores; `say` lists them for an error. */
@@ -104,6 +112,11 @@ static const struct opt table[] = {
      &north_sockets_words},
     {"http-path", K_PATH, S_STR, AT(http_path), 0, 0, 1, NULL},
     {"http-conns", K_NUM, S_UNS, AT(http_conns), 1, 4096, 1, NULL},
+    {"congestion", K_CC, S_U8, AT(congestion), 0, 0, 1, NULL},
+    {"ack-random-factor", K_REAL, S_DBL, AT(ack_random_factor), 1, 16, 1, NULL},
+    {"nstart", K_NSTART, S_UNS, AT(nstart), 1, 65535, 1, NULL},
+    {"probing-rate", K_NUM, S_I64, AT(probing_rate), 1, 1000000000, 1, NULL},
+    {"rto-out", K_PATH, S_STR, AT(rto_out), 0, 0, 1, NULL},
     {"help", K_HELP, S_NONE, 0, 0, 0, 1, NULL},
 };
 #undef AT
@@ -123,6 +136,11 @@ static int num(const char *s, long long lo, long long hi, long long *out) {
   return 0;
 }
 
+/* A double into the member the option names. */
+static void put_real(struct ge_config *cfg, const struct opt *o, double d) {
+  memcpy((char *)cfg + o->off, &d, sizeof d);
+}
+
 /* The value v (or s) into the member the option names. */
 static void put(struct ge_config *cfg, const struct opt *o, long long v,
                 const char *s) {
@@ -140,6 +158,7 @@ static void put(struct ge_config *cfg, const struct opt *o, long long v,
   case S_INT: memcpy(at, &i, sizeof i); break;
   case S_UNS: memcpy(at, &u, sizeof u); break;
   case S_I64: memcpy(at, &i64, sizeof i64); break;
+  case S_DBL: put_real(cfg, o, (double)v); break;
   }
 }
 
@@ -177,6 +196,51 @@ static int cpus(struct ge_config *cfg, const struct opt *o, const char *arg,
   }
   cfg->cpus_flag = flag;
   cfg->cpus_text = arg;
+  return 0;
+}
+
+/* --congestion NAME: one of cc.h's strategies. */
+static int congestion(struct ge_config *cfg, const struct opt *o,
+                      const char *arg, struct ge_err *e) {
+  int s = ge_cc_parse(arg);
+  if (s < 0) {
+    ge_err_set(e, NULL, 0, "--congestion",
+               "'%s' is not rfc7252, cocoa, cocoa-strong, basic-rto, "
+               "linux-rto or peakhopper-rto",
+               arg);
+    return -1;
+  }
+  put(cfg, o, s, NULL);
+  return 0;
+}
+
+/* A whole decimal number (digits, at most one '.') within [lo, hi]. */
+static int real(struct ge_config *cfg, const struct opt *o, const char *arg,
+                const char *name, struct ge_err *e) {
+  char *end;
+  size_t digits = strspn(arg, "0123456789.");
+  double d = strtod(arg, &end);
+  if (!*arg || digits != strlen(arg) || *end || !(d >= (double)o->lo) ||
+      !(d <= (double)o->hi)) {
+    ge_err_set(e, NULL, 0, name, "'%s' is not a number in %lld..%lld", arg,
+               o->lo, o->hi);
+    return -1;
+  }
+  put_real(cfg, o, d);
+  return 0;
+}
+
+/* --nstart N (at most N CON exchanges in flight per peer) or unlimited,
+ * stored as 0 (the default). */
+static int nstart(struct ge_config *cfg, const struct opt *o, const char *arg,
+                  const char *name, struct ge_err *e) {
+  long long v = 0;
+  if (strcmp(arg, "unlimited") != 0 && num(arg, o->lo, o->hi, &v)) {
+    ge_err_set(e, NULL, 0, name, "'%s' is not %lld..%lld or unlimited", arg,
+               o->lo, o->hi);
+    return -1;
+  }
+  put(cfg, o, v, NULL);
   return 0;
 }
 
@@ -232,6 +296,9 @@ static int apply(struct ge_config *cfg, const struct opt *o, const char *arg,
   case K_CPUS: return cpus(cfg, o, arg, name, e);
   case K_BUDGET: return budget(cfg, arg, e);
   case K_ADDR: return gateway(cfg, o, arg, e);
+  case K_CC: return congestion(cfg, o, arg, e);
+  case K_REAL: return real(cfg, o, arg, name, e);
+  case K_NSTART: return nstart(cfg, o, arg, name, e);
   case K_NUM: break;
   }
   if (num(arg, o->lo, o->hi, &v)) {
@@ -282,6 +349,12 @@ static int check(int argc, char **argv, struct ge_config *cfg,
   }
   if (check_http(cfg, e))
     return -1;
+  if (cfg->north == GE_NORTH_HTTP && (cfg->nstart || cfg->probing_rate)) {
+    ge_err_set(e, NULL, 0, cfg->nstart ? "--nstart" : "--probing-rate",
+               "is for CoAP requests (not --north http: its pool bounds "
+               "the requests in flight)");
+    return -1;
+  }
   if (optind < argc) {
     ge_err_set(e, NULL, 0, argv[optind], "unexpected argument");
     return -1;
@@ -321,6 +394,8 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       .start_at_us = -1,
       .spin_us = -1,
       .rt_prio = 50,
+      .congestion = GE_CC_rfc7252,
+      .ack_random_factor = 1.5,
   };
   opterr = 0;
   optind = 1;

@@ -12,7 +12,8 @@
 
 struct ge_config {
   const char *trace, *out, *summary, *hosts, *dump_plan;
-  uint8_t coap_type; /* 0 = CON, 1 = NON (RFC 7252 type numbers) */
+  const char *rto_out; /* --rto-out FILE: the per-exchange RTO log; NULL */
+  uint8_t coap_type;   /* 0 = CON, 1 = NON (RFC 7252 type numbers) */
   int64_t timeout_ns, ack_timeout_ns, late_us;
   unsigned max_retransmit;
   const char *cpus_flag; /* "--cpu" or "--cpus" as given; NULL: not pinned */
@@ -32,6 +33,10 @@ struct ge_config {
   uint8_t north_sockets;       /* --north-sockets: enum ge_north_sockets */
   const char *http_path;       /* --http-path TEMPLATE (--north http) */
   unsigned http_conns;         /* --http-conns N, 1..4096 (--north http) */
+  uint8_t congestion;          /* --congestion: enum ge_cc_strategy (cc.h) */
+  double ack_random_factor;    /* --ack-random-factor F, 1.0..16.0 */
+  unsigned nstart;             /* --nstart N, 1..65535; 0: unlimited */
+  int64_t probing_rate;        /* --probing-rate BYTES_PER_S; 0: none */
 };
 
 /* 0 ok, 1 help printed, -1 bad usage (message in e). */

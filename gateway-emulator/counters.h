@@ -16,6 +16,7 @@
   X(errors)                                                                    \
   X(send_errors)                                                               \
   X(retransmissions)                                                           \
+  X(spurious_retransmissions) /* duplicate ACKs after a retransmission */      \
   X(late_sends)                                                                \
   X(empty_acks)                                                                \
   X(rsts)                                                                      \

@@ -11,6 +11,11 @@
   "device_id,method,uri,intended_us,sent_us,recv_us,response_us,"              \
   "latency_intended_us,send_lag_us,status,code,retransmissions,service_us"
 #define GE_STATUSES "ok,timeout,error"
+/* --rto-out: one row per event of a CON exchange. */
+#define GE_RTO_COLUMNS                                                         \
+  "row,device_id,peer,event,tx,t_us,timer_us,rto_us,rtt_us,kind,used"
+#define GE_RTO_EVENTS "send,sample,timeout,dup"
+#define GE_RTO_KINDS "strong,weak,none"
 #define GE_METHODS "GET,PUT,POST,DELETE"
 
 /* Elective, experimental-range option carrying the service time in us. */

@@ -19,11 +19,13 @@
 #include <coap3/coap.h>
 
 #include "clock.h"
+#include "held.h"
 #include "http.h"
 #include "loop.h"
 #include "north.h"
 #include "recv.h"
 #include "rt.h"
+#include "rtolog.h"
 #include "wire.h"
 
 /* Bound on consecutive sends before replies are drained once, so that a
@@ -132,54 +134,164 @@ static int transmit(struct ge_loop *L, uint32_t idx) {
   return r < 0 ? -1 : 0;
 }
 
-/* First timeout of a CON: ACK_TIMEOUT times a random factor in [1, 1.5). */
-static int64_t first_interval(struct ge_loop *L) {
+/* A CON exchange's first timer, from its peer's congestion control
+ * (cc.c): rfc7252 gives today's ACK_TIMEOUT x [1, ACK_RANDOM_FACTOR), the
+ * dithering draw u in [0, 1) coming from the run's xorshift as before.
+ * Timers are kept in whole ns: (int64_t) of the module's double. */
+static struct ge_timer first_timer(struct ge_loop *L, uint32_t peer,
+                                   uint32_t idx, int64_t now) {
+  struct ge_cc_peer *cp = &L->ccp[peer];
   uint64_t r = xorshift(&L->rng) >> 11; /* 53 random bits */
-  double f = 1.0 + 0.5 * ((double)r / 9007199254740992.0);
-  return (int64_t)((double)L->cfg->ack_timeout_ns * f);
+  double u = (double)r / 9007199254740992.0;
+  struct ge_cc_xchg x;
+  double t0 = ge_cc_first(&cp->cc, &x, now - L->t0, cp->inflight, u);
+  cp->inflight++;
+  cp->exchanges++;
+  struct ge_timer t = {.interval = (int64_t)t0, .idx = idx};
+  t.vbf2 = (uint8_t)(x.vbf * 2);
+  t.deadline = now + t.interval;
+  if (ge_hist_add(&L->timer0, (uint64_t)(t.interval / 1000)))
+    L->oom = true;
+  return t;
 }
 
-static int send_one(struct ge_loop *L, int64_t now) {
-  uint32_t idx = (uint32_t)L->next++;
-  if (L->http.n) /* a connection of the pool, or its queue */
-    return ge_http_submit(L, idx, now);
+/* The next timer of a CON exchange after a retransmission. */
+static int64_t backoff(struct ge_loop *L, const struct ge_timer *t,
+                       const struct ge_rec *s) {
+  struct ge_cc_xchg x = {.timer = (double)t->interval,
+                         .vbf = t->vbf2 / 2.0,
+                         .retrans = s->retrans - 1u};
+  return (int64_t)ge_cc_backoff(&L->ccp[L->plan->devs[s->dev].peer].cc, &x);
+}
+
+/* --rto-out: room for `need` more events, made in front of the sends when
+ * the gaps did not (memory.rto_forced). A failed write stays in rto.err
+ * and ends the run at the next check_abort. */
+static void rto_room(struct ge_loop *L, size_t need) {
+  if (ge_rto_room(&L->rto) >= need)
+    return;
+  L->rto.forced++;
+  ge_rto_make_room(&L->rto, L->plan, GE_RTO_RING / 2);
+}
+
+/* --rto-out: an event of CON exchange idx (s) at `now` (monotonic ns):
+ * a transmission and the timer armed after it, or the give-up. */
+static void rto_event(struct ge_loop *L, uint32_t idx, const struct ge_rec *s,
+                      uint8_t event, int64_t now, int64_t timer) {
+  uint32_t peer = L->plan->devs[s->dev].peer;
+  struct ge_rto_ev ev = {
+      .t_ns = now - L->t0,
+      .a_ns = timer,
+      .rto_ns = (int64_t)ge_rto_estimate(&L->ccp[peer].cc, now - L->t0),
+      .row = idx,
+      .dev = s->dev,
+      .peer = peer,
+      .tx = s->retrans,
+      .event = event};
+  rto_room(L, 1);
+  ge_rto_push(&L->rto, &ev);
+}
+
+/* Request idx goes out now: stamped, its rank (MID, socket) taken, its
+ * first timer set, transmitted. 0, or -1 out of memory. */
+static int send_now(struct ge_loop *L, uint32_t idx, int64_t now) {
   struct ge_rec *s = ge_win_at(&L->win, idx);
-  const struct ge_plan *p = L->plan;
-  uint32_t peer = p->devs[s->dev].peer;
-  uint32_t rank = L->peer_sent[peer]++;
-  if (ge_state_sent(L, idx, now)) /* the stamps */
+  uint32_t peer = L->plan->devs[s->dev].peer;
+  if (ge_state_sent(L, idx, now) || ge_state_take_rank(L, idx))
     return -1;
-  /* The plan spaces MID reuse by trace time; a GE far behind its
-   * schedule could still compress it, so check the actual send times. */
-  const struct ge_peer *pr = &p->peers[peer];
-  uint64_t cycle = (uint64_t)pr->k * GE_MID_SPACE;
-  if (pr->count > cycle) {
-    bool early;
-    if (ge_sentq_send(&L->sq[peer], rank, cycle, s->sent_ns, &early))
-      return -1;
-    if (early)
-      L->c.mid_reuse_early++;
-  }
-  L->outstanding++;
   s->state = GE_WAIT;
+  ge_held_sent(L, idx, now); /* PROBING_RATE's pace */
+  struct ge_timer t = {.idx = idx, .deadline = now + L->cfg->timeout_ns};
+  if (L->cfg->coap_type == GE_CON)
+    t = first_timer(L, peer, idx, now);
+  t.gen = s->gen;
   if (transmit(L, idx)) {
     L->c.send_errors++;
     ge_state_finish(L, idx, GE_ERROR);
     return 0;
   }
-  struct ge_timer t = {.idx = idx, .gen = s->gen};
-  if (L->cfg->coap_type == GE_CON) {
-    t.interval = first_interval(L);
-    t.deadline = now + t.interval;
-  } else {
-    t.deadline = now + L->cfg->timeout_ns;
-  }
+  if (ge_rto_on(&L->rto) && L->cfg->coap_type == GE_CON)
+    rto_event(L, idx, s, GE_RTO_SEND, now, t.interval);
   return ge_heap_push(&L->heap, t);
+}
+
+/* The next request is due: sent, or held back by NSTART / PROBING_RATE
+ * (held.c), or, with --north http, on a connection or in its queue. */
+static int send_one(struct ge_loop *L, int64_t now) {
+  uint32_t idx = (uint32_t)L->next++;
+  if (L->http.n) /* a connection of the pool, or its queue */
+    return ge_http_submit(L, idx, now);
+  L->outstanding++;
+  int held = ge_held_admit(L, idx, now);
+  if (held)
+    return held < 0 ? -1 : 0;
+  return send_now(L, idx, now);
+}
+
+/* Peer's held requests that may go now, then its wake timer if the pace
+ * still holds the rest. 0, or -1 out of memory. */
+static int send_held(struct ge_loop *L, uint32_t peer) {
+  int64_t now = ge_now_ns();
+  for (int64_t idx; (idx = ge_held_pop(L, peer, now)) >= 0; now = ge_now_ns())
+    if (send_now(L, (uint32_t)idx, now))
+      return -1;
+  return ge_held_wake(L, peer, now);
+}
+
+/* Held requests of every peer marked ready (an exchange ended, or the
+ * peer was heard from). 0, or -1 out of memory. */
+static int send_ready(struct ge_loop *L) {
+  for (int64_t peer; (peer = ge_held_ready(L)) >= 0;)
+    if (send_held(L, (uint32_t)peer))
+      return -1;
+  return 0;
+}
+
+/* A due timer of a held request (its give-up) or of a peer's pace (its
+ * wake): the peer's held requests past --timeout-ms end, those that may
+ * go are sent. 0, or -1 out of memory. */
+static int held_timer(struct ge_loop *L, const struct ge_timer *t,
+                      int64_t now) {
+  uint32_t peer = t->idx;
+  if (t->wake)
+    ge_held_woken(L, t);
+  else
+    peer = L->plan->devs[ge_win_at(&L->win, t->idx)->dev].peer;
+  if (ge_held_expire(L, peer, now))
+    return -1;
+  return send_held(L, peer);
 }
 
 struct rxbuf;
 static int drain_replies(struct ge_loop *L, struct rxbuf *rx, size_t owed,
                          struct ge_err *e);
+
+/* One due timer of request t->idx (s): a held request's give-up, an HTTP
+ * timeout, a CON retransmission, or the request's timeout. 0, or -1 out
+ * of memory. */
+static int fire_one(struct ge_loop *L, struct ge_timer *t, struct ge_rec *s,
+                    int64_t now) {
+  if (s->state == GE_HELD)
+    return held_timer(L, t, now);
+  if (L->http.n) /* no retransmission over TCP */
+    return ge_http_timeout(L, t->idx, now);
+  if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON &&
+      s->retrans < L->cfg->max_retransmit) {
+    s->retrans++;
+    L->c.retransmissions++;
+    if (transmit(L, t->idx))
+      L->c.send_errors++; /* counts as lost; the next timer retries */
+    t->interval = backoff(L, t, s);
+    t->deadline = now + t->interval;
+    if (ge_rto_on(&L->rto))
+      rto_event(L, t->idx, s, GE_RTO_SEND, now, t->interval);
+    return ge_heap_push(&L->heap, *t);
+  }
+  if (ge_rto_on(&L->rto) && s->state == GE_WAIT && L->cfg->coap_type == GE_CON)
+    rto_event(L, t->idx, s, GE_RTO_TIMEOUT, now, 0);
+  ge_state_finish(L, t->idx, GE_TIMEOUT);
+  return 0;
+}
 
 /* Due timers: a retransmission or a timeout, after the replies queued so
  * far are read (once per call), so that no reply already here is missed.
@@ -189,12 +301,19 @@ static int fire_timers(struct ge_loop *L, struct rxbuf *rx, int64_t now,
   bool drained = false;
   while (L->heap.n && L->heap.v[0].deadline <= now) {
     struct ge_timer t = L->heap.v[0];
+    if (t.wake) { /* a peer's pace, not a request's timer */
+      ge_heap_pop(&L->heap, &t);
+      if (held_timer(L, &t, now))
+        return -1;
+      continue;
+    }
     if (t.idx < L->win.base) { /* its row is written: a stale entry */
       ge_heap_pop(&L->heap, &t);
       continue;
     }
     struct ge_rec *s = ge_win_at(&L->win, t.idx);
-    if (t.gen != s->gen || (s->state != GE_WAIT && s->state != GE_SEPARATE)) {
+    if (t.gen != s->gen || (s->state != GE_WAIT && s->state != GE_SEPARATE &&
+                            s->state != GE_HELD)) {
       ge_heap_pop(&L->heap, &t); /* stale entry */
       continue;
     }
@@ -205,26 +324,10 @@ static int fire_timers(struct ge_loop *L, struct rxbuf *rx, int64_t now,
       continue; /* look again: the reply may have ended it */
     }
     ge_heap_pop(&L->heap, &t);
-    if (L->http.n) { /* no retransmission over TCP */
-      if (ge_http_timeout(L, t.idx, now))
-        return -1;
-      continue;
-    }
-    if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON &&
-        s->retrans < L->cfg->max_retransmit) {
-      s->retrans++;
-      L->c.retransmissions++;
-      if (transmit(L, t.idx))
-        L->c.send_errors++; /* counts as lost; the next timer retries */
-      t.interval *= 2;
-      t.deadline = now + t.interval;
-      if (ge_heap_push(&L->heap, t))
-        return -1;
-      continue;
-    }
-    ge_state_finish(L, t.idx, GE_TIMEOUT);
+    if (fire_one(L, &t, s, now))
+      return -1;
   }
-  return 0;
+  return send_ready(L);
 }
 
 static void flush_acks(struct ge_loop *L) {
@@ -287,6 +390,8 @@ static int64_t arrival(struct msghdr *h, int64_t off, int64_t now) {
  * stamp. Returns the datagrams read or -1. */
 static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
                      struct ge_err *e) {
+  if (ge_rto_on(&L->rto)) /* at most one event per datagram */
+    rto_room(L, GE_RECV_BATCH);
   int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
   int64_t now = ge_now_ns();
   if (r < 0) {
@@ -310,6 +415,10 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
     h->msg_controllen = sizeof rx->ctl[i].buf;
   }
   flush_acks(L);
+  if (send_ready(L)) { /* NSTART slots the replies freed */
+    ge_err_set(e, NULL, 0, "loop", "out of memory");
+    return -1;
+  }
   return r;
 }
 
@@ -385,6 +494,25 @@ static int write_piece(struct ge_loop *L, size_t piece, struct ge_err *e) {
   return -1;
 }
 
+/* --rto-out's share of a gap: format events, write formatted bytes.
+ * 1: it did some, 0: nothing to do, -1: a write failed (e). */
+static int rto_background(struct ge_loop *L, size_t piece, struct ge_err *e) {
+  struct ge_rto *r = &L->rto;
+  if (!ge_rto_on(r))
+    return 0;
+  if (r->n && ge_rto_format(r, L->plan, GE_FORMAT_UNIT))
+    return 1;
+  size_t pending = ge_rto_pending(r);
+  if (!pending || (pending < GE_WRITE_SMALL && !r->n && L->next < L->plan->n))
+    return 0;
+  if (ge_rto_write(r, piece)) {
+    ge_err_set(e, L->cfg->rto_out, 0, NULL, "write failed: %s",
+               strerror(r->err));
+    return -1;
+  }
+  return 1;
+}
+
 /* The streaming work, in units of a few us, while the gap before `until`
  * has room: keep GE_FEED_AHEAD requests parsed ahead, format the rows of
  * finished requests, write the formatted bytes out. Returns 1 when work
@@ -402,16 +530,20 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
     }
     if (ge_out_format(L, GE_FORMAT_UNIT))
       continue;
+    /* small pieces fit the gaps of a fast schedule, big ones the rest */
+    size_t piece = room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT : GE_WRITE_SMALL;
     size_t pending = L->out.len - L->out.start;
     if (pending && (pending >= GE_WRITE_SMALL || ge_out_full(&L->out) ||
                     L->next >= L->plan->n)) {
-      /* small pieces fit the gaps of a fast schedule, big ones the rest */
-      if (write_piece(
-              L, room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT : GE_WRITE_SMALL,
-              e))
+      if (write_piece(L, piece, e))
         return -1;
       continue;
     }
+    int rto = rto_background(L, piece, e);
+    if (rto < 0)
+      return -1;
+    if (rto)
+      continue;
     return 0;
   }
 }
@@ -433,6 +565,12 @@ static int check_abort(const struct ge_loop *L, struct ge_err *e) {
   }
   if (L->oom) {
     ge_err_set(e, NULL, 0, "loop", "out of memory");
+    return -1;
+  }
+  if (L->rto.err || L->rto.overflow) {
+    ge_err_set(e, L->cfg->rto_out, 0, NULL, "%s: %s",
+               L->rto.err ? "write failed" : "internal error",
+               L->rto.err ? strerror(L->rto.err) : "event ring overflow");
     return -1;
   }
   return 0;

@@ -27,6 +27,7 @@
 #include "output.h"
 #include "plan.h"
 #include "rt.h"
+#include "rtolog.h"
 #include "state.h"
 #include "stats.h"
 #include "trace.h"
@@ -107,8 +108,8 @@ struct run {
   struct ge_plan plan;
   struct ge_trace_src src;
   struct ge_loop L;
-  bool loop_ready; /* ge_state_init ran: L is freeable */
-  struct ge_tmpfile out, sum;
+  bool loop_ready;                 /* ge_state_init ran: L is freeable */
+  struct ge_tmpfile out, sum, rto; /* rto: --rto-out, fd -1 without */
   struct {
     uint32_t salt, mid_seed;
     uint64_t rng;
@@ -160,7 +161,9 @@ static int load(struct run *r) {
 static int prepare(struct run *r) {
   struct ge_loop *L = &r->L;
   if (ge_tmp_open(&r->out, r->cfg.out, "--out", &r->e) ||
-      ge_tmp_open(&r->sum, r->cfg.summary, "--summary", &r->e))
+      ge_tmp_open(&r->sum, r->cfg.summary, "--summary", &r->e) ||
+      (r->cfg.rto_out &&
+       ge_tmp_open(&r->rto, r->cfg.rto_out, "--rto-out", &r->e)))
     return 2;
   cpu_set_t cpus;
   int affinity = set_affinity(&r->cfg, &cpus, &r->e);
@@ -168,7 +171,8 @@ static int prepare(struct run *r) {
     return affinity;
   r->loop_ready = true; /* ge_state_init leaves L freeable even on failure */
   if (ge_state_init(L, &r->cfg, &r->plan, &r->hosts, r->seeds.salt,
-                    r->seeds.rng, r->out.fd)) {
+                    r->seeds.rng, r->out.fd) ||
+      (r->cfg.rto_out && ge_rto_open(&L->rto, r->rto.fd))) {
     ge_err_set(&r->e, NULL, 0, "loop", "out of memory");
     return 1;
   }
@@ -209,14 +213,28 @@ static int start(struct run *r) {
   return 0;
 }
 
-/* The run, then the CSV and the summary committed: 0, or the exit
+/* --rto-out: every event left formatted and written. 0, or -1 (e). */
+static int rto_finish(struct run *r) {
+  struct ge_rto *t = &r->L.rto;
+  if (!ge_rto_on(t) ||
+      (!t->overflow && !ge_rto_make_room(t, &r->plan, GE_RTO_RING)))
+    return 0;
+  ge_err_set(&r->e, r->cfg.rto_out, 0, NULL, "%s",
+             t->overflow ? "internal error: event ring overflow"
+                         : strerror(t->err));
+  return -1;
+}
+
+/* The run, then the CSVs and the summary committed: 0, or the exit
  * status. */
 static int run_and_commit(struct run *r) {
   struct ge_loop *L = &r->L;
   int rc = ge_loop_run(L, &r->e);
   ge_rt_leave(&L->rt, ge_now_ns());
-  if (rc || ge_out_finish(L, &r->e) || ge_stats_write(L, r->sum.fd, &r->e) ||
-      ge_tmp_commit(&r->out, &r->e) || ge_tmp_commit(&r->sum, &r->e))
+  if (rc || ge_out_finish(L, &r->e) || rto_finish(r) ||
+      ge_stats_write(L, r->sum.fd, &r->e) || ge_tmp_commit(&r->out, &r->e) ||
+      (r->cfg.rto_out && ge_tmp_commit(&r->rto, &r->e)) ||
+      ge_tmp_commit(&r->sum, &r->e))
     return 1;
   if (!r->cfg.quiet)
     ge_counters_print(stderr, &L->c, r->plan.n,
@@ -269,6 +287,7 @@ static int steps(struct run *r) {
 static void cleanup(struct run *r) {
   ge_tmp_discard(&r->out);
   ge_tmp_discard(&r->sum);
+  ge_tmp_discard(&r->rto);
   if (r->loop_ready) {
     ge_loop_close(&r->L);
     ge_state_free(&r->L);
@@ -280,7 +299,7 @@ static void cleanup(struct run *r) {
 
 int main(int argc, char **argv) {
   static struct run r; /* about 10 KB (two paths): off the stack */
-  r.out.fd = r.sum.fd = -1;
+  r.out.fd = r.sum.fd = r.rto.fd = -1;
   coap_startup();
   coap_set_log_level(LOG_EMERG);
   int c = ge_cli_parse(argc, argv, &r.cfg, &r.e);

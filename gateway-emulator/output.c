@@ -43,8 +43,9 @@ int ge_out_open(struct ge_out *o, int fd) {
 
 static char *row(char *q, const struct ge_plan *p, const struct ge_rec *s) {
   static const char *const status[] = {
-      [GE_PENDING] = "error", [GE_WAIT] = "timeout", [GE_SEPARATE] = "timeout",
-      [GE_OK] = "ok",         [GE_ERROR] = "error",  [GE_TIMEOUT] = "timeout"};
+      [GE_PENDING] = "error",    [GE_HELD] = "timeout", [GE_WAIT] = "timeout",
+      [GE_SEPARATE] = "timeout", [GE_OK] = "ok",        [GE_ERROR] = "error",
+      [GE_TIMEOUT] = "timeout"};
   const struct ge_template *t = &p->tmpls[s->tmpl];
   int64_t intended = (int64_t)s->ts_us;
   int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);

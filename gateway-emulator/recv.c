@@ -41,9 +41,15 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
   if (type == GE_ACK) {
     if (!s || s->state != GE_WAIT || L->cfg->coap_type != GE_CON) {
       L->c.unmatched_empty_ack++;
+      /* a repeated empty ACK: an answer to a copy sent again */
+      if (s && (s->state == GE_SEPARATE || s->state == GE_OK ||
+                s->state == GE_ERROR))
+        ge_state_duplicate(L, (uint32_t)idx, s, peer, type, now);
       return;
     }
-    /* Separate response follows: stop retransmitting, wait for it. */
+    /* Separate response follows: stop retransmitting, wait for it. The
+     * ACK is the RTT sample (the response will not be one). */
+    ge_state_rtt(L, (uint32_t)idx, now);
     L->c.empty_acks++;
     s->state = GE_SEPARATE;
     s->gen++;
@@ -79,13 +85,16 @@ static int64_t token_index(const struct ge_loop *L, coap_bin_const_t tok) {
  * what is left is whether it timed out, for the last 2^GE_DONE_BITS
  * requests (older ones are counted late); its source cannot be checked
  * any more. */
-static void row_written(struct ge_loop *L, uint32_t idx) {
+static void row_written(struct ge_loop *L, uint32_t idx, uint32_t peer,
+                        uint8_t type, int64_t now) {
   uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
   if (L->next - idx > (1u << GE_DONE_BITS) ||
-      (L->timed_out[bit / 64] >> (bit % 64) & 1))
+      (L->timed_out[bit / 64] >> (bit % 64) & 1)) {
     L->c.late_response++;
-  else
-    L->c.duplicate_response++;
+    return;
+  }
+  L->c.duplicate_response++;
+  ge_state_duplicate(L, idx, NULL, peer, type, now);
 }
 
 void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
@@ -100,6 +109,7 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
     L->c.unknown_source++;
     return;
   }
+  ge_state_heard(L, (uint32_t)peer, now); /* the peer responds */
   if (!coap_pdu_parse(COAP_PROTO_UDP, buf, len, L->pdu)) {
     L->c.unparseable++;
     return;
@@ -124,10 +134,14 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
   if (idx < L->win.base) {
     if (type == GE_CON)
       queue_ack(L, src, sock, mid);
-    row_written(L, idx);
+    row_written(L, idx, (uint32_t)peer, type, now);
     return;
   }
   struct ge_rec *s = ge_win_at(&L->win, idx);
+  if (s->state == GE_HELD) { /* not sent yet: no response can be for it */
+    L->c.unknown_token++;
+    return;
+  }
   if (L->plan->devs[s->dev].peer != (uint32_t)peer) {
     L->c.wrong_source++;
     return;
@@ -142,8 +156,13 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
   }
   if (s->state != GE_WAIT && s->state != GE_SEPARATE) {
     L->c.duplicate_response++;
+    ge_state_duplicate(L, idx, s, (uint32_t)peer, type, now);
     return;
   }
+  /* the first answer of a CON (piggybacked, or a separate response whose
+   * empty ACK was lost) is its RTT sample */
+  if (s->state == GE_WAIT && L->cfg->coap_type == GE_CON)
+    ge_state_rtt(L, idx, now);
   s->recv_ns = now - L->t0;
   s->code = code;
   s->service_us = service_option(L->pdu);

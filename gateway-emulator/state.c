@@ -28,11 +28,19 @@ int ge_state_init(struct ge_loop *L, const struct ge_config *cfg,
   L->peer_parsed = calloc(np, sizeof *L->peer_parsed);
   L->peer_sent = calloc(np, sizeof *L->peer_sent);
   L->timed_out = calloc((1u << GE_DONE_BITS) / 64, sizeof *L->timed_out);
+  L->retried = calloc((1u << GE_DONE_BITS) / 64, sizeof *L->retried);
   L->pdu = coap_pdu_init(0, 0, 0, GE_DGRAM_MAX);
+  L->ccp = calloc(np, sizeof *L->ccp);
+  L->hp = calloc(np, sizeof *L->hp);
   ge_rt_init(&L->rt, cfg);
   if (!L->rq || !L->sq || !L->peer_parsed || !L->peer_sent || !L->timed_out ||
-      !L->pdu)
+      !L->retried || !L->pdu || !L->ccp || !L->hp)
     return -1;
+  /* one state per peer, created at t0 (the times it gets are from t0) */
+  for (size_t i = 0; i < np; i++)
+    ge_cc_init(&L->ccp[i].cc, (enum ge_cc_strategy)cfg->congestion,
+               cfg->ack_timeout_ns,
+               cfg->ack_random_factor >= 1 ? cfg->ack_random_factor : 1.5, 0);
   return out_fd >= 0 ? ge_out_open(&L->out, out_fd) : 0;
 }
 
@@ -90,11 +98,76 @@ int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now) {
   return 0;
 }
 
+int ge_state_take_rank(struct ge_loop *L, uint32_t idx) {
+  const struct ge_rec *s = ge_win_at(&L->win, idx);
+  uint32_t peer = L->plan->devs[s->dev].peer;
+  uint32_t rank = L->peer_sent[peer]++;
+  /* The plan spaces MID reuse by trace time; a GE far behind its
+   * schedule could still compress it, so check the actual send times. */
+  const struct ge_peer *pr = &L->plan->peers[peer];
+  uint64_t cycle = (uint64_t)pr->k * GE_MID_SPACE;
+  if (pr->count > cycle) {
+    bool early;
+    if (ge_sentq_send(&L->sq[peer], rank, cycle, s->sent_ns, &early))
+      return -1;
+    if (early)
+      L->c.mid_reuse_early++;
+  }
+  return 0;
+}
+
+/* The peer's held requests may go (the loop sends them). */
+static void mark_ready(struct ge_loop *L, uint32_t peer) {
+  struct ge_held_peer *h = &L->hp[peer];
+  if (h->ready || !h->q.len)
+    return;
+  uint32_t *slot = ge_ring_push(&L->ready, sizeof peer, 64);
+  if (!slot) {
+    L->oom = true;
+    return;
+  }
+  *slot = peer;
+  h->ready = true;
+}
+
+void ge_state_heard(struct ge_loop *L, uint32_t peer, int64_t now) {
+  struct ge_held_peer *h = &L->hp[peer];
+  if (!L->cfg->probing_rate)
+    return;
+  h->heard_ns = now;
+  if (h->silent) {
+    h->silent = false;
+    mark_ready(L, peer);
+  }
+}
+
+/* The end of a request that was sent (not given up while held): NSTART's
+ * slot, PROBING_RATE's silence. */
+static void sent_request_ends(struct ge_loop *L, const struct ge_rec *s,
+                              uint8_t state) {
+  uint32_t peer = L->plan->devs[s->dev].peer;
+  struct ge_cc_peer *cp = &L->ccp[peer];
+  if (L->http.n)
+    return;
+  if (L->cfg->coap_type == GE_CON) {
+    if (cp->inflight)
+      cp->inflight--;
+    if (L->cfg->nstart)
+      mark_ready(L, peer);
+  } else if (L->cfg->probing_rate && state == GE_TIMEOUT &&
+             L->hp[peer].heard_ns < L->t0 + s->sent_ns) {
+    L->hp[peer].silent = true;
+  }
+}
+
 void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
   struct ge_rec *s = ge_win_at(&L->win, idx);
+  bool sent = s->state == GE_WAIT || s->state == GE_SEPARATE;
   s->state = state;
   s->gen++;
   L->outstanding--;
+  if (sent)
+    sent_request_ends(L, s, state);
   if (state == GE_OK)
     L->c.ok++;
   else if (state == GE_TIMEOUT)
@@ -106,12 +179,67 @@ void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
     L->timed_out[bit / 64] |= 1ULL << (bit % 64);
   else
     L->timed_out[bit / 64] &= ~(1ULL << (bit % 64));
+  if (s->retrans)
+    L->retried[bit / 64] |= 1ULL << (bit % 64);
+  else
+    L->retried[bit / 64] &= ~(1ULL << (bit % 64));
   if (s->recv_ns >= 0) {
     int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
     if (ge_hist_add(&L->response, (uint64_t)(recv - sent)) ||
         ge_hist_add(&L->latency, (uint64_t)(recv - (int64_t)s->ts_us)))
       L->oom = true;
   }
+}
+
+void ge_state_rtt(struct ge_loop *L, uint32_t idx, int64_t now) {
+  const struct ge_rec *s = ge_win_at(&L->win, idx);
+  uint32_t peer = L->plan->devs[s->dev].peer;
+  struct ge_cc_peer *cp = &L->ccp[peer];
+  int64_t rtt = now - L->t0 - s->sent_ns;
+  enum ge_cc_kind kind = ge_cc_kind_of(s->retrans);
+  bool used = ge_cc_sample(&cp->cc, now - L->t0, rtt > 0 ? rtt : 0, kind);
+  if (!used)
+    cp->unused++;
+  else if (kind == GE_CC_STRONG)
+    cp->strong++;
+  else
+    cp->weak++;
+  if (ge_rto_on(&L->rto)) {
+    struct ge_rto_ev ev = {.t_ns = now - L->t0,
+                           .a_ns = s->sent_ns,
+                           .rto_ns =
+                               (int64_t)ge_rto_estimate(&cp->cc, now - L->t0),
+                           .row = idx,
+                           .dev = s->dev,
+                           .peer = peer,
+                           .tx = s->retrans,
+                           .event = GE_RTO_SAMPLE,
+                           .kind = (uint8_t)kind,
+                           .used = used};
+    ge_rto_push(&L->rto, &ev);
+  }
+}
+
+void ge_state_duplicate(struct ge_loop *L, uint32_t idx, const struct ge_rec *s,
+                        uint32_t peer, uint8_t type, int64_t now) {
+  uint64_t bit = idx & ((1u << GE_DONE_BITS) - 1);
+  bool retried =
+      s ? s->retrans > 0 : (L->retried[bit / 64] >> (bit % 64) & 1) != 0;
+  if (type != GE_ACK || L->cfg->coap_type != GE_CON || !retried)
+    return;
+  L->c.spurious_retransmissions++;
+  if (!ge_rto_on(&L->rto))
+    return;
+  struct ge_rto_ev ev = {
+      .t_ns = now - L->t0,
+      .a_ns = s ? s->sent_ns : -1,
+      .rto_ns = (int64_t)ge_rto_estimate(&L->ccp[peer].cc, now - L->t0),
+      .row = idx,
+      .dev = s ? s->dev : GE_RTO_UNKNOWN,
+      .peer = peer,
+      .tx = s ? s->retrans : GE_RTO_UNKNOWN,
+      .event = GE_RTO_DUP};
+  ge_rto_push(&L->rto, &ev);
 }
 
 void ge_state_free(struct ge_loop *L) {
@@ -126,18 +254,29 @@ void ge_state_free(struct ge_loop *L) {
   free(L->peer_parsed);
   free(L->peer_sent);
   free(L->timed_out);
+  free(L->retried);
   ge_win_free(&L->win);
   ge_out_free(&L->out);
+  ge_rto_free(&L->rto);
   ge_hist_free(&L->rit_submitted);
   ge_hist_free(&L->send_lag);
   ge_hist_free(&L->response);
   ge_hist_free(&L->latency);
   ge_heap_free(&L->heap);
+  ge_hist_free(&L->timer0);
+  free(L->ccp);
+  L->ccp = NULL;
+  if (L->hp)
+    for (size_t i = 0; i < L->plan->npeer; i++)
+      ge_ring_free(&L->hp[i].q);
+  free(L->hp);
+  L->hp = NULL;
+  ge_ring_free(&L->ready);
   if (L->pdu)
     coap_delete_pdu(L->pdu);
   L->rq = NULL;
   L->sq = NULL;
   L->peer_parsed = L->peer_sent = NULL;
-  L->timed_out = NULL;
+  L->timed_out = L->retried = NULL;
   L->pdu = NULL;
 }

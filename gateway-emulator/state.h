@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cc.h"
 #include "cli.h"
 #include "counters.h"
 #include "err.h"
@@ -22,6 +23,7 @@
 #include "plan.h"
 #include "reuse.h"
 #include "rt.h"
+#include "rtolog.h"
 #include "timers.h"
 #include "trace.h"
 #include "window.h"
@@ -41,6 +43,33 @@ struct ge_ackq {
   unsigned n;
 };
 
+/* Congestion control of one peer (README.md, "Congestion control"): the
+ * strategy's estimator and what fed it. */
+struct ge_cc_peer {
+  struct ge_cc cc;
+  uint32_t inflight;             /* CON exchanges in flight (sent, not ended) */
+  uint64_t exchanges;            /* CON first transmissions */
+  uint64_t strong, weak, unused; /* RTT samples: used, by kind; unused */
+};
+
+/* NSTART and PROBING_RATE of one peer (held.c; README.md, "NSTART and
+ * PROBING_RATE"): its due requests held back, in trace order. */
+struct ge_held_peer {
+  struct ge_ring q;   /* uint32_t trace indices */
+  int64_t heard_ns;   /* the last datagram from the peer (monotonic ns) */
+  int64_t probe_next; /* silent: no NON send before this (monotonic ns) */
+  int64_t wake_ns;    /* the wake timer pushed for probe_next; 0: none */
+  bool silent;        /* a NON timed out with nothing heard since its send */
+  bool ready;         /* in the loop's `ready` list */
+};
+/* The summary's congestion.held object. */
+struct ge_held_stats {
+  uint64_t nstart_waits, probing_waits; /* requests held, by cause */
+  uint64_t wait_max_us;    /* longest wait of a held request that was sent */
+  uint64_t queue_max;      /* most requests held at one peer at once */
+  uint64_t queue_timeouts; /* held past --timeout-ms: timeouts, never sent */
+};
+
 struct ge_loop {
   const struct ge_config *cfg;
   const struct ge_plan *plan;
@@ -53,13 +82,20 @@ struct ge_loop {
   uint32_t *peer_parsed; /* per peer: requests parsed so far */
   uint32_t *peer_sent;   /* per peer: requests sent so far */
   uint64_t *timed_out;   /* ring of 2^GE_DONE_BITS bits */
+  uint64_t *retried;     /* likewise: the request had retransmissions */
   struct ge_out out;
+  struct ge_rto rto; /* --rto-out (rtolog.c); rto.ev NULL: off */
   struct ge_hist rit_submitted, send_lag, response, latency;
   int64_t sent_first_us, sent_prev_us;
   uint64_t feed_forced;   /* parses forced in front of a due send */
   uint64_t output_forced; /* rows formatted in front of the sends (backlog) */
   bool oom;
   struct ge_heap heap;
+  struct ge_cc_peer *ccp;  /* per peer */
+  struct ge_hist timer0;   /* CON: the first timeout of each exchange, us */
+  struct ge_held_peer *hp; /* per peer */
+  struct ge_ring ready;    /* uint32_t: peers whose held requests may go */
+  struct ge_held_stats held;
   struct ge_counters c;
   struct ge_ackq ackq;
   struct coap_pdu_t *pdu; /* one reusable parse target */
@@ -87,11 +123,31 @@ int ge_state_init(struct ge_loop *L, const struct ge_config *cfg,
 /* Parses up to max more requests into the window: the count, or -1. */
 long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e);
 /* Request idx counts as sent at `now` (monotonic ns): its sent stamp, the
- * send-lag and submitted inter-arrival distributions, late_sends. Sends
- * come in trace order. 0, or -1 out of memory. */
+ * send-lag and submitted inter-arrival distributions (in the order of the
+ * sends), late_sends. 0, or -1 out of memory. */
 int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now);
-/* Request idx ends in `state` (GE_OK, GE_ERROR or GE_TIMEOUT). */
+/* Request idx (sent_ns stamped) takes the next rank of its peer: its
+ * (socket, MID) is in use from now, checked for early reuse. Each peer's
+ * requests take their ranks in trace order. 0, or -1 out of memory. */
+int ge_state_take_rank(struct ge_loop *L, uint32_t idx);
+/* A datagram came from `peer` at `now`: PROBING_RATE's silence ends. */
+void ge_state_heard(struct ge_loop *L, uint32_t peer, int64_t now);
+/* Request idx ends in `state` (GE_OK, GE_ERROR or GE_TIMEOUT). A CON
+ * exchange that ends frees an NSTART slot of its peer; a NON that times
+ * out with nothing heard from its peer since its send makes the peer
+ * silent (PROBING_RATE). */
 void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state);
+/* Request idx (CON, in GE_WAIT) is answered at `now` (monotonic ns), by
+ * an ACK or a response: its RTT, from the first transmission, is fed to
+ * its peer's congestion control with the kind its retransmissions give. */
+void ge_state_rtt(struct ge_loop *L, uint32_t idx, int64_t now);
+/* An answer of type `type` to request idx, whose exchange was answered
+ * already (s: its record, NULL when freed) came from `peer` at `now`: a
+ * duplicate. An ACK (piggybacked response or empty ACK) to a CON exchange
+ * that had retransmissions shows a spurious retransmission (README.md,
+ * "Congestion control"): counted, and logged with --rto-out. */
+void ge_state_duplicate(struct ge_loop *L, uint32_t idx, const struct ge_rec *s,
+                        uint32_t peer, uint8_t type, int64_t now);
 /* Everything but the sockets (ge_loop_close). */
 void ge_state_free(struct ge_loop *L);
 

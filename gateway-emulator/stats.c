@@ -41,7 +41,8 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
   long long rss = peak_rss_kb();
   size_t hist = ge_hist_bytes(&p->rit_expected) +
                 ge_hist_bytes(&L->rit_submitted) + ge_hist_bytes(&L->send_lag) +
-                ge_hist_bytes(&L->response) + ge_hist_bytes(&L->latency);
+                ge_hist_bytes(&L->response) + ge_hist_bytes(&L->latency) +
+                ge_hist_bytes(&L->timer0);
   size_t sentq = 0;
   /* whole chunks of the peak, and the spare one */
   uint64_t win_bytes = ((L->win.peak + GE_CHUNK - 1) / GE_CHUNK + 1) *
@@ -54,11 +55,13 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
           "\"window_peak_bytes\": %llu, \"output_buffer_peak_bytes\": %zu, "
           "\"output_writes\": %llu, \"feed_forced\": %llu, "
           "\"output_forced\": %llu, \"timer_heap_capacity\": %zu, "
-          "\"hist_bytes\": %zu, \"reuse_fifo_bytes\": %zu},\n",
+          "\"hist_bytes\": %zu, \"reuse_fifo_bytes\": %zu, "
+          "\"rto_forced\": %llu},\n",
           (unsigned long long)L->win.peak, (unsigned long long)win_bytes,
           L->out.peak, (unsigned long long)L->out.writes,
           (unsigned long long)L->feed_forced,
-          (unsigned long long)L->output_forced, L->heap.cap, hist, sentq);
+          (unsigned long long)L->output_forced, L->heap.cap, hist, sentq,
+          (unsigned long long)L->rto.forced);
 }
 
 /* How the requests reached the devices: directly, or through the gateway
@@ -78,6 +81,61 @@ static void north_json(FILE *f, const struct ge_loop *L) {
   fprintf(f, ", \"mode\": \"%s\", \"sockets\": \"%s\", \"nsock\": %u},\n",
           ge_north_name(cfg->north), L->plan->per_device ? "per-device" : "one",
           L->nsock);
+}
+
+/* NSTART and PROBING_RATE (null: unlimited, none) and the requests they
+ * held back. */
+static void held_json(FILE *f, const struct ge_loop *L) {
+  const struct ge_held_stats *h = &L->held;
+  fprintf(f, "    \"nstart\": ");
+  if (L->cfg->nstart)
+    fprintf(f, "%u", L->cfg->nstart);
+  else
+    fprintf(f, "null");
+  fprintf(f, ", \"probing_rate\": ");
+  if (L->cfg->probing_rate)
+    fprintf(f, "%lld", (long long)L->cfg->probing_rate);
+  else
+    fprintf(f, "null");
+  fprintf(f,
+          ",\n    \"held\": {\"nstart_waits\": %llu, \"probing_waits\": %llu, "
+          "\"wait_max_us\": %llu, \"queue_max\": %llu, "
+          "\"queue_timeouts\": %llu},\n",
+          (unsigned long long)h->nstart_waits,
+          (unsigned long long)h->probing_waits,
+          (unsigned long long)h->wait_max_us, (unsigned long long)h->queue_max,
+          (unsigned long long)h->queue_timeouts);
+}
+
+/* Congestion control: the strategy, the first timers of the CON
+ * exchanges, and per peer its final RTO and the samples it was fed. */
+static void congestion_json(FILE *f, const struct ge_loop *L) {
+  const struct ge_plan *p = L->plan;
+  char addr[GE_ADDR_TEXT_MAX];
+  fprintf(f,
+          "  \"congestion\": {\"strategy\": \"%s\", "
+          "\"ack_random_factor\": %.17g,\n",
+          ge_cc_name((enum ge_cc_strategy)L->cfg->congestion),
+          L->cfg->ack_random_factor);
+  held_json(f, L);
+  fprintf(f, "  ");
+  ge_hist_json(f, "timer0_us", &L->timer0, true);
+  fprintf(f, "    \"peers\": [");
+  for (size_t i = 0; i < p->npeer; i++) {
+    const struct ge_cc_peer *cp = &L->ccp[i];
+    ge_north_authority(&p->peers[i].addr, addr);
+    fprintf(f,
+            "%s\n      {\"peer\": \"%s\", \"exchanges\": %llu, "
+            "\"rto_us\": %lld, \"samples_strong\": %llu, "
+            "\"samples_weak\": %llu, \"samples_unused\": %llu, "
+            "\"aging_steps\": %llu}",
+            i ? "," : "", addr, (unsigned long long)cp->exchanges,
+            (long long)(ge_cc_rto(&cp->cc) / 1000),
+            (unsigned long long)cp->strong, (unsigned long long)cp->weak,
+            (unsigned long long)cp->unused,
+            (unsigned long long)cp->cc.aging_steps);
+  }
+  fprintf(f, "]},\n");
 }
 
 int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
@@ -120,6 +178,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   north_json(f, L);
   ge_http_json(f, L);
   ge_rt_json(f, &L->rt);
+  congestion_json(f, L);
   memory_json(f, L);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
           (double)(L->t_end - L->t0) / 1e9, sent_span / 1e6);

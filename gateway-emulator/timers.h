@@ -10,6 +10,8 @@ struct ge_timer {
   int64_t deadline, interval; /* ns, monotonic */
   uint32_t idx;
   uint8_t gen;
+  uint8_t vbf2; /* CON: the exchange's backoff factor in halves (cc.h) */
+  uint8_t wake; /* 1: PROBING_RATE lets peer `idx` send again (held.c) */
 };
 struct ge_heap {
   struct ge_timer *v;

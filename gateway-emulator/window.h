@@ -11,6 +11,7 @@
 /* Where a request stands. */
 enum ge_state {
   GE_PENDING = 0, /* not sent yet */
+  GE_HELD,        /* due, held back by NSTART or PROBING_RATE (held.c) */
   GE_WAIT,        /* sent, waiting for a response (or an empty ACK) */
   GE_SEPARATE,    /* empty ACK seen, waiting for the separate response */
   GE_OK,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from wotbench.base.errors import UserError
 from wotbench.reporting._checks import RECORD_CHECKS, run_checks, stability_warnings
+from wotbench.reporting._congestion import congestion_section
 from wotbench.reporting._gatewayanswer import through_gateway
 from wotbench.reporting._gatewaysection import gateway_result
 from wotbench.reporting._gesneeded import WINDOW_US, ges_needed, ges_needed_from_peak
@@ -322,6 +323,12 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "hosts": h.hosts,
         "interference": read_interference(files.root),   # injected noisy neighbours, or None
     }
+    # Congestion control (strategy, NSTART): its part, and the requests NSTART held,
+    # which the send-lag checks do not hold against the GE.
+    result["congestion"] = congestion_section(files, ge_data(files), phases, result["device_counters"],
+                                              th.late_send_us)
+    for sec, part in zip(ges, result["congestion"]["ges"], strict=True):
+        sec["nstart_holds"] = part["nstart_holds"]
     gw_spec = spec if spec is not None else _saved_spec(files)
     if gw_spec is not None and gw_spec.gateway_under_test is not None:   # the gateway's failures: not the testbed's
         result["through_gateway"] = through_gateway(files, ge_data(files), phases.measure, ges)

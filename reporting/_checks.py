@@ -77,6 +77,8 @@ def check_rate(a: A, th: Thresholds) -> Check:
         dev = g["rate_dev"]
         if (dev is None or abs(dev) > th.rate_tolerance) and g["ge"] in held:
             excused.add(g["ge"])
+        elif dev is not None and abs(dev) > th.rate_tolerance and _rate_by_nstart(g):
+            continue
         elif dev is None or abs(dev) > th.rate_tolerance:
             got = f"{g['achieved_rate']:.1f}/s" if g["achieved_rate"] is not None else "no rate"
             ev = g.get("evidence") or {}
@@ -85,9 +87,19 @@ def check_rate(a: A, th: Thresholds) -> Check:
             bad.append(f"GE {g['ge']} sent {got} vs target {tgt}"
                        + (f" ({dev:+.1%})" if dev is not None else ""))
     if bad:
-        return False, "; ".join(bad) + f" (tolerance {th.rate_tolerance:.0%})" + _excused(held, excused)
+        return False, ("; ".join(bad) + f" (tolerance {th.rate_tolerance:.0%})" + _excused(held, excused)
+                       + _nstart_note(a["ges"]))
     return True, (f"achieved send rate within {th.rate_tolerance:.0%} of the target (the trace's requests "
-                  "in the measurement phase) for every GE" + _excused(held, excused))
+                  "in the measurement phase) for every GE" + _excused(held, excused) + _nstart_note(a["ges"]))
+
+
+def _rate_by_nstart(g: A) -> bool:
+    """Whether a GE's rate deviation is no more requests than NSTART held
+    (sent later than their time, some past the measurement phase's end)."""
+    h = _nstart(g)
+    if not h or g["target_rate"] is None:
+        return False
+    return bool(abs(g["rate_dev"]) * g["target_rate"] * g["duration_s"] <= h["held"])
 
 
 def check_rit(a: A, th: Thresholds) -> Check:
@@ -97,23 +109,47 @@ def check_rit(a: A, th: Thresholds) -> Check:
     Table 1, ten devices); that case is a warning, not a failure."""
     held = _held(a)
     excused = {d["ge"] for d in a["devices"] if not d["rit_ok"] and d["ge"] in held}
-    dev_bad = [d for d in a["devices"] if not d["rit_ok"] and d["ge"] not in held]
+    waited = {(g["ge"], dev) for g in a["ges"] if _nstart(g) for dev in (_nstart(g) or {}).get("held_devices", ())}
+    nstart_bad = [d for d in a["devices"] if not d["rit_ok"] and (d["ge"], d["device_id"]) in waited]
+    dev_bad = [d for d in a["devices"] if not d["rit_ok"] and d["ge"] not in held
+               and (d["ge"], d["device_id"]) not in waited]
+    note = (f"; not judged: {len(nstart_bad)} device(s) whose requests waited for NSTART (their submitted RITs "
+            "are the protocol's)") if nstart_bad else ""
     if dev_bad:
         shown = "; ".join(f"device {d['device_id']}: {', '.join(d['rit_problems'])}" for d in dev_bad[:3])
         more = f" (and {len(dev_bad) - 3} more)" if len(dev_bad) > 3 else ""
         ges = sorted({d["ge"] for d in dev_bad})
         return False, (f"submitted workload deviates from the expected one for {len(dev_bad)} device(s): "
                        f"{shown}{more}; GE {', '.join(map(str, ges))} could not keep up: "
-                       f"use more GE instances (gateway.instances)" + _excused(held, excused))
-    return True, "submitted RITs match the expected ones (mean, p5, KS) for every device" + _excused(held, excused)
+                       f"use more GE instances (gateway.instances)" + _excused(held, excused) + note)
+    return True, ("submitted RITs match the expected ones (mean, p5, KS) for every device" + _excused(held, excused)
+                  + note)
+
+
+def _nstart(g: A) -> A | None:
+    """A GE's requests NSTART held (reporting/_congestion.py holds_section), or None."""
+    h = g.get("nstart_holds")
+    return h if isinstance(h, dict) and h.get("held") else None
+
+
+def _lag_p99(g: A) -> float | None:
+    """The p99 send lag the GE is judged by: of the requests it was free to
+    send when NSTART held some (their wait is the protocol's, not a GE behind)."""
+    h = _nstart(g)
+    return h.get("send_lag_p99_free_us") if h else g["send_lag_us"]["p99"]
+
+
+def _nstart_note(ges: list[A]) -> str:
+    held = [(g["ge"], _nstart(g)) for g in ges if _nstart(g)]
+    return "".join(f"; GE {k}: {h['held']} requests waited for NSTART (their wait is the protocol's, "
+                   f"in their send lag) and are not judged here" for k, h in held if h)
 
 
 def check_send_lag(a: A, th: Thresholds) -> Check:
     held = _held(a)
-    lagged = [g for g in a["ges"] if g["send_lag_us"]["p99"] is not None
-              and g["send_lag_us"]["p99"] > th.send_lag_p99_max_us]
+    lagged = [g for g in a["ges"] if _lag_p99(g) is not None and (_lag_p99(g) or 0) > th.send_lag_p99_max_us]
     excused = {g["ge"] for g in lagged if g["ge"] in held}
-    bad = [f"GE {g['ge']} p99 send lag {g['send_lag_us']['p99']:.0f}us" for g in lagged if g["ge"] not in held]
+    bad = [f"GE {g['ge']} p99 send lag {_lag_p99(g):.0f}us" for g in lagged if g["ge"] not in held]
     # A SCHED_FIFO GE that was switched out anyway (preempted or RT-throttled)
     # did not run its schedule as measured, whatever its percentiles say.
     fifo = [(g["ge"], g["sched"]) for g in a["ges"] if (g.get("sched") or {}).get("policy") == "fifo"]
@@ -125,8 +161,9 @@ def check_send_lag(a: A, th: Thresholds) -> Check:
         return False, ("; ".join(bad + stalled)
                        + (f" > {th.send_lag_p99_max_us:.0f}us: the GE fell behind its schedule" if bad else "")
                        + yields + (f"; {a['ges_needed']['sentence']}" if a.get("ges_needed") else "")
-                       + _excused(held, excused))
-    return True, f"p99 send lag within {th.send_lag_p99_max_us:.0f}us for every GE" + yields + _excused(held, excused)
+                       + _excused(held, excused) + _nstart_note(a["ges"]))
+    return True, (f"p99 send lag within {th.send_lag_p99_max_us:.0f}us for every GE" + yields + _excused(held, excused)
+                  + _nstart_note(a["ges"]))
 
 
 def check_errors(a: A, th: Thresholds) -> Check:
@@ -138,11 +175,45 @@ def check_errors(a: A, th: Thresholds) -> Check:
     if a.get("through_gateway") is not None:
         return _testbed_errors(a["through_gateway"], th)
     c = a["measure_counts"]
-    rate = (c["requests"] - c["ok"]) / c["requests"] if c["requests"] else 0.0
-    what = f"{c['timeouts']} timeouts and {c['errors']} errors of {c['requests']} requests ({rate:.2%})"
+    excused, why = _impaired_timeouts(a)
+    rate = (c["requests"] - c["ok"] - excused) / c["requests"] if c["requests"] else 0.0
+    what = f"{c['timeouts']} timeouts and {c['errors']} errors of {c['requests']} requests ({rate:.2%}"
+    what += f" counted: {why})" if excused else ")"
     if rate > th.max_error_rate:
         return False, f"{what} > {th.max_error_rate:.1%}" + _failing_devices(a.get("devices") or [])
     return True, what
+
+
+def _impaired_groups(a: A) -> dict[str, dict[str, Any]]:
+    """The device groups whose links the run impaired with loss or a rate
+    limit (observed.json: what was applied), by name."""
+    groups = ((a.get("harness") or {}).get("impairment") or {}).get("groups") or {}
+    return {str(n): g for n, g in groups.items() if isinstance(g, dict) and (g.get("loss") or g.get("rate_bps"))}
+
+
+def _impairment_text(g: dict[str, Any]) -> str:
+    parts = ([f"loss {g['loss']:.0%}"] if g.get("loss") else []) + (
+        [f"rate {g['rate_bps'] / 1e3:g} kbit/s"] if g.get("rate_bps") else [])
+    return " and ".join(parts)
+
+
+def _impaired_timeouts(a: A) -> tuple[int, str]:
+    """The measurement phase's timeouts the configured impairment explains:
+    those of devices in a group with loss or a rate limit (lost exchanges
+    are what such a run measures: results, not failures). A device of such
+    a group that answered none of its requests is not excused (cut off, not
+    lossy), nor are timeouts of unimpaired devices or any other error."""
+    groups = _impaired_groups(a)
+    if not groups:
+        return 0, ""
+    devs = [d for d in a.get("devices") or () if d.get("group") in groups and d.get("timeouts")
+            and (d["ok"] > 0 or (groups[d["group"]].get("loss") or 0) >= 1)]
+    n = sum(int(d["timeouts"]) for d in devs)
+    if not n:
+        return 0, ""
+    named = "; ".join(f"{name}: {_impairment_text(g)}" for name, g in sorted(groups.items()))
+    return n, (f"{n} timeouts of devices under the configured impairment ({named}) are its results, "
+               "not failures")
 
 
 def _testbed_errors(tg: A, th: Thresholds) -> Check:
@@ -296,6 +367,9 @@ def check_ge_counters(a: A, th: Thresholds) -> Check:
     held, excused = _held(a), set()
     for g in a["ges"]:
         n, late = g["requests"], g["late_sends"]
+        h = _nstart(g)
+        if h:                          # judged on the requests NSTART did not hold
+            n, late = h["free"], h["late_free"]
         if n and late / n > th.max_late_sends and g["ge"] in held:
             excused.add(g["ge"])
         elif n and late / n > th.max_late_sends:
@@ -310,9 +384,10 @@ def check_ge_counters(a: A, th: Thresholds) -> Check:
         elif (c["send_errors"] or 0) > th.max_send_errors:
             bad.append(f"GE {g['ge']}: {c['send_errors']} send errors (max {th.max_send_errors})")
     if bad:
-        return False, "; ".join(bad) + _excused(held, excused)
+        return False, "; ".join(bad) + _excused(held, excused) + _nstart_note(a["ges"])
     return True, (f"late sends within {th.max_late_sends:.1%} (later than {_us(th.late_send_us)}) "
-                  f"and at most {th.max_send_errors} send errors for every GE" + _excused(held, excused))
+                  f"and at most {th.max_send_errors} send errors for every GE" + _excused(held, excused)
+                  + _nstart_note(a["ges"]))
 
 
 def check_overload(a: A, th: Thresholds) -> Check:

@@ -19,7 +19,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from wotbench.base import rundir as layout
+from wotbench.base.errors import UserError
 from wotbench.reporting._analyze import QGRID, Analysis
+from wotbench.reporting._congestion import read_rto, rto_bins
 from wotbench.reporting._host import CdPlot
 from wotbench.reporting._hostchecks import clock_note
 from wotbench.reporting._injected import mark_interference
@@ -305,6 +308,49 @@ def fig_soak(an: Analysis) -> bytes | None:
     return _png(fig)
 
 
+#: Peers drawn one by one in the RTO figure; with more, their median and range.
+_RTO_PEERS = 8
+
+
+def fig_rto(an: Analysis) -> bytes | None:
+    """The RTO over time per peer: each peer's median RTO per time bin, from
+    the GEs' RTO logs (ge/rto-<k>.csv); with many peers their median and
+    range per bin."""
+    frames = []
+    for k in (g["ge"] for g in an.result.get("ges", ())):
+        path = an.path / layout.GE / layout.ge_rto(int(k))
+        try:
+            d = read_rto(path)
+        except UserError:            # missing or damaged: the congestion part says so
+            continue
+        frames.append(d.assign(peer=f"GE {k} " + d["peer"].astype(str)))
+    rto = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if rto.empty:
+        return None
+    ph = an.result["phases"]
+    b = rto_bins(rto, (float(min(rto["t_us"].min(), ph["measure"][0])), float(max(rto["t_us"].max(),
+                                                                                   ph["measure"][1]))))
+    fig, ax = _fig()
+    peers = b["peer"].unique()
+    if len(peers) <= _RTO_PEERS:
+        for peer in peers:
+            d = b[b["peer"] == peer]
+            ax.step(d["t_s"], d["rto_median_us"] / 1e3, where="post", label=str(peer))
+    else:
+        g = b.groupby("t_s")["rto_median_us"]
+        med, lo, hi = g.median(), g.min(), g.max()
+        ax.fill_between(med.index, lo / 1e3, hi / 1e3, step="post", alpha=0.25, label=f"range of {len(peers)} peers")
+        ax.step(med.index, med / 1e3, where="post", label="median over peers")
+    ax.set_yscale("log")
+    ax.set_xlabel("time since t0 (s)")
+    ax.set_ylabel("RTO, median per bin (ms)")
+    ax.set_title(f"RTO over time per peer ({an.result.get('congestion', {}).get('strategy') or 'strategy unknown'})")
+    ax.grid(True, alpha=0.3)
+    _shade_phases(ax, ph, label=False)
+    _legend(ax, loc="upper right", fontsize=7)
+    return _png(fig)
+
+
 def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
     """(file stem, caption, PNG) for one run, in reading order."""
     out: list[tuple[str, str, bytes | None]] = [
@@ -325,6 +371,8 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
                   "and per-window medians (red: significantly above the baseline).", fig_cd(an)),
         ("devices", "Per device: mean and p95 response time against throughput, and R_d.", fig_devices(an)),
         ("cpu", "Host CPU utilisation from the resource monitor (collectl).", fig_cpu(an)),
+        ("rto", "Congestion control: the RTO estimate over time per peer (median per time bin of the GEs' "
+                "per-exchange RTO logs, ge/rto-<k>.csv); log scale.", fig_rto(an)),
         ("soak", "Timeline per window: rate, send lag and response time (p50 dotted, p99 solid), host CPU "
                  "and memory (collectl), memory of the GE, devices, CD pair and harness (see Timeline and "
                  "drift).", fig_soak(an)),

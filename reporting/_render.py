@@ -17,6 +17,7 @@ from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.base.results import write_atomic
 from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict
+from wotbench.reporting._congestion import congestion_lines, congestion_table, shown, side_by_side
 from wotbench.reporting._gatewayanswer import answer_line
 from wotbench.reporting._gatewaylatency import gateway_latency_table
 from wotbench.reporting._injected import interference_table
@@ -70,6 +71,10 @@ def terminal_text(an: Analysis) -> str:
         lines += ["Gateway under test", *[f"   {x}" for x in gateway_lines(r)], ""]
         gt = gateway_latency_table(r["gateway"])
         lines += [tabulate(gt[1], gt[0], tablefmt="simple"), ""] if gt else []
+    if shown(r):
+        cgt = congestion_table(r["congestion"])
+        lines += ["Congestion control", *[f"   {x}" for x in congestion_lines(r["congestion"])],
+                  tabulate(cgt[1], cgt[0], tablefmt="simple"), ""]
     for title, (head, rows) in (("Checks", checks_table(r)), ("Rate and send lag", rate_table(r)),
                                 ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r)),
                                 ("Latency", latency_table(r))):
@@ -113,6 +118,9 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
         out += ["## Gateway under test", "", *[x + "  " for x in gateway_lines(r)], ""]
         gt = gateway_latency_table(r["gateway"])
         out += [_md_table(gt), ""] if gt else []
+    if shown(r):
+        out += ["## Congestion control", "", *[x + "  " for x in congestion_lines(r["congestion"])], "",
+                _md_table(congestion_table(r["congestion"])), ""]
     out += ["## Checks", "", _md_table(checks_table(r)), ""]
     if r["warnings"]:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
@@ -144,8 +152,17 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     return "\n".join(out)
 
 
+_SIDE_BY_SIDE = ("Congestion control, strategies side by side per condition (measurement phase: completion = "
+                 "ok / requests, response-time percentiles of the ok requests, transmissions per request = 1 + "
+                 "retransmissions, spurious retransmissions counted by the GE and duplicates recognised by the "
+                 "devices over the whole run, ok responses per second)")
+
+
 def sweep_markdown(rows: Sequence[dict[str, Any]], figures: Figures, fig_dir: str) -> str:
-    return "\n".join(["# WoTbench sweep", "", _md_table(sweep_table(rows)), "", "## Figures", ""]
+    sbs = side_by_side(rows)
+    return "\n".join(["# WoTbench sweep", "", _md_table(sweep_table(rows)), ""]
+                     + (["## Congestion control", "", _SIDE_BY_SIDE + ".", "", _md_table(sbs), ""] if sbs else [])
+                     + ["## Figures", ""]
                      + [f"![{cap}]({fig_dir}/{name}.png)\n" for name, cap, _ in figures])
 
 
@@ -225,6 +242,9 @@ def _metadata(an: Analysis) -> list[str]:
     return ["<h2>Run metadata</h2>", _html_table((["manifest", "value"], rows), reason_col=1)] if rows else []
 
 
+_MISSING = '<p class="fail">'
+
+
 def html_page(an: Analysis, figures: Figures) -> str:
     r = an.result
     c = r["measure_counts"]
@@ -240,6 +260,10 @@ def html_page(an: Analysis, figures: Figures) -> str:
         parts += ["<h2>Gateway under test</h2>", *[f"<p>{html.escape(x)}</p>" for x in gateway_lines(r)]]
         gt = gateway_latency_table(r["gateway"])
         parts += [_html_table(gt)] if gt else []
+    if shown(r):
+        parts += ['<h2 id="congestion">Congestion control</h2>',
+                  *[(_MISSING if x.startswith("MISSING") else "<p>") + f"{html.escape(x)}</p>"
+                    for x in congestion_lines(r["congestion"])], _html_table(congestion_table(r["congestion"]))]
     parts += ["<h2>Checks</h2>", _html_table(checks_table(r), reason_col=2)]
     if r["warnings"]:
         parts += ["<h2>Warnings</h2>"] + [f'<div class="warn">{html.escape(w)}</div>' for w in r["warnings"]]
@@ -282,7 +306,10 @@ def html_page(an: Analysis, figures: Figures) -> str:
 def sweep_html(rows: Sequence[dict[str, Any]], figures: Figures, links: Sequence[str] = ()) -> str:
     runs = "".join(f'<li><a href="{html.escape(link)}">{html.escape(r["run"])}</a></li>'
                    for r, link in zip(rows, links, strict=False))    # links=(): no list of runs
+    sbs = side_by_side(rows)
     parts = [f"<h1>WoTbench sweep of {len(rows)} runs</h1>", _html_table(sweep_table(rows)),
+             *(['<h2 id="congestion">Congestion control</h2>', f"<p>{html.escape(_SIDE_BY_SIDE)}.</p>",
+                _html_table(sbs)] if sbs else []),
              f"<p>Per-run reports:</p><ul>{runs}</ul>" if runs else "",
              "<h2>Figures</h2>", _html_figures(figures)]
     return _page("WoTbench sweep", "\n".join(parts))
@@ -375,6 +402,10 @@ def write_reports(run_dirs: Sequence[Path], sweep_out: str | os.PathLike[str] | 
         _write_set(sweep, sweep_markdown(rows, figs, layout.FIGURES), sweep_html(rows, figs, links), figs)
         echo("== sweep")
         echo(tabulate(sweep_table(rows)[1], sweep_table(rows)[0], tablefmt="simple"))
+        sbs = side_by_side(rows)
+        if sbs:
+            echo("== congestion control, strategies side by side per condition")
+            echo(tabulate(sbs[1], sbs[0], tablefmt="simple", disable_numparse=True))
         echo(f"   report: {sweep / layout.REPORT_HTML}")
         written.append(sweep / layout.REPORT_HTML)
     return written

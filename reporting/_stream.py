@@ -166,7 +166,7 @@ class GeStream:
         self.slot_of: dict[int, int] = {}
         self.ids: list[int] = []
         z = np.zeros(0, np.int64)
-        self.req, self.okc = z.copy(), z.copy()
+        self.req, self.okc, self.tmo = z.copy(), z.copy(), z.copy()
         self.sum_r, self.sum_s = np.zeros(0), np.zeros(0)
         self.n = self.n_ok = self.n_timeout = self.late = self.overloaded = self.sent_in = 0
         budget = EXACT_MAX if exact_max is None else exact_max
@@ -239,10 +239,11 @@ class GeStream:
         that keeps all is not applied): the same values in the same order
         as picking each statistic's own, in fewer passes."""
         a0, b0 = self.window
-        for name in ("req", "okc", "sum_r", "sum_s"):
+        for name in ("req", "okc", "tmo", "sum_r", "sum_s"):
             setattr(self, name, _grow(getattr(self, name), g))
         self.req[:g] += np.bincount(slot, minlength=g)
         self.okc[:g] += np.bincount(slot[a.ok], minlength=g)
+        self.tmo[:g] += np.bincount(slot[a.timeout], minlength=g)
         fin = a.ok & np.isfinite(a.response)
         s_ok, resp, li, serv, at = _kept(fin, slot, a.response, a.latency_intended, a.service, a.intended)
         self.resp.add(s_ok, resp)
@@ -416,7 +417,7 @@ class GeStream:
             s = float(self.sum_s[i])
             exact = all(d is None or d.exact for d in (r, li, rdi, de[i], ds[i]))
             rows.append({
-                "device_id": self.ids[i], "requests": n, "ok": n_ok,
+                "device_id": self.ids[i], "requests": n, "ok": n_ok, "timeouts": int(self.tmo[i]),
                 "error_rate": (n - n_ok) / n,
                 "throughput": n_ok / dur_s if dur_s > 0 else None,
                 "response_mean_us": _num(r.mean) if r else None,

@@ -9,6 +9,7 @@ from typing import Any
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.reporting._analyze import Analysis
+from wotbench.reporting._congestion import sweep_fields
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary
 
@@ -286,6 +287,7 @@ def sweep_row(an: Analysis) -> dict[str, Any]:
         "contention": c["status"] if c else "no CD data",
         "contention_p": c["p_value"] if c else None,
         "cpu_util": r["monitor"]["cpu_util_mean"],
+        "congestion": sweep_fields(r),
     }
 
 

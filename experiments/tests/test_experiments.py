@@ -112,3 +112,29 @@ def test_the_gateway_experiment_plans_its_gateway_on_a_core_of_its_own(scale, co
     g = spec.load(EXP / "gateway.yaml", scale)[0].spec
     assert g.gateway_under_test is not None and g.gateway_under_test.shipped == "aiocoap"
     assert g.device_count == 20
+
+
+@pytest.mark.parametrize("scale", ["full", "small", "ci"])
+def test_the_congestion_experiment_plans_the_six_strategies_over_four_conditions(scale):
+    """experiments/congestion.yaml (docs/congestion.md): every strategy of
+    the GE under no impairment, 5 % and 20 % loss and an 8 kbit/s link,
+    NSTART unlimited; ci: one test, CoCoA with NSTART 1 at 20 % loss."""
+    proc = _cli("plan", str(EXP / "congestion.yaml"), "--scale", scale, "--cores", "0-1", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    runs = spec.load(EXP / "congestion.yaml", scale)
+    got = {(r.spec.gateway.congestion, r.spec.groups[0].impairment) for r in runs}
+    if scale == "ci":
+        assert len(runs) == 1 and [(s, i.loss if i else None) for s, i in got] == [("cocoa", 0.2)]
+        assert runs[0].spec.gateway.nstart == 1
+        return
+    assert all(r.spec.gateway.nstart is None for r in runs)
+    assert len(runs) == len(got) == 24 and proc.stdout.count("gateway.congestion=") == 24
+    assert {s for s, _ in got} == {"rfc7252", "cocoa", "cocoa-strong", "basic-rto", "linux-rto", "peakhopper-rto"}
+    imps = {i for _, i in got}
+    assert None in imps and {i.loss for i in imps if i} == {0.0, 0.05, 0.2}
+    assert {i.rate_bps for i in imps if i and i.rate_bps} == {8000}
+    # The rate-limited link is offered more than it carries: ~25 requests/s per device, replies of >= 60 bytes
+    # on the wire (12 kbit/s) against 8 kbit/s.
+    g = runs[0].spec.groups[0]
+    assert g.workload is not None and g.workload.rit is not None
+    assert 8 * 60 * 1e6 / g.workload.rit.mean_us() > 8000

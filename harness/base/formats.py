@@ -21,6 +21,16 @@ GE_OUTPUT_COLUMNS: tuple[str, ...] = (
 )
 GE_STATUSES: tuple[str, ...] = ("ok", "timeout", "error")
 
+#: `wotbench-ge --rto-out FILE`: one row per event of a CON exchange
+#: (docs/formats.md, "GE RTO log CSV"); `event` is one of GE_RTO_EVENTS,
+#: `kind` (sample rows) one of GE_RTO_KINDS.
+GE_RTO_COLUMNS: tuple[str, ...] = (
+    "row", "device_id", "peer", "event", "tx", "t_us", "timer_us", "rto_us",
+    "rtt_us", "kind", "used",
+)
+GE_RTO_EVENTS: tuple[str, ...] = ("send", "sample", "timeout", "dup")
+GE_RTO_KINDS: tuple[str, ...] = ("strong", "weak", "none")
+
 #: Keys of `wotbench-device --stats FILE` that are not counters, in file
 #: order, before the counters: the format version and "cpus", the CPU
 #: affinity the device ran with as a string in the CPU list syntax of

@@ -19,7 +19,7 @@ __all__ = [
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
     "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD",
     "FIGURES",
-    "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_devices", "ge_trace", "ge_index", "RunDir",
+    "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_rto", "ge_devices", "ge_trace", "ge_index", "RunDir",
     "NODES", "PROBE", "TRACE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
 
@@ -75,6 +75,11 @@ def ge_output(k: int) -> str:
 
 def ge_summary(k: int) -> str:
     return f"ge-{k}.summary.json"
+
+
+def ge_rto(k: int) -> str:
+    """The per-exchange RTO log of workload GE k (its --rto-out; docs/formats.md)."""
+    return f"rto-{k}.csv"
 
 
 def ge_devices(k: int) -> str:
@@ -181,6 +186,9 @@ class RunDir:
 
     def ge_devices(self, k: int) -> Path:
         return self.root / GE / ge_devices(k)
+
+    def ge_rto(self, k: int) -> Path:
+        return self.root / GE / ge_rto(k)
 
     def ge_trace(self, k: int) -> Path:
         return self.root / WORKLOAD / ge_trace(k)

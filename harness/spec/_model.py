@@ -96,6 +96,10 @@ class Spec:
                                            phases.measure_us if "phases" in m and phases else None),
             gateway_under_test=read_gateway_ut(m.get("gateway_under_test"), src),
         )
+        gut, gw = spec.gateway_under_test, spec.gateway
+        if gut is not None and gut.north == "http" and (gw.nstart is not None or gw.probing_rate is not None):
+            raise src.error("NSTART and PROBING_RATE are CoAP's: not with gateway_under_test.north http",
+                            "gateway", "nstart" if gw.nstart is not None else "probing_rate")
         if spec.gateway.instances > spec.device_count:
             raise src.error(f"{spec.gateway.instances} GEs for {spec.device_count} devices",
                             "gateway", "instances")

@@ -4,6 +4,7 @@ dataclass with a ``build`` that reads its section of the document."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,12 @@ from wotbench.spec import _read as read
 from wotbench.spec._yaml import KeyPath, YamlSource, parse_key_path
 
 GE_TYPES = ("con", "non")
+#: The GE's --congestion strategies (gateway-emulator/README.md, "Congestion control").
+CONGESTION = ("rfc7252", "cocoa", "cocoa-strong", "basic-rto", "linux-rto", "peakhopper-rto")
+#: The GE's --nstart and --probing-rate bounds.
+MAX_NSTART, MAX_PROBING_BPS = 65535, 10**9
+_PROBING_RE = re.compile(r"\s*(\d+)\s*(B/s|kB/s|MB/s)\s*")
+_PROBING_UNIT = {"B/s": 1, "kB/s": 1000, "MB/s": 10**6}
 #: Workload GEs per test: each needs a core, and one of the 8 GE addresses
 #: reserved on every run network (the CD-GE takes another).
 MAX_GES = 7
@@ -31,11 +38,34 @@ class Gateway:
     scheduler: str = "normal"
     """The GEs' scheduler: ``auto`` (SCHED_FIFO where the host gives Docker an
     RT budget), ``fifo`` (required: plan fails without it) or ``normal``."""
+    congestion: str = "rfc7252"
+    """The workload GEs' --congestion (RFC 7252's fixed timers: today's behaviour)."""
+    nstart: int | None = None
+    """The workload GEs' --nstart; None: unlimited (the default, today's behaviour)."""
+    probing_rate: int | None = None
+    """The workload GEs' --probing-rate in bytes/s; None: none."""
+    ack_random_factor: float | None = None
+    """The workload GEs' --ack-random-factor; None: the GE's default, 1.5."""
+
+    def congestion_args(self) -> list[str]:
+        """The workload GEs' congestion-control arguments (never the CD-GE's)."""
+        argv = ["--congestion", self.congestion, "--nstart", "unlimited" if self.nstart is None else str(self.nstart)]
+        if self.probing_rate is not None:
+            argv += ["--probing-rate", str(self.probing_rate)]
+        if self.ack_random_factor is not None:
+            argv += ["--ack-random-factor", str(self.ack_random_factor)]
+        return argv
+
+    def congestion_record(self) -> dict[str, Any]:
+        """What manifest.json records of them."""
+        return {"strategy": self.congestion, "nstart": self.nstart, "probing_rate_bytes_per_s": self.probing_rate,
+                "ack_random_factor": self.ack_random_factor if self.ack_random_factor is not None else 1.5,
+                "applies_to": "workload GEs (not the CD-GE)"}
 
     @classmethod
     def build(cls, v: Any, src: YamlSource, at: KeyPath) -> Gateway:
         m = read.mapping(v, src, at, {"instances", "type", "timeout", "ack_timeout", "max_retransmit",
-                                      "scheduler"})
+                                      "scheduler", "congestion", "nstart", "probing_rate", "ack_random_factor"})
         g = cls(
             instances=(1 if m.get("instances", "auto") == "auto" else
                        read.integer(m["instances"], src, at + ("instances",), 1, MAX_GES)
@@ -49,6 +79,12 @@ class Gateway:
             max_retransmit=(read.integer(m["max_retransmit"], src, at + ("max_retransmit",), 0, 20)
                             if "max_retransmit" in m else None),
             scheduler=read.choice(m.get("scheduler", "normal"), src, at + ("scheduler",), GE_SCHEDULERS),
+            congestion=read.choice(m.get("congestion", "rfc7252"), src, at + ("congestion",), CONGESTION),
+            nstart=_nstart(m.get("nstart", "unlimited"), src, at + ("nstart",)),
+            probing_rate=(_probing_rate(m["probing_rate"], src, at + ("probing_rate",))
+                          if m.get("probing_rate", "none") != "none" else None),
+            ack_random_factor=(_ack_random_factor(m["ack_random_factor"], src, at + ("ack_random_factor",))
+                               if "ack_random_factor" in m else None),
         )
         if g.timeout_us < 1000:
             raise src.error("must be at least 1ms", *at, "timeout")
@@ -56,6 +92,31 @@ class Gateway:
 
 
 GE_SCHEDULERS = ("auto", "fifo", "normal")
+
+
+def _nstart(v: Any, src: YamlSource, at: KeyPath) -> int | None:
+    """``unlimited`` (None) or 1..65535 exchanges in flight per peer."""
+    if v == "unlimited":
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_NSTART:
+        raise src.error(f"expected unlimited or a number 1..{MAX_NSTART}, got {units.short(v)}", *at)
+    return v
+
+
+def _probing_rate(v: Any, src: YamlSource, at: KeyPath) -> int:
+    """Bytes per second: ``1B/s``, ``10kB/s``, ``1MB/s`` (1 .. 10^9 B/s)."""
+    m = _PROBING_RE.fullmatch(v) if isinstance(v, str) else None
+    bps = int(m.group(1)) * _PROBING_UNIT[m.group(2)] if m else 0
+    if not 1 <= bps <= MAX_PROBING_BPS:
+        raise src.error(f"expected none or a rate such as 1B/s, 10kB/s (1B/s .. 1000MB/s), got {units.short(v)}", *at)
+    return bps
+
+
+def _ack_random_factor(v: Any, src: YamlSource, at: KeyPath) -> float:
+    """RFC 7252 ACK_RANDOM_FACTOR, 1.0 .. 16 (the GE's range; 1.0: no dithering)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v <= 16.0:
+        raise src.error(f"expected a number 1.0 .. 16 (1.0: no dithering), got {units.short(v)}", *at)
+    return float(v)
 
 
 def _no_instances(v: str, src: YamlSource, at: KeyPath) -> int:

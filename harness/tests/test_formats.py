@@ -35,6 +35,9 @@ C_MIRRORS: tuple[tuple[str, str, str], ...] = (
     (GE_H, "GE_HOSTS_COLUMNS", "HOSTS_COLUMNS"),
     (GE_H, "GE_OUTPUT_COLUMNS", "GE_OUTPUT_COLUMNS"),
     (GE_H, "GE_STATUSES", "GE_STATUSES"),
+    (GE_H, "GE_RTO_COLUMNS", "GE_RTO_COLUMNS"),
+    (GE_H, "GE_RTO_EVENTS", "GE_RTO_EVENTS"),
+    (GE_H, "GE_RTO_KINDS", "GE_RTO_KINDS"),
     (GE_H, "GE_METHODS", "METHODS"),
     (GE_H, "GE_SERVICE_TIME_OPTION", "SERVICE_TIME_OPTION"),
     (GE_H, "GE_DEFAULT_COAP_PORT", "DEFAULT_COAP_PORT"),
@@ -60,6 +63,7 @@ DOC_CSV = {
     "Hosts CSV": ("HOSTS_COLUMNS", None),
     "Resource CSV": ("RESOURCE_COLUMNS", "RESOURCE_OPTIONAL_COLUMNS"),
     "GE per-request output CSV": ("GE_OUTPUT_COLUMNS", None),
+    "GE RTO log CSV": ("GE_RTO_COLUMNS", None),
 }
 
 
@@ -174,11 +178,14 @@ def check_doc_columns(s: Sources) -> list[str]:
 
 
 def check_doc_values(s: Sources) -> list[str]:
-    """The `method` and `status` items list formats.METHODS / GE_STATUSES."""
+    """The `method`, `status`, `event` and `kind` items list formats.METHODS,
+    GE_STATUSES, GE_RTO_EVENTS, GE_RTO_KINDS."""
     problems = []
     sections = doc_sections(s.text[DOC])
     for title, field, name in (("Trace CSV", "method", "METHODS"),
-                               ("GE per-request output CSV", "status", "GE_STATUSES")):
+                               ("GE per-request output CSV", "status", "GE_STATUSES"),
+                               ("GE RTO log CSV", "event", "GE_RTO_EVENTS"),
+                               ("GE RTO log CSV", "kind", "GE_RTO_KINDS")):
         item = doc_item(sections.get(title, ""), field)
         got = tuple(re.findall(r"`([^`]+)`", item)) if item is not None else None
         if got != s.py.get(name):

@@ -305,6 +305,44 @@ def test_delay_without_netem_is_refused_before_anything_starts(docker_client, sp
     assert not docker_client.containers.list(all=True, filters={"label": LABEL_RUN + "=preflight"})
 
 
+def test_congestion_control_under_loss_is_a_result_not_a_failure(docker_client, spec_file, make_spec, tmp_path,
+                                                                  wotbench_cli, run_objects):
+    """gateway.congestion and gateway.nstart reach the workload GE (not the
+    CD-GE), its RTO log lands in the run folder and feeds the report's
+    congestion part, and 20 % loss makes retransmissions and waits for
+    NSTART, which the verdict counts as results, not testbed failures."""
+    text = make_spec(count=3, measure="8s", name="cc", group_extra="impairment: {loss: 20%}\n")
+    text = text.replace("max_retransmit: 2}", "max_retransmit: 2, congestion: cocoa, nstart: 1}")
+    assert "congestion: cocoa" in text
+    r = wotbench_cli("run", str(spec_file(text)), "--results", str(tmp_path / "res"), "--no-progress", timeout=300)
+    assert r.returncode == 0, r.stderr
+    run_dir = Path(r.stdout.strip().splitlines()[-1])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["congestion"] == {"strategy": "cocoa", "nstart": 1, "probing_rate_bytes_per_s": None,
+                                      "ack_random_factor": 1.5, "applies_to": "workload GEs (not the CD-GE)",
+                                      "rto_out": ["ge/rto-0.csv"]}
+    ge = json.loads((run_dir / "ge" / "ge-0.summary.json").read_text())
+    cd = json.loads((run_dir / "cd" / "cd-ge.summary.json").read_text())
+    assert (ge["congestion"]["strategy"], ge["congestion"]["nstart"]) == ("cocoa", 1)
+    assert (cd["congestion"]["strategy"], cd["congestion"]["nstart"]) == ("rfc7252", None)
+    assert ge["retransmissions"] > 0
+    rto = pd.read_csv(run_dir / "ge" / "rto-0.csv")
+    assert len(rto) > 0 and {"send", "sample"} <= set(rto["event"])
+    assert (rto.loc[rto["event"] == "send", "tx"] > 0).any()          # retransmissions logged too
+    summary = json.loads((run_dir / "summary.json").read_text())
+    c = summary["congestion"]
+    assert c["strategy"] == "cocoa" and c["nstart"] == 1 and c["complete"], c.get("problems")
+    assert c["retransmissions"] > 0 and c["transmissions_per_request"] > 1 and c["rto"]["peers"] == 3
+    checks = {x["check"]: x for x in summary["checks"]}
+    for name in ("errors", "rate", "rit_integrity", "send_lag", "ge_counters", "harness", "output"):
+        assert checks[name]["ok"], (name, checks[name]["reason"], summary["reasons"])
+    rep = wotbench_cli("report", str(run_dir), timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    assert "Congestion control" in rep.stdout and "Strategy cocoa, NSTART 1" in rep.stdout
+    assert (run_dir / "report" / "figures" / "rto.png").is_file()
+    _gone(run_objects, run_dir.name, 1)
+
+
 def test_devices_spread_over_several_networks(docker_client, spec_file, make_spec, tmp_path,
                                               monkeypatch, run_objects):
     """Past a bridge's port limit the run uses several networks; the GE is on all of them."""

@@ -62,6 +62,10 @@ def test_con_drain_covers_every_retransmission():
     assert ge.drain_us(_hs()) == 2_000_000 * 1.5 * 31 + 5_000_000        # RFC 7252 defaults
     assert ge.drain_us(_hs(ack_timeout_us=100_000, max_retransmit=2, timeout_us=1_000_000)) \
         == 100_000 * 1.5 * 7 + 1_000_000
+    # The other strategies' caps (gateway-emulator/README.md), the dithering factor, NSTART's queue wait.
+    assert ge.drain_us(_hs(ack_random_factor=2.0)) == 2_000_000 * 2.0 * 31 + 5_000_000
+    assert ge.drain_us(_hs(congestion="cocoa")) == 32_000_000 * (1.5 + 4) + 5_000_000
+    assert ge.drain_us(_hs(congestion="linux-rto", nstart=1)) == 32_000_000 + 4 * 60_000_000 + 2 * 5_000_000
 
 
 def test_cd_output_is_shifted_onto_t0(tmp_path: Path):

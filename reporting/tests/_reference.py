@@ -92,7 +92,7 @@ def per_device(a: GeArrays, window: tuple[float, float], th: Thresholds) -> list
     starts = np.concatenate(([0], bounds))
     ends = np.concatenate((bounds, [dev.size]))
     intended, sent = a.intended[order], a.sent[order]
-    ok = a.ok[order]
+    ok, tmo = a.ok[order], a.timeout[order]
     resp = np.where(ok, a.response[order], np.nan)
     lat_i = np.where(ok, a.latency_intended[order], np.nan)
     svc = a.service[order]
@@ -115,6 +115,7 @@ def per_device(a: GeArrays, window: tuple[float, float], th: Thresholds) -> list
         li = li[np.isfinite(li)]
         rows.append({
             "device_id": int(dev[s]), "requests": int(e - s), "ok": n_ok,
+            "timeouts": int(np.count_nonzero(tmo[sl])),
             "error_rate": (int(e - s) - n_ok) / int(e - s),
             "throughput": n_ok / dur_s if dur_s > 0 else None,
             "response_mean_us": _num(rr.mean()) if rr.size else None,

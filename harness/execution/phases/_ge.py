@@ -34,12 +34,23 @@ GE_PIDS = 16
 def drain_us(hs: Spec) -> int:
     """Longest a GE may still wait for answers after its last send: a CON
     request times out only after every retransmission (RFC 7252 4.8:
-    ACK_TIMEOUT x 1.5 x (2^(MAX_RETRANSMIT+1) - 1), 93 s with the defaults),
-    and a separate response gets the request timeout on top."""
+    ACK_TIMEOUT x ACK_RANDOM_FACTOR x (2^(MAX_RETRANSMIT+1) - 1), 93 s with
+    the defaults; CoCoA's first timer at most 32 s x ACK_RANDOM_FACTOR and
+    the others at most 32 s; Californium's first at most 32 s, the others
+    60 s: gateway-emulator/README.md, "Congestion control"), and a separate
+    response gets the request timeout on top; with NSTART a request may
+    first wait that timeout in its peer's queue."""
     gw = hs.gateway
     ack = gw.ack_timeout_us if gw.ack_timeout_us is not None else 2_000_000
     n = gw.max_retransmit if gw.max_retransmit is not None else 4
-    return int(ack * 1.5 * (2 ** (n + 1) - 1)) + gw.timeout_us
+    arf = gw.ack_random_factor if gw.ack_random_factor is not None else 1.5
+    if gw.congestion == "rfc7252":
+        longest = ack * arf * (2 ** (n + 1) - 1)
+    elif gw.congestion in ("cocoa", "cocoa-strong"):
+        longest = 32_000_000 * (arf + n)
+    else:
+        longest = 32_000_000 + 60_000_000 * n
+    return int(longest) + gw.timeout_us * (2 if gw.nstart is not None else 1)
 
 
 def ge_argv(gw: Gateway, *, trace: str, hosts: str, out: str, summary: str, start_at_us: int,
@@ -168,6 +179,9 @@ def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, star
     gut, gw = ctx.hs.gateway_under_test, ctx.gateway
     if gut is not None and gw is not None and gw.address:     # every request through the gateway
         argv += north_args(gut, gw.address)
+    # Congestion control, NSTART and the per-exchange RTO log: the workload
+    # GEs only (the CD-GE's workload is deterministic and sequential).
+    argv += ctx.hs.gateway.congestion_args() + ["--rto-out", f"{OUT}/{layout.ge_rto(k)}"]
     return ContainerSpec(f"ge-{k}", "ge", tuple(argv), core, GE_MEMORY, GE_PIDS, as_caller=True,
                          rt_budget=_budget(budget), mounts=(
         Mount(ctx.run.workload, IN), Mount(ctx.run.ge_dir, OUT, writable=True)))

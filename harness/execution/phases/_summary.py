@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from wotbench.base import results as res
+from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.base.rundir import RunDir
 from wotbench.engine import NODE_ROLES, SwarmBackend
@@ -53,6 +54,9 @@ def start_manifest(ctx: RunContext, pre: Preflight) -> None:
         "format": res.FORMAT, "run_id": ctx.run_id, "label": ctx.rs.label, "scale": ctx.rs.scale,
         **res.host_facts(ctx.backend.version()), "images": pre.images,
         "placement": lay.to_dict(), "cores_shared": lay.cores_shared,
+        # The workload GEs' congestion control and NSTART, and their RTO logs (ge/rto-<k>.csv).
+        "congestion": {**ctx.hs.gateway.congestion_record(),
+                       "rto_out": [f"{layout.GE}/{layout.ge_rto(k)}" for k in range(ctx.hs.gateway.instances)]},
         "start_epoch_us": time.time_ns() // 1000})
     if lay.swarm:
         ctx.manifest.update(swarm=True, ge_node=lay.ge_part.node, nodes=_nodes(ctx, lay))
