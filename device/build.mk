@@ -3,7 +3,7 @@
 DEV_SRCS := device/main.c device/cli.c device/cpulist.c device/resources.c device/registry.c \
             device/wire.c device/tx.c device/dedup.c device/sepresp.c device/service.c \
             device/workers.c device/loop.c device/dispatch.c device/counters.c \
-            device/hist.c
+            device/hist.c device/notify.c device/observe.c
 DEV_HDRS := $(wildcard device/*.h)
 DEV_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(DEV_SRCS))
 DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))
@@ -18,25 +18,27 @@ $(BUILD)/obj/device/asan/%.o: device/%.c $(DEV_HDRS)
 
 $(BIN)/wotbench-device: $(DEV_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
 
 $(BUILD)/asan/wotbench-device: $(DEV_ASAN_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB) -lm
 
 # libFuzzer harnesses: the resource CSV parser, the request path (parse +
 # response build) and the --cpus LIST parser are the parsers of outside input.
 FUZZERS += $(BUILD)/fuzz/fuzz-device-resources $(BUILD)/fuzz/fuzz-device-request \
            $(BUILD)/fuzz/fuzz-device-cpulist
 
-$(BUILD)/fuzz/fuzz-device-resources: device/fuzz/fuzz_resources.c device/resources.c $(DEV_HDRS)
+$(BUILD)/fuzz/fuzz-device-resources: device/fuzz/fuzz_resources.c device/resources.c device/notify.c $(DEV_HDRS)
 	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_resources.c device/resources.c
+	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_resources.c device/resources.c \
+	  device/notify.c -lm
 
-$(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c $(DEV_HDRS)
+$(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c device/notify.c $(DEV_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
-	  device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c -pthread $(COAP_LIB)
+	  device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c device/notify.c \
+	  -pthread $(COAP_LIB) -lm
 
 $(BUILD)/fuzz/fuzz-device-cpulist: device/fuzz/fuzz_cpulist.c device/cpulist.c device/cpulist.h
 	@mkdir -p $(@D)

@@ -21,6 +21,8 @@ static const char usage[] =
     "                       [--threads N] [--queue N] [--dedup-entries N] "
     "[--stats FILE]\n"
     "                       [--exchange-lifetime SECONDS] [--cpus LIST]\n"
+    "                       [--observers N] [--ack-timeout-ms MS] "
+    "[--obs-seq-start N]\n"
     "  --listen ADDR:PORT     IPv4 or [IPv6] address and UDP port "
     "(default 0.0.0.0:5683)\n"
     "  --resources FILE       resource CSV: path,service_us[,payload_bytes]\n"
@@ -38,7 +40,17 @@ static const char usage[] =
     "  --stats FILE           write the final counts as JSON (atomically)\n"
     "  --cpus LIST            run every thread on exactly these CPUs, e.g. "
     "1 or 0-3 or 1,3-5\n"
-    "                         (default: the affinity inherited)\n";
+    "                         (default: the affinity inherited)\n"
+    "  --observers N          live observations (RFC 7641) at most, "
+    "1..16777216 (65536)\n"
+    "  --ack-timeout-ms MS    CON notifications' ACK_TIMEOUT, 1..60000 (2000; "
+    "for tests)\n"
+    "  --obs-seq-start N      every observation's first Observe seq, "
+    "0..16777215\n"
+    "                         (default: random per observation; for tests)\n"
+    "  --dump-notify PATH:N   print the first N inter-event times (ns) of "
+    "PATH's first\n"
+    "                         observation, one a line, and exit\n";
 
 static int bad(const char *field, const char *what, const char *value) {
   fprintf(stderr, "error: %s: %s '%s'\n", field, what, value);
@@ -107,6 +119,34 @@ static int parse_listen(const char *s, struct dev_config *cfg) {
   return 0;
 }
 
+/* --observers, --ack-timeout-ms, --obs-seq-start: 0 or -1 (printed). */
+static int parse_observe_flag(int c, const char *s, struct dev_config *cfg) {
+  unsigned long v;
+
+  if (c == 'o') {
+    if (parse_count(s, 1, MAX_DEDUP, &v) < 0)
+      return -bad("--observers", "expected an integer 1..16777216, got", s);
+    cfg->observers = (uint32_t)v;
+  } else if (c == 'a') {
+    if (parse_count(s, 1, 60000, &v) < 0)
+      return -bad("--ack-timeout-ms", "expected an integer 1..60000, got", s);
+    cfg->ack_timeout_ns = (int64_t)v * 1000000LL;
+  } else if (c == 'D') {
+    const char *colon = strrchr(s, ':');
+
+    if (colon == NULL || colon == s ||
+        parse_count(colon + 1, 1, 100000000, &v) < 0)
+      return -bad("--dump-notify", "expected PATH:N (N 1..100000000), got", s);
+    cfg->dump_path = s;
+    cfg->dump_count = v;
+  } else {
+    if (parse_count(s, 0, 0xffffff, &v) < 0)
+      return -bad("--obs-seq-start", "expected an integer 0..16777215, got", s);
+    cfg->obs_seq_start = (int64_t)v;
+  }
+  return 0;
+}
+
 /* What the options together must give, after getopt: 0 or 2. */
 static int check_config(int argc, char **argv, struct dev_config *cfg) {
   if (optind < argc)
@@ -122,23 +162,25 @@ static int check_config(int argc, char **argv, struct dev_config *cfg) {
   return 0;
 }
 
-int cli_parse(int argc, char **argv, struct dev_config *cfg) {
-  static const struct option opts[] = {
-      {"listen", required_argument, NULL, 'l'},
-      {"resources", required_argument, NULL, 'r'},
-      {"mode", required_argument, NULL, 'm'},
-      {"threads", required_argument, NULL, 't'},
-      {"queue", required_argument, NULL, 'q'},
-      {"dedup-entries", required_argument, NULL, 'd'},
-      {"exchange-lifetime", required_argument, NULL, 'x'},
-      {"stats", required_argument, NULL, 's'},
-      {"cpus", required_argument, NULL, 'c'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  unsigned long v;
-  int c;
+static const struct option opts[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"resources", required_argument, NULL, 'r'},
+    {"mode", required_argument, NULL, 'm'},
+    {"threads", required_argument, NULL, 't'},
+    {"queue", required_argument, NULL, 'q'},
+    {"dedup-entries", required_argument, NULL, 'd'},
+    {"exchange-lifetime", required_argument, NULL, 'x'},
+    {"stats", required_argument, NULL, 's'},
+    {"cpus", required_argument, NULL, 'c'},
+    {"observers", required_argument, NULL, 'o'},
+    {"ack-timeout-ms", required_argument, NULL, 'a'},
+    {"obs-seq-start", required_argument, NULL, 'S'},
+    {"dump-notify", required_argument, NULL, 'D'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
 
+static void set_defaults(struct dev_config *cfg) {
   memset(cfg, 0, sizeof(*cfg));
   cfg->listen_text = "0.0.0.0:5683";
   cfg->mode = DEV_MODE_SLEEP;
@@ -146,9 +188,19 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
   cfg->queue_cap = 65536;
   cfg->dedup_entries = 262144;
   cfg->exchange_lifetime_ns = DD_LIFETIME_NS;
+  cfg->observers = 65536;
+  cfg->ack_timeout_ns = 2000000000LL;
+  cfg->obs_seq_start = -1;
+}
+
+int cli_parse(int argc, char **argv, struct dev_config *cfg) {
+  unsigned long v;
+  int c;
+
+  set_defaults(cfg);
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:x:s:c:h", opts, NULL)) !=
-         -1) {
+  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:x:s:c:o:a:S:D:h", opts,
+                          NULL)) != -1) {
     switch (c) {
     case 'l': cfg->listen_text = optarg; break;
     case 'r': cfg->resources_file = optarg; break;
@@ -183,6 +235,13 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
       cfg->exchange_lifetime_ns = (int64_t)v * 1000000000LL;
       break;
     case 's': cfg->stats_file = optarg; break;
+    case 'o':
+    case 'a':
+    case 'S':
+    case 'D':
+      if (parse_observe_flag(c, optarg, cfg) < 0)
+        return 2;
+      break;
     case 'c': {
       const char *why = cpulist_parse(optarg, &cfg->cpus);
 

@@ -23,6 +23,11 @@ struct dev_config {
   uint32_t queue_cap;
   uint32_t dedup_entries;
   int64_t exchange_lifetime_ns; /* --exchange-lifetime */
+  uint32_t observers;           /* --observers: live observations at most */
+  int64_t ack_timeout_ns;       /* --ack-timeout-ms (CON notifications) */
+  int64_t obs_seq_start;        /* --obs-seq-start; -1: random */
+  const char *dump_path;        /* --dump-notify PATH:N; NULL: serve */
+  uint64_t dump_count;
 };
 
 /* Returns 0 (run), 1 (--help printed: exit 0) or 2 (error printed). */

@@ -7,10 +7,16 @@
  * writes; the parser finds them by name) and the optional one. */
 #define DEV_RESOURCE_COLUMNS "path,service_us"
 #define DEV_RESOURCE_OPTIONAL_COLUMNS "payload_bytes"
+/* ... and the optional Observe columns (any subset, found by name). */
+#define DEV_RESOURCE_OBSERVE_COLUMNS                                           \
+  "observe_rit,notify_type,max_age,observe_seed"
 #define DEV_METHODS "GET,PUT,POST,DELETE"
 
 /* CoAP option (elective, experimental range): the service time in us. */
 #define DEV_SERVICE_TIME_OPTION 65000
+/* CoAP option (elective): on the answer to a deregistration (GET with
+ * Observe 1), the last notification seq sent to that observation. */
+#define DEV_LAST_SEQ_OPTION 65001
 #define DEV_DEFAULT_COAP_PORT 5683
 #define DEV_MAX_SERVICE_US 1000000000ULL
 #define DEV_MAX_PAYLOAD_BYTES 1024

@@ -34,10 +34,31 @@ static void send_empty(struct loop *L, const struct peer *p, uint8_t type,
   tx_send(&L->tx, p, &rc, L->reg);
 }
 
+/* The Observe side of a 2.05 answer: a deregistration carries the last
+ * seq (65001), a registration's answer is notification 0 (sent here;
+ * returns 1). A full table makes it a plain answer. */
+static int observe_answer(struct loop *L, const struct peer *p,
+                          struct recipe *rc, int64_t rx_ns, int64_t now,
+                          int separate) {
+  if (rc->kind != RC_OK || rc->observe == OBS_NONE)
+    return 0;
+  if (rc->observe == OBS_DEREGISTER) {
+    rc->kind = RC_UNOBS;
+    rc->block2 = obs_cancel(&L->ob, p, rc);
+    return 0;
+  }
+  if (obs_register(&L->ob, p, rc, rx_ns, now, separate) == 0)
+    return 1;
+  L->c->obs_table_full++;
+  rc->observe = OBS_NONE;
+  return 0;
+}
+
 /* Sends rc now and records it so that a duplicate gets the same bytes. */
 static void answer_now(struct loop *L, const struct peer *p, struct dd_entry *e,
                        struct recipe *rc, int64_t rx_ns) {
-  tx_answer(&L->tx, p, rc, L->reg, rx_ns);
+  if (!observe_answer(L, p, rc, rx_ns, rx_ns, 0))
+    tx_answer(&L->tx, p, rc, L->reg, rx_ns);
   hist_add(&L->h->queue_wait_us, 0);
   e->state = DD_DONE;
   e->rc = *rc;
@@ -45,7 +66,7 @@ static void answer_now(struct loop *L, const struct peer *p, struct dd_entry *e,
 }
 
 static void answer_duplicate(struct loop *L, const struct peer *p,
-                             struct dd_entry *e) {
+                             struct dd_entry *e, int64_t now) {
   L->c->duplicates++;
   if (e->state == DD_SEPARATE) {
     /* The empty ACK may have been lost; the CON response has its own
@@ -53,7 +74,9 @@ static void answer_duplicate(struct loop *L, const struct peer *p,
     send_empty(L, p, WIRE_ACK, e->mid);
     L->c->dup_replies++;
   } else if (e->state == DD_DONE) {
-    tx_send(&L->tx, p, &e->rc, L->reg);
+    /* A repeated registration refreshes it (RFC 7641 4.1). */
+    if (e->rc.observe != OBS_REGISTER || !obs_duplicate(&L->ob, p, &e->rc, now))
+      tx_send(&L->tx, p, &e->rc, L->reg);
     L->c->dup_replies++;
   }
   /* DD_PENDING: still in service; the answer is coming. */
@@ -83,6 +106,24 @@ static int enqueue(struct loop *L, const struct peer *p, struct dd_entry *e,
   return 1;
 }
 
+/* GET with Observe 0 registers on an observable resource (refused: a plain
+ * answer), GET with Observe 1 deregisters; other values are plain GETs. */
+static void observe_request(struct loop *L, const struct wire_request *q,
+                            const struct peer *p, struct recipe *rc) {
+  int get = q->code == COAP_REQUEST_CODE_GET;
+
+  if (q->observe == 1 && get) {
+    rc->observe = OBS_DEREGISTER;
+  } else if (q->observe == 0) {
+    if (!get || !rc->res->observable)
+      L->c->obs_refused++;
+    else if (!obs_room(&L->ob, p, rc))
+      L->c->obs_table_full++;
+    else
+      rc->observe = OBS_REGISTER;
+  }
+}
+
 static void on_request(struct loop *L, const struct peer *p, int64_t now) {
   const struct wire_request *q = &L->req;
   const struct reg_entry *res = NULL;
@@ -97,7 +138,7 @@ static void on_request(struct loop *L, const struct peer *p, int64_t now) {
   /* Same MID with another token is a new request from a client whose
    * MIDs wrapped within EXCHANGE_LIFETIME (a fast load generator). */
   if (e && e->tkl == q->tkl && memcmp(e->token, q->token, q->tkl) == 0) {
-    answer_duplicate(L, p, e);
+    answer_duplicate(L, p, e, now);
     return;
   }
   e = dedup_claim(&L->dd, e, addr, port, q->mid, now);
@@ -130,6 +171,7 @@ static void on_request(struct loop *L, const struct peer *p, int64_t now) {
     rc.res = res;
     rc.code = method_code(q->code);
     rc.kind = rc.code ? RC_OK : RC_ERR;
+    observe_request(L, q, p, &rc);
     if (rc.code == 0)
       rc.code = DEV_CODE_BAD_METHOD;
     else if (res->service_ns > 0 && enqueue(L, p, e, &rc, res->service_ns, now))
@@ -155,7 +197,8 @@ void dispatch_datagram(struct loop *L, const uint8_t *buf, size_t len,
     break;
   case WIRE_EMPTY_ACK:
   case WIRE_EMPTY_RST:
-    if (!sep_ack(&L->sep, p, L->req.mid, L->req.type == WIRE_RST))
+    if (!sep_ack(&L->sep, p, L->req.mid, L->req.type == WIRE_RST) &&
+        !obs_ack(&L->ob, p, L->req.mid, L->req.type == WIRE_RST, now))
       L->c->ignored++;
     break;
   case WIRE_OTHER: L->c->ignored++; break;
@@ -172,7 +215,13 @@ void dispatch_completions(struct loop *L, int64_t now) {
       struct job *job = &L->wk.pool[L->done[i]];
       struct dd_entry *e = dedup_at(&L->dd, job->dd_slot, job->dd_gen);
 
-      if (job->separate) {
+      if (observe_answer(L, &job->peer, &job->rc, job->rx_ns, now,
+                         job->separate)) {
+        if (e != NULL && !job->separate) {
+          e->state = DD_DONE;
+          e->rc = job->rc;
+        }
+      } else if (job->separate) {
         job->rc.type = WIRE_CON;
         job->rc.mid = L->next_mid++;
         tx_answer(&L->tx, &job->peer, &job->rc, L->reg, job->rx_ns);

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "net.h"
@@ -83,12 +85,48 @@ static int wait_ms(const struct loop *L, int64_t now) {
   return (int)ms;
 }
 
+/* Points the timerfd at the observations' next due time (absolute, so a
+ * late turn never shifts it); a syscall only when that time changed. */
+static int arm(struct loop *L) {
+  int64_t due = obs_next_due(&L->ob);
+  struct itimerspec it;
+
+  if (due == L->armed)
+    return 0;
+  memset(&it, 0, sizeof(it));
+  if (due != INT64_MAX) {
+    if (due <= 0)
+      due = 1;
+    it.it_value.tv_sec = due / 1000000000LL;
+    it.it_value.tv_nsec = due % 1000000000LL;
+  }
+  if (timerfd_settime(L->tfd, TFD_TIMER_ABSTIME, &it, NULL) < 0) {
+    perror("error: timerfd_settime");
+    return -1;
+  }
+  L->armed = due;
+  return 0;
+}
+
+/* One ready descriptor; -1 on an unrecoverable error. */
+static int ready(struct loop *L, int fd) {
+  if (fd == L->sock && receive(L) < 0)
+    return -1;
+  if ((fd == L->wk.efd || fd == L->tfd) && drain_fd(fd, sizeof(uint64_t)) < 0) {
+    perror("error: eventfd/timerfd read");
+    return -1;
+  }
+  if (fd == L->sigfd && drain_fd(fd, sizeof(struct signalfd_siginfo)) > 0)
+    L->stop = 1;
+  return 0;
+}
+
 static int serve(struct loop *L) {
-  struct epoll_event evs[4];
+  struct epoll_event evs[8];
 
   while (!L->stop) {
     int64_t now = mono_ns();
-    int n = epoll_wait(L->epfd, evs, 4, wait_ms(L, now));
+    int n = epoll_wait(L->epfd, evs, 8, wait_ms(L, now));
 
     if (n < 0 && errno == EINTR)
       continue;
@@ -96,22 +134,16 @@ static int serve(struct loop *L) {
       perror("error: epoll_wait");
       return -1;
     }
-    for (int i = 0; i < n; i++) {
-      int fd = evs[i].data.fd;
-
-      if (fd == L->sock && receive(L) < 0)
+    for (int i = 0; i < n; i++)
+      if (ready(L, evs[i].data.fd) < 0)
         return -1;
-      if (fd == L->wk.efd && drain_fd(fd, sizeof(uint64_t)) < 0) {
-        perror("error: eventfd read");
-        return -1;
-      }
-      if (fd == L->sigfd && drain_fd(fd, sizeof(struct signalfd_siginfo)) > 0)
-        L->stop = 1;
-    }
     now = mono_ns();
     dispatch_completions(L, now);
     sep_tick(&L->sep, now, dispatch_resend, L);
+    obs_tick(&L->ob, now);
     tx_flush(&L->tx);
+    if (arm(L) < 0)
+      return -1;
   }
   return 0;
 }
@@ -139,6 +171,7 @@ static void collect(struct loop *L, uint32_t unanswered) {
   c->sep_reset = L->sep.st.reset;
   c->sep_gave_up = L->sep.st.gave_up;
   c->sep_untracked = L->sep.st.untracked;
+  c->obs_active = L->ob.live;
 }
 
 int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
@@ -156,6 +189,7 @@ int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
   L->c = c;
   L->h = h;
   L->tx.residence = &h->residence_us;
+  L->tx.lag = &h->notify_lag_us;
   L->sock = L->tx.fd = sock;
   L->sigfd = sigfd;
   L->next_mid = (uint16_t)(mono_ns() ^ getpid());
@@ -166,15 +200,24 @@ int loop_run(const struct dev_config *cfg, const struct registry *reg, int sock,
     goto out;
   }
   if (dedup_init(&L->dd, cfg->dedup_entries, cfg->exchange_lifetime_ns) < 0 ||
-      sep_init(&L->sep, SEP_TABLE, (uint64_t)mono_ns()) < 0) {
-    fputs("error: out of memory for the dedup cache\n", stderr);
+      sep_init(&L->sep, SEP_TABLE, (uint64_t)mono_ns()) < 0 ||
+      obs_init(&L->ob, cfg->observers, reg, cfg->ack_timeout_ns,
+               cfg->obs_seq_start, &L->next_mid, &L->tx, c) < 0) {
+    fputs("error: out of memory for the dedup cache or observations\n", stderr);
+    goto out;
+  }
+  L->armed = INT64_MAX;
+  L->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  /* Notifications are due to the microsecond: no 50 us default slack. */
+  if (L->tfd < 0 || prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) < 0) {
+    perror("error: timerfd_create/prctl");
     goto out;
   }
   if (workers_start(&L->wk, cfg->mode, cfg->threads, cfg->queue_cap) < 0)
     goto out;
   have_workers = 1;
   if (watch(L->epfd, sock) < 0 || watch(L->epfd, L->wk.efd) < 0 ||
-      watch(L->epfd, sigfd) < 0)
+      watch(L->epfd, sigfd) < 0 || watch(L->epfd, L->tfd) < 0)
     goto out;
   rc = serve(L);
 out:
@@ -183,7 +226,10 @@ out:
   tx_flush(&L->tx);
   collect(L, unanswered);
   sep_free(&L->sep);
+  obs_free(&L->ob);
   dedup_free(&L->dd);
+  if (L->tfd > 0)
+    close(L->tfd);
   if (L->pdu)
     coap_delete_pdu(L->pdu);
   if (L->epfd >= 0)

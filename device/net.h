@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "counters.h"
 #include "dedup.h"
+#include "observe.h"
 #include "peer.h"
 #include "registry.h"
 #include "sepresp.h"
@@ -31,8 +32,10 @@ struct loop {
   struct dedup dd;
   struct sepresp sep;
   struct workers wk;
+  struct observe ob;
   coap_pdu_t *pdu;
-  int sock, sigfd, epfd;
+  int sock, sigfd, epfd, tfd; /* tfd: a timerfd at the observations' due */
+  int64_t armed;              /* the tfd's expiry, INT64_MAX disarmed */
   int stop;
   uint16_t next_mid;
   struct wire_request req;

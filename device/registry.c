@@ -102,6 +102,13 @@ int registry_build(struct registry *reg, const struct res_table *t) {
     struct reg_entry *e = &reg->entries[i];
 
     e->service_us = r->service_us;
+    e->payload_bytes = r->payload_bytes;
+    e->index = (uint32_t)i;
+    e->observable = r->observable;
+    e->con_every = r->con_every;
+    e->max_age = r->max_age;
+    e->seed = r->seed ^ notify_hash(r->path, r->path_len);
+    e->proc = r->proc;
     e->service_ns = (int64_t)r->service_us * 1000;
     e->err_tail_len = (uint8_t)wire_error_tail(e->err_tail, sizeof(e->err_tail),
                                                r->service_us);

@@ -12,6 +12,14 @@
 
 struct reg_entry {
   uint64_t service_us;
+  int32_t payload_bytes; /* -1: the default payload */
+  uint32_t index;        /* in file order */
+  /* Observe: the resource's notification process (observable = 0: none) */
+  uint8_t observable;
+  uint16_t con_every; /* 0 non, 1 con, N: every N-th notification CON */
+  uint32_t max_age;
+  uint64_t seed; /* observe_seed ^ the path's hash */
+  struct notify_proc proc;
   int64_t service_ns;
   const uint8_t *tail; /* options + payload of a 2.xx response */
   size_t tail_off;

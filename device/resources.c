@@ -68,11 +68,11 @@ static int parse_uint(struct field f, uint64_t max, uint64_t *out) {
   if (f.n == 0 || f.n > 20)
     return -1;
   for (size_t i = 0; i < f.n; i++) {
-    if (f.s[i] < '0' || f.s[i] > '9')
+    uint64_t d = (uint64_t)(f.s[i] - '0');
+
+    if (f.s[i] < '0' || f.s[i] > '9' || v > (max - d) / 10)
       return -1;
-    v = v * 10 + (uint64_t)(f.s[i] - '0');
-    if (v > max)
-      return -1;
+    v = v * 10 + d;
   }
   *out = v;
   return 0;
@@ -104,17 +104,22 @@ static int check_path(struct field f, unsigned line, struct res_error *err) {
 }
 
 struct header {
-  int path, service, payload, nfields;
+  int path, service, payload, rit, type, max_age, seed, nfields;
 };
 
 static int parse_header(struct field *fs, int n, unsigned line,
                         struct header *h, struct res_error *err) {
   h->path = h->service = h->payload = -1;
+  h->rit = h->type = h->max_age = h->seed = -1;
   h->nfields = n;
   for (int i = 0; i < n; i++) {
     int *slot = field_is(fs[i], "path")            ? &h->path
                 : field_is(fs[i], "service_us")    ? &h->service
                 : field_is(fs[i], "payload_bytes") ? &h->payload
+                : field_is(fs[i], "observe_rit")   ? &h->rit
+                : field_is(fs[i], "notify_type")   ? &h->type
+                : field_is(fs[i], "max_age")       ? &h->max_age
+                : field_is(fs[i], "observe_seed")  ? &h->seed
                                                    : NULL;
     if (slot == NULL)
       continue;
@@ -129,6 +134,64 @@ static int parse_header(struct field *fs, int n, unsigned line,
   if (h->service < 0)
     return fail(err, line, "header", "no 'service_us' column (expected %s)",
                 DEV_RESOURCE_COLUMNS);
+  return 0;
+}
+
+/* The cell of column col, empty when the file has no such column. */
+static struct field cell(struct field *fs, int col) {
+  return col >= 0 ? fs[col] : (struct field){"", 0};
+}
+
+static int parse_notify_type(struct field f, uint16_t *out) {
+  uint64_t v;
+
+  if (f.n == 0 || field_is(f, "non")) {
+    *out = 0;
+    return 0;
+  }
+  if (field_is(f, "con")) {
+    *out = 1;
+    return 0;
+  }
+  if (f.n < 5 || memcmp(f.s, "non:", 4) != 0 ||
+      parse_uint((struct field){f.s + 4, f.n - 4}, 1000, &v) < 0 || v == 0)
+    return -1;
+  *out = (uint16_t)v;
+  return 0;
+}
+
+#define CELL(f) (int)((f).n > 40 ? 40 : (f).n), (f).s
+
+/* The observe columns; an empty observe_rit leaves the resource plain but
+ * the other cells are still checked. */
+static int parse_observe(struct field *fs, unsigned line,
+                         const struct header *h, struct dev_resource *r,
+                         struct res_error *err) {
+  struct field rit = cell(fs, h->rit), age = cell(fs, h->max_age);
+  struct field seed = cell(fs, h->seed), type = cell(fs, h->type);
+  char why[96];
+  uint64_t v;
+
+  memset(&r->proc, 0, sizeof(r->proc));
+  r->observable = rit.n > 0;
+  if (r->observable &&
+      notify_parse(rit.s, rit.n, &r->proc, why, sizeof(why)) < 0)
+    return fail(err, line, "observe_rit", "'%.*s': %s", CELL(rit), why);
+  if (parse_notify_type(type, &r->con_every) < 0)
+    return fail(err, line, "notify_type",
+                "'%.*s' is not non, con or non:N (N 1..1000)", CELL(type));
+  r->max_age = 60;
+  if (age.n > 0) {
+    if (parse_uint(age, 4294967295ULL, &v) < 0 || v == 0)
+      return fail(err, line, "max_age",
+                  "'%.*s' is not an integer 1..4294967295 (seconds)",
+                  CELL(age));
+    r->max_age = (uint32_t)v;
+  }
+  r->seed = 0;
+  if (seed.n > 0 && parse_uint(seed, UINT64_MAX, &r->seed) < 0)
+    return fail(err, line, "observe_seed", "'%.*s' is not a decimal uint64",
+                CELL(seed));
   return 0;
 }
 
@@ -157,7 +220,7 @@ static int parse_row(struct field *fs, int n, unsigned line,
     r->payload_bytes = (int32_t)v;
   }
   r->line = line;
-  return 0;
+  return parse_observe(fs, line, h, r, err);
 }
 
 static int cmp_path(const void *a, const void *b) {
@@ -207,7 +270,7 @@ static int push(struct res_table *t, const struct dev_resource *r) {
 int res_parse(const char *buf, size_t len, struct res_table *out,
               struct res_error *err) {
   struct field fs[RES_MAX_FIELDS];
-  struct header h = {-1, -1, -1, 0};
+  struct header h = {-1, -1, -1, -1, -1, -1, -1, 0};
   struct dev_resource r;
   unsigned line = 0;
   size_t pos = 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dev_format.h"
+#include "notify.h"
 
 struct dev_resource {
   char path[DEV_MAX_PATH_BYTES + 1]; /* with the leading '/' */
@@ -14,6 +15,13 @@ struct dev_resource {
   int32_t payload_bytes; /* -1: no payload_bytes column or empty cell */
   uint64_t service_us;
   unsigned line;
+  /* Observe (the optional observe columns; observable = 0 when the
+   * observe_rit cell is empty or absent) */
+  uint8_t observable;
+  uint16_t con_every; /* notify_type: 0 non, 1 con, N non:N */
+  uint32_t max_age;   /* seconds (Max-Age option) */
+  uint64_t seed;      /* observe_seed; 0 when empty */
+  struct notify_proc proc;
 };
 
 struct res_table {

@@ -17,6 +17,10 @@ size_t tx_build(uint8_t *out, struct recipe *rc, const struct registry *reg) {
   case RC_OK:
     memcpy(out + h, rc->res->tail, rc->res->tail_len);
     return h + rc->res->tail_len;
+  case RC_UNOBS:
+    return h + wire_resource_tail_seq(out + h, WIRE_MAX_RESPONSE - h,
+                                      rc->res->service_us,
+                                      rc->res->payload_bytes, rc->block2);
   case RC_ERR:
     memcpy(out + h, rc->res->err_tail, rc->res->err_tail_len);
     return h + rc->res->err_tail_len;
@@ -40,17 +44,28 @@ void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
 
 void tx_answer(struct tx *tx, const struct peer *peer, struct recipe *rc,
                const struct registry *reg, int64_t rx_ns) {
+  uint8_t *out = tx_slot(tx, peer);
+
+  tx_commit(tx, tx_build(out, rc, reg), rx_ns, -1);
+}
+
+uint8_t *tx_slot(struct tx *tx, const struct peer *peer) {
+  tx->peers[tx->n] = *peer;
+  return tx->buf[tx->n];
+}
+
+void tx_commit(struct tx *tx, size_t len, int64_t rx_ns, int64_t ev_ns) {
   unsigned i = tx->n;
 
-  tx->peers[i] = *peer;
   tx->iov[i].iov_base = tx->buf[i];
-  tx->iov[i].iov_len = tx_build(tx->buf[i], rc, reg);
+  tx->iov[i].iov_len = len;
   memset(&tx->msgs[i], 0, sizeof(tx->msgs[i]));
   tx->msgs[i].msg_hdr.msg_name = &tx->peers[i].u.sa;
   tx->msgs[i].msg_hdr.msg_namelen = tx->peers[i].len;
   tx->msgs[i].msg_hdr.msg_iov = &tx->iov[i];
   tx->msgs[i].msg_hdr.msg_iovlen = 1;
   tx->rx_ns[i] = rx_ns;
+  tx->ev_ns[i] = ev_ns;
   if (++tx->n == TX_BATCH)
     tx_flush(tx);
 }
@@ -60,13 +75,16 @@ static void record(struct tx *tx) {
   struct timespec ts;
   int64_t now;
 
-  if (tx->residence == NULL)
+  if (tx->residence == NULL && tx->lag == NULL)
     return;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-  for (unsigned i = 0; i < tx->n; i++)
-    if (tx->rx_ns[i] >= 0)
+  for (unsigned i = 0; i < tx->n; i++) {
+    if (tx->rx_ns[i] >= 0 && tx->residence != NULL)
       hist_add_ns(tx->residence, tx->rx_ns[i], now);
+    if (tx->ev_ns[i] >= 0 && tx->lag != NULL)
+      hist_add_ns(tx->lag, tx->ev_ns[i], now);
+  }
 }
 
 void tx_flush(struct tx *tx) {

@@ -21,7 +21,9 @@ struct tx {
   struct iovec iov[TX_BATCH];
   struct peer peers[TX_BATCH];
   int64_t rx_ns[TX_BATCH]; /* a first answer's request receipt, else -1 */
+  int64_t ev_ns[TX_BATCH]; /* a notification's event time, else -1 */
   struct hist *residence;  /* first answers' receipt-to-send times, or NULL */
+  struct hist *lag;        /* notifications' event-to-send times, or NULL */
   uint8_t buf[TX_BATCH][WIRE_MAX_RESPONSE];
 };
 
@@ -37,6 +39,13 @@ void tx_send(struct tx *tx, const struct peer *peer, struct recipe *rc,
  * its residence (receipt to send) goes to tx->residence when sent. */
 void tx_answer(struct tx *tx, const struct peer *peer, struct recipe *rc,
                const struct registry *reg, int64_t rx_ns);
+
+/* A datagram the caller builds itself: tx_slot gives the next slot's
+ * buffer (WIRE_MAX_RESPONSE bytes) for peer, tx_commit queues its len
+ * bytes (rx_ns as tx_answer's; ev_ns >= 0: a notification of the event
+ * at ev_ns, whose lag goes to tx->lag when sent). */
+uint8_t *tx_slot(struct tx *tx, const struct peer *peer);
+void tx_commit(struct tx *tx, size_t len, int64_t rx_ns, int64_t ev_ns);
 
 /* Sends whatever is queued. Datagrams the kernel refuses are counted in
  * errors, never retried (UDP: the client retransmits); their residence

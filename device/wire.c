@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#define OPT_OBSERVE 6
 #define OPT_CONTENT_FORMAT 12
+#define OPT_MAX_AGE 14
 #define OPT_BLOCK2 23
 #define OPT_SIZE2 28
 #define CF_TEXT_PLAIN 0
@@ -56,6 +58,10 @@ static void read_options(coap_pdu_t *pdu, struct wire_request *req) {
       req->path_len = (uint16_t)(req->path_len + n);
       req->path[req->path_len] = '\0';
       seen_path = 1;
+    } else if (it.number == OPT_OBSERVE) {
+      /* Values other than 0 and 1 mean a plain GET (RFC 7641 2). */
+      if (n <= 3)
+        req->observe = (int32_t)coap_decode_var_bytes(v, n);
     } else if (it.number == OPT_BLOCK2) {
       if (n <= 3) {
         req->has_block2 = 1;
@@ -97,6 +103,7 @@ enum wire_kind wire_parse(coap_pdu_t *pdu, const uint8_t *buf, size_t len,
   req->path[0] = '\0';
   req->path_overflow = req->bad_option = req->has_block2 = 0;
   req->block2 = 0;
+  req->observe = -1;
   read_options(pdu, req);
   return WIRE_REQUEST;
 }
@@ -130,6 +137,11 @@ static size_t put_uint(uint8_t *out, size_t pos, size_t cap, uint16_t *last,
 
 size_t wire_resource_tail(uint8_t *out, size_t cap, uint64_t service_us,
                           int32_t payload_bytes) {
+  return wire_resource_tail_seq(out, cap, service_us, payload_bytes, -1);
+}
+
+size_t wire_resource_tail_seq(uint8_t *out, size_t cap, uint64_t service_us,
+                              int32_t payload_bytes, int64_t last_seq) {
   char text[32];
   uint16_t last = 0;
   size_t pos, plen;
@@ -142,6 +154,9 @@ size_t wire_resource_tail(uint8_t *out, size_t cap, uint64_t service_us,
   if (pos)
     pos = put_uint(out, pos, cap, &last, DEV_SERVICE_TIME_OPTION,
                    (uint32_t)service_us);
+  if (pos && last_seq >= 0)
+    pos =
+        put_uint(out, pos, cap, &last, DEV_LAST_SEQ_OPTION, (uint32_t)last_seq);
   plen = payload_bytes < 0 ? (size_t)n : (size_t)payload_bytes;
   if (pos == 0 || (plen && pos + 1 + plen > cap))
     return 0;
@@ -154,6 +169,34 @@ size_t wire_resource_tail(uint8_t *out, size_t cap, uint64_t service_us,
     memcpy(out + pos, text, (size_t)n);
     memset(out + pos + n, '.', plen - (size_t)n);
   }
+  return pos + plen;
+}
+
+size_t wire_notification(uint8_t *out, size_t cap, const struct wire_notif *w) {
+  char text[80];
+  uint16_t last = 0;
+  size_t pos, plen;
+  int n =
+      snprintf(text, sizeof(text), "t=%lld;e=%lld;n=%llu", (long long)w->t_us,
+               (long long)w->e_us, (unsigned long long)w->n);
+
+  if (n < 0 || (size_t)n >= sizeof(text) || cap < 4u + w->tkl)
+    return 0;
+  pos = wire_header(out, w->type, DEV_CODE_CONTENT, w->mid, w->token, w->tkl);
+  pos = put_uint(out, pos, cap, &last, OPT_OBSERVE, w->seq & 0xffffffu);
+  if (pos)
+    pos = put_uint(out, pos, cap, &last, OPT_CONTENT_FORMAT, CF_TEXT_PLAIN);
+  if (pos)
+    pos = put_uint(out, pos, cap, &last, OPT_MAX_AGE, w->max_age);
+  if (pos)
+    pos = put_uint(out, pos, cap, &last, DEV_SERVICE_TIME_OPTION,
+                   (uint32_t)w->service_us);
+  plen = w->payload_bytes > n ? (size_t)w->payload_bytes : (size_t)n;
+  if (pos == 0 || pos + 1 + plen > cap)
+    return 0;
+  out[pos++] = PAYLOAD_MARKER;
+  memcpy(out + pos, text, (size_t)n);
+  memset(out + pos + n, '.', plen - (size_t)n);
   return pos + plen;
 }
 

@@ -35,6 +35,7 @@ struct wire_request {
   uint8_t path_overflow; /* joined Uri-Path longer than the table allows */
   uint8_t bad_option;    /* an unrecognised critical option */
   uint8_t has_block2;
+  int32_t observe; /* the Observe option's value, -1 if absent */
   uint16_t mid;
   uint16_t path_len;
   uint32_t block2; /* raw Block2 value: NUM << 4 | M << 3 | SZX */
@@ -56,6 +57,28 @@ size_t wire_header(uint8_t *out, uint8_t type, uint8_t code, uint16_t mid,
  * cap is too small. */
 size_t wire_resource_tail(uint8_t *out, size_t cap, uint64_t service_us,
                           int32_t payload_bytes);
+
+/* wire_resource_tail plus option 65001 = last_seq when last_seq >= 0. */
+size_t wire_resource_tail_seq(uint8_t *out, size_t cap, uint64_t service_us,
+                              int32_t payload_bytes, int64_t last_seq);
+
+/* What a notification carries (RFC 7641). Times are epoch us. */
+struct wire_notif {
+  uint8_t type, tkl;
+  uint16_t mid;
+  const uint8_t *token;
+  uint32_t seq; /* 24 bits */
+  uint32_t max_age;
+  uint64_t service_us;
+  int32_t payload_bytes; /* pad with '.' to this, never cut; -1: none */
+  int64_t t_us, e_us;
+  uint64_t n;
+};
+
+/* A whole 2.05 notification: header, token, Observe, Content-Format,
+ * Max-Age, 65000, payload `t=T;e=E;n=N`. Returns its length, 0 if cap is
+ * too small. */
+size_t wire_notification(uint8_t *out, size_t cap, const struct wire_notif *w);
 
 /* Option 65000 alone, for a known resource's 4.05 / 5.03. */
 size_t wire_error_tail(uint8_t *out, size_t cap, uint64_t service_us);

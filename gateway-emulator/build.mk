@@ -5,7 +5,7 @@
 GE_DIR  := gateway-emulator
 GE_MODS := err json cli files hosts trace plan north hist wire timers ring \
            window reuse state loop recv counters stats output rt \
-           http_parse http_req http cc held rtolog
+           http_parse http_req http cc held textout rtolog obs obstab obsout
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
@@ -18,7 +18,7 @@ GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o)
 # (neither main, cli, the socket loop nor the summary writer).
 GE_FUZZ_TRACE_MODS := err files hosts trace plan north wire hist
 GE_FUZZ_DATAGRAM_MODS := $(GE_FUZZ_TRACE_MODS) recv state window ring timers \
-                         output reuse rt json cc rtolog
+                         output reuse rt json cc textout rtolog obs obstab obsout
 # The HTTP response parser alone (pure: bytes in, events out).
 GE_FUZZ_HTTP_MODS := http_parse
 GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o) \
@@ -68,6 +68,21 @@ $(GE_CC_VECTORS_ASAN): $(GE_DIR)/tests/cc_vectors.c $(GE_OBJ)/asan/cc.o $(GE_HDR
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/cc.o -lm
 
+# The Observe classifier's replay driver (tests/obs_vectors.c, run by
+# tests/test_obs.py): obs.o alone, release and ASan/UBSan.
+GE_OBS_VECTORS := $(BUILD)/test/ge-obs-vectors
+GE_OBS_VECTORS_ASAN := $(BUILD)/asan/ge-obs-vectors
+build: $(GE_OBS_VECTORS)
+build-asan: $(GE_OBS_VECTORS_ASAN)
+
+$(GE_OBS_VECTORS): $(GE_DIR)/tests/obs_vectors.c $(GE_OBJ)/obs.o $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/obs.o
+
+$(GE_OBS_VECTORS_ASAN): $(GE_DIR)/tests/obs_vectors.c $(GE_OBJ)/asan/obs.o $(GE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/obs.o
+
 $(BUILD)/fuzz/fuzz-gateway-emulator-trace: $(GE_OBJ)/fuzz/fuzz_trace.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_TRACE_MODS:=.o))
 	@mkdir -p $(@D)
@@ -77,6 +92,11 @@ $(BUILD)/fuzz/fuzz-gateway-emulator-datagram: $(GE_OBJ)/fuzz/fuzz_datagram.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o))
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB) -lm
+
+# The Observe classifier and payload parser alone (pure).
+$(BUILD)/fuzz/fuzz-ge-obs: $(GE_OBJ)/fuzz/fuzz_obs.o $(GE_OBJ)/fuzz/obs.o
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $^
 
 $(BUILD)/fuzz/fuzz-ge-http: $(GE_OBJ)/fuzz/fuzz_http.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_HTTP_MODS:=.o))
@@ -88,7 +108,7 @@ $(GE_OBJ)/fuzz/fuzz_%.o: $(GE_DIR)/fuzz/fuzz_%.c $(GE_HDRS)
 	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
 
 FUZZERS += $(BUILD)/fuzz/fuzz-gateway-emulator-trace $(BUILD)/fuzz/fuzz-gateway-emulator-datagram \
-           $(BUILD)/fuzz/fuzz-ge-http
+           $(BUILD)/fuzz/fuzz-ge-http $(BUILD)/fuzz/fuzz-ge-obs
 
 # Submitted-versus-expected inter-arrival times at rising rates (README).
 bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device $(BUILD)/bench/ge-httpd venv
@@ -103,7 +123,7 @@ $(BUILD)/bench/ge-httpd: $(GE_DIR)/bench/httpd.c
 
 # Keep the fuzz objects (make would delete them as intermediates).
 .SECONDARY: $(GE_FUZZ_OBJS) $(GE_OBJ)/fuzz/fuzz_trace.o $(GE_OBJ)/fuzz/fuzz_datagram.o \
-            $(GE_OBJ)/fuzz/fuzz_http.o
+            $(GE_OBJ)/fuzz/fuzz_http.o $(GE_OBJ)/fuzz/fuzz_obs.o $(GE_OBJ)/fuzz/obs.o
 
 # Streaming: peak RSS against trace length, and send lag, of the binary
 # before streaming (OLD=path/to/wotbench-ge) and this tree's, side by side.

@@ -29,7 +29,8 @@ static const char usage[] =
     "         [--congestion rfc7252|cocoa|cocoa-strong|basic-rto|linux-rto|"
     "peakhopper-rto]\n"
     "         [--ack-random-factor F] [--nstart N|unlimited]\n"
-    "         [--probing-rate BYTES_PER_S] [--rto-out FILE]\n";
+    "         [--probing-rate BYTES_PER_S] [--rto-out FILE]\n"
+    "         [--notify-out FILE] [--observe-grace-ms N]\n";
 
 enum kind {
   K_PATH,   /* the value as given */
@@ -117,6 +118,9 @@ static const struct opt table[] = {
     {"nstart", K_NSTART, S_UNS, AT(nstart), 1, 65535, 1, NULL},
     {"probing-rate", K_NUM, S_I64, AT(probing_rate), 1, 1000000000, 1, NULL},
     {"rto-out", K_PATH, S_STR, AT(rto_out), 0, 0, 1, NULL},
+    {"notify-out", K_PATH, S_STR, AT(notify_out), 0, 0, 1, NULL},
+    {"observe-grace-ms", K_NUM, S_I64, AT(observe_grace_ns), 0, DAY_MS, MS,
+     NULL},
     {"help", K_HELP, S_NONE, 0, 0, 0, 1, NULL},
 };
 #undef AT
@@ -396,6 +400,7 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
       .rt_prio = 50,
       .congestion = GE_CC_rfc7252,
       .ack_random_factor = 1.5,
+      .observe_grace_ns = 2000LL * 1000000,
   };
   opterr = 0;
   optind = 1;

@@ -37,6 +37,8 @@ struct ge_config {
   double ack_random_factor;    /* --ack-random-factor F, 1.0..16.0 */
   unsigned nstart;             /* --nstart N, 1..65535; 0: unlimited */
   int64_t probing_rate;        /* --probing-rate BYTES_PER_S; 0: none */
+  const char *notify_out;      /* --notify-out FILE: the notify CSV */
+  int64_t observe_grace_ns;    /* --observe-grace-ms: after Max-Age */
 };
 
 /* 0 ok, 1 help printed, -1 bad usage (message in e). */

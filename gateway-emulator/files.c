@@ -86,6 +86,7 @@ int ge_check_outputs(const struct ge_config *cfg, struct ge_err *e) {
       {.field = "--out", .path = cfg->out},
       {.field = "--summary", .path = cfg->summary},
       {.field = "--rto-out", .path = cfg->rto_out},
+      {.field = "--notify-out", .path = cfg->notify_out},
       {.field = "--dump-plan", .path = cfg->dump_plan},
   };
   enum { N_IN = 2, N = sizeof f / sizeof f[0] };

@@ -17,9 +17,19 @@
 #define GE_RTO_EVENTS "send,sample,timeout,dup"
 #define GE_RTO_KINDS "strong,weak,none"
 #define GE_METHODS "GET,PUT,POST,DELETE"
+/* GET with Observe 0 (register) and 1 (deregister), RFC 7641. */
+#define GE_OBSERVE_METHODS "OBS,UNOBS"
+/* --notify-out: one row per notification received (Observe, RFC 7641). */
+#define GE_NOTIFY_COLUMNS                                                      \
+  "obs,reg_row,device_id,seq,n,event_us,dev_sent_us,recv_us,latency_us,"       \
+  "age_us,type,status,gap"
+#define GE_NOTIFY_STATUSES                                                     \
+  "registered,fresh,reregistered,reordered,duplicate,after_cancel"
 
 /* Elective, experimental-range option carrying the service time in us. */
 #define GE_SERVICE_TIME_OPTION 65000
+/* On the answer to an UNOBS: the last Observe seq the device sent. */
+#define GE_OBS_LAST_SEQ_OPTION 65001
 #define GE_DEFAULT_COAP_PORT 5683
 #define GE_MAX_PAYLOAD_BYTES 1024
 #define GE_MAX_PATH_BYTES 255

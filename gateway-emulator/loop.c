@@ -23,6 +23,8 @@
 #include "http.h"
 #include "loop.h"
 #include "north.h"
+#include "obsout.h"
+#include "obstab.h"
 #include "recv.h"
 #include "rt.h"
 #include "rtolog.h"
@@ -119,7 +121,14 @@ static int transmit(struct ge_loop *L, uint32_t idx) {
   const struct ge_rec *s = ge_win_at(&L->win, idx);
   const struct ge_template *t = &p->tmpls[s->tmpl];
   uint8_t hdr[GE_HDR_LEN];
-  ge_wire_header(hdr, L->cfg->coap_type, t->code, s->mid, L->salt, idx);
+  uint32_t salt = L->salt, tok = idx;
+  if (t->code >= GE_CODE_OBS) { /* OBS, UNOBS: the observation's token */
+    salt ^= GE_OBS_SALT_BIT;
+    tok = s->service_us;
+    ge_obs_sent(L, tok, t->code, s->sock, s->tmpl, L->t0 + s->sent_ns);
+  }
+  ge_wire_header(hdr, L->cfg->coap_type, ge_wire_code(t->code), s->mid, salt,
+                 tok);
   struct iovec iov[2] = {{hdr, sizeof hdr}, {p->tbytes + t->off, t->len}};
   struct msghdr mh = {
       .msg_name = (void *)&p->peers[p->devs[s->dev].peer].addr,
@@ -330,10 +339,35 @@ static int fire_timers(struct ge_loop *L, struct rxbuf *rx, int64_t now,
   return send_ready(L);
 }
 
+/* A re-registration of observation `obs` (RFC 7641 section 3.3.1): its
+ * OBS row's GET with Observe 0 and token, NON, from its socket, with a
+ * MID of the GE's own counter. Not a trace row. */
+static void send_rereg(struct ge_loop *L, uint32_t obs) {
+  const struct ge_plan *p = L->plan;
+  const struct ge_obs *o = &L->obs.v[obs];
+  const struct ge_template *t = &p->tmpls[o->tmpl];
+  uint8_t hdr[GE_HDR_LEN];
+  ge_wire_header(hdr, GE_NON, ge_wire_code(t->code), L->obs.mid++,
+                 L->salt ^ GE_OBS_SALT_BIT, obs);
+  struct iovec iov[2] = {{hdr, sizeof hdr}, {p->tbytes + t->off, t->len}};
+  struct msghdr mh = {
+      .msg_name = (void *)&p->peers[p->devs[p->obs[obs].dev].peer].addr,
+      .msg_namelen = sizeof(struct sockaddr_in6),
+      .msg_iov = iov,
+      .msg_iovlen = t->len ? 2 : 1,
+  };
+  ssize_t r;
+  do
+    r = sendmsg(L->socks[o->sock], &mh, 0);
+  while (r < 0 && errno == EINTR);
+  if (r < 0)
+    L->c.send_errors++;
+}
+
 static void flush_acks(struct ge_loop *L) {
   for (unsigned i = 0; i < L->ackq.n; i++) {
     uint8_t m[4];
-    ge_wire_empty(m, GE_ACK, L->ackq.v[i].mid);
+    ge_wire_empty(m, L->ackq.v[i].type, L->ackq.v[i].mid);
     ssize_t r;
     do
       r = sendto(L->socks[L->ackq.v[i].sock], m, sizeof m, 0,
@@ -402,6 +436,7 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
     return -1;
   }
   int64_t off = ge_real_minus_mono();
+  L->obs.real_off_ns = off; /* notifications' latency (obstab.c) */
   for (int i = 0; i < r; i++) {
     struct msghdr *h = &rx->msgs[i].msg_hdr;
     if (h->msg_namelen != sizeof(struct sockaddr_in6) ||
@@ -513,6 +548,24 @@ static int rto_background(struct ge_loop *L, size_t piece, struct ge_err *e) {
   return 1;
 }
 
+/* One unit of the notify CSV's streaming work in a gap: format records
+ * of the ring, or write formatted bytes. 1 done (come back), 0 none, -1
+ * write error. */
+static int notify_work(struct ge_loop *L, int64_t room, struct ge_err *e) {
+  struct ge_notify_out *o = &L->obs.out;
+  if (ge_obs_out_format(L->plan, &L->obs, GE_FORMAT_UNIT))
+    return 1;
+  size_t pending = ge_obs_out_pending(o);
+  if (!pending || (pending < GE_WRITE_SMALL && L->next < L->plan->n))
+    return 0;
+  if (!ge_obs_out_write(o, room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT
+                                                       : GE_WRITE_SMALL))
+    return 1;
+  ge_err_set(e, L->cfg->notify_out, 0, NULL, "write failed: %s",
+             strerror(o->err));
+  return -1;
+}
+
 /* The streaming work, in units of a few us, while the gap before `until`
  * has room: keep GE_FEED_AHEAD requests parsed ahead, format the rows of
  * finished requests, write the formatted bytes out. Returns 1 when work
@@ -532,6 +585,11 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
       continue;
     /* small pieces fit the gaps of a fast schedule, big ones the rest */
     size_t piece = room >= GE_WRITE_GAP_MIN_NS ? GE_WRITE_UNIT : GE_WRITE_SMALL;
+    int nw = L->obs.out.buf ? notify_work(L, room, e) : 0;
+    if (nw < 0)
+      return -1;
+    if (nw)
+      continue;
     size_t pending = L->out.len - L->out.start;
     if (pending && (pending >= GE_WRITE_SMALL || ge_out_full(&L->out) ||
                     L->next >= L->plan->n)) {
@@ -554,6 +612,20 @@ static int force_output(struct ge_loop *L, struct ge_err *e) {
   size_t pending = L->out.len - L->out.start;
   if (pending >= GE_WRITE_UNIT || ge_out_full(&L->out))
     return write_piece(L, GE_WRITE_UNIT, e);
+  return 0;
+}
+
+/* The notify ring half full: records formatted and written in front of
+ * the sends (memory.notify_output_forced). */
+static int force_notify(struct ge_loop *L, struct ge_err *e) {
+  struct ge_notify_out *o = &L->obs.out;
+  o->forced += ge_obs_out_format(L->plan, &L->obs, GE_FORCE_UNIT);
+  if (ge_obs_out_pending(o) >= GE_WRITE_UNIT &&
+      ge_obs_out_write(o, GE_WRITE_UNIT)) {
+    ge_err_set(e, L->cfg->notify_out, 0, NULL, "write failed: %s",
+               strerror(o->err));
+    return -1;
+  }
   return 0;
 }
 
@@ -604,6 +676,8 @@ static int send_due(struct ge_loop *L, struct rxbuf *rx, int64_t now,
       drain_replies(L, rx, L->undrained, e))
     return -1;
   if (L->next - L->out.row > GE_BACKLOG_MAX && force_output(L, e))
+    return -1;
+  if (L->obs.out.len > L->obs.out.cap / 2 && force_notify(L, e))
     return -1;
   return 0;
 }
@@ -667,6 +741,8 @@ static int after_sends(struct ge_loop *L, struct rxbuf *rx, struct ge_err *e) {
       ge_err_set(e, NULL, 0, "timers", "out of memory");
     return -1;
   }
+  for (int64_t obs; L->obs.n && (obs = ge_obs_rereg_due(L, now)) >= 0;)
+    send_rereg(L, (uint32_t)obs);
   if (L->next < n && background(L, now, next_due(L), e) < 0)
     return -1;
   if (ge_rt_wants_idle(&L->rt)) {

@@ -24,6 +24,8 @@
 #include "hosts.h"
 #include "loop.h"
 #include "north.h"
+#include "obsout.h"
+#include "obstab.h"
 #include "output.h"
 #include "plan.h"
 #include "rt.h"
@@ -108,8 +110,8 @@ struct run {
   struct ge_plan plan;
   struct ge_trace_src src;
   struct ge_loop L;
-  bool loop_ready;                 /* ge_state_init ran: L is freeable */
-  struct ge_tmpfile out, sum, rto; /* rto: --rto-out, fd -1 without */
+  bool loop_ready; /* ge_state_init ran: L is freeable */
+  struct ge_tmpfile out, sum, rto, notify; /* rto, notify: fd -1 without */
   struct {
     uint32_t salt, mid_seed;
     uint64_t rng;
@@ -163,7 +165,9 @@ static int prepare(struct run *r) {
   if (ge_tmp_open(&r->out, r->cfg.out, "--out", &r->e) ||
       ge_tmp_open(&r->sum, r->cfg.summary, "--summary", &r->e) ||
       (r->cfg.rto_out &&
-       ge_tmp_open(&r->rto, r->cfg.rto_out, "--rto-out", &r->e)))
+       ge_tmp_open(&r->rto, r->cfg.rto_out, "--rto-out", &r->e)) ||
+      (r->cfg.notify_out &&
+       ge_tmp_open(&r->notify, r->cfg.notify_out, "--notify-out", &r->e)))
     return 2;
   cpu_set_t cpus;
   int affinity = set_affinity(&r->cfg, &cpus, &r->e);
@@ -172,10 +176,13 @@ static int prepare(struct run *r) {
   r->loop_ready = true; /* ge_state_init leaves L freeable even on failure */
   if (ge_state_init(L, &r->cfg, &r->plan, &r->hosts, r->seeds.salt,
                     r->seeds.rng, r->out.fd) ||
-      (r->cfg.rto_out && ge_rto_open(&L->rto, r->rto.fd))) {
+      (r->cfg.rto_out && ge_rto_open(&L->rto, r->rto.fd)) ||
+      ge_obs_init(&L->obs, r->plan.nobs, r->notify.fd, GE_NOTIFY_RING,
+                  GE_NOTIFY_BUF)) {
     ge_err_set(&r->e, NULL, 0, "loop", "out of memory");
     return 1;
   }
+  L->obs.mid = (uint16_t)r->seeds.rng;
   L->stop = &stop_requested;
   L->cpus = cpus;
   if (install_signals(&r->e) || ge_loop_open(L, &r->e) ||
@@ -225,20 +232,33 @@ static int rto_finish(struct run *r) {
   return -1;
 }
 
+/* The notify CSV's last rows, and the loss per observation. */
+static int notify_finish(struct run *r) {
+  ge_obs_finish(&r->L.obs);
+  if (!ge_obs_out_finish(&r->plan, &r->L.obs))
+    return 0;
+  ge_err_set(&r->e, r->cfg.notify_out, 0, NULL, "write failed: %s",
+             strerror(r->L.obs.out.err));
+  return -1;
+}
+
 /* The run, then the CSVs and the summary committed: 0, or the exit
  * status. */
 static int run_and_commit(struct run *r) {
   struct ge_loop *L = &r->L;
   int rc = ge_loop_run(L, &r->e);
   ge_rt_leave(&L->rt, ge_now_ns());
-  if (rc || ge_out_finish(L, &r->e) || rto_finish(r) ||
+  if (rc || ge_out_finish(L, &r->e) || rto_finish(r) || notify_finish(r) ||
       ge_stats_write(L, r->sum.fd, &r->e) || ge_tmp_commit(&r->out, &r->e) ||
       (r->cfg.rto_out && ge_tmp_commit(&r->rto, &r->e)) ||
-      ge_tmp_commit(&r->sum, &r->e))
+      ge_tmp_commit(&r->sum, &r->e) ||
+      (r->cfg.notify_out && ge_tmp_commit(&r->notify, &r->e)))
     return 1;
-  if (!r->cfg.quiet)
+  if (!r->cfg.quiet) {
     ge_counters_print(stderr, &L->c, r->plan.n,
                       (double)(L->t_end - L->t0) / 1e9);
+    ge_obs_print(stderr, &L->obs);
+  }
   return 0;
 }
 
@@ -288,8 +308,10 @@ static void cleanup(struct run *r) {
   ge_tmp_discard(&r->out);
   ge_tmp_discard(&r->sum);
   ge_tmp_discard(&r->rto);
+  ge_tmp_discard(&r->notify);
   if (r->loop_ready) {
     ge_loop_close(&r->L);
+    ge_obs_free(&r->L.obs);
     ge_state_free(&r->L);
   }
   ge_plan_free(&r->plan);
@@ -299,7 +321,7 @@ static void cleanup(struct run *r) {
 
 int main(int argc, char **argv) {
   static struct run r; /* about 10 KB (two paths): off the stack */
-  r.out.fd = r.sum.fd = r.rto.fd = -1;
+  r.out.fd = r.sum.fd = r.rto.fd = r.notify.fd = -1;
   coap_startup();
   coap_set_log_level(LOG_EMERG);
   int c = ge_cli_parse(argc, argv, &r.cfg, &r.e);

@@ -48,12 +48,13 @@ size_t ge_north_coap_uri(char *out, size_t cap, const struct sockaddr_in6 *dev,
   return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
 }
 
-size_t ge_north_template(uint8_t *out, size_t cap, uint8_t mode,
+size_t ge_north_template(uint8_t *out, size_t cap, uint8_t mode, uint8_t code,
                          const struct sockaddr_in6 *dev, const char *path,
                          size_t plen, const char *query, size_t qlen,
                          const char *payload, size_t paylen, const char **why) {
   char uri[GE_PROXY_URI_MAX + 1], host[GE_ADDR_TEXT_MAX];
-  struct ge_wire_req q = {.payload = payload, .paylen = paylen};
+  struct ge_wire_req q = {
+      .payload = payload, .paylen = paylen, .observe = ge_wire_observe(code)};
   if (mode == GE_NORTH_COAP_URI) {
     q.proxy_uri = uri;
     q.ulen = ge_north_coap_uri(uri, sizeof uri, dev, path, plen, query, qlen);

@@ -40,9 +40,10 @@ size_t ge_north_coap_uri(char *out, size_t cap, const struct sockaddr_in6 *dev,
                          const char *path, size_t plen, const char *query,
                          size_t qlen);
 /* Options and payload of one request to device `dev` in this mode (direct
- * and http: Uri-Path / Uri-Query as to the device itself). Its length, or
- * 0 with the reason in *why. */
-size_t ge_north_template(uint8_t *out, size_t cap, uint8_t mode,
+ * and http: Uri-Path / Uri-Query as to the device itself), with the
+ * Observe option of method `code` (wire.h). Its length, or 0 with the
+ * reason in *why. */
+size_t ge_north_template(uint8_t *out, size_t cap, uint8_t mode, uint8_t code,
                          const struct sockaddr_in6 *dev, const char *path,
                          size_t plen, const char *query, size_t qlen,
                          const char *payload, size_t paylen, const char **why);

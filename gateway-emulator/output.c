@@ -9,27 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "ge_format.h"
 #include "output.h"
 #include "state.h"
+#include "textout.h"
 #include "trace.h"
 #include "wire.h"
 
 #define ROW_MAX ((size_t)GE_MAX_PATH_BYTES * 2 + 600)
-
-static char *u64(char *p, uint64_t v) {
-  char tmp[20];
-  int n = 0;
-  do
-    tmp[n++] = (char)('0' + v % 10);
-  while ((v /= 10));
-  while (n)
-    *p++ = tmp[--n];
-  return p;
-}
 
 int ge_out_open(struct ge_out *o, int fd) {
   o->fd = fd;
@@ -49,43 +38,43 @@ static char *row(char *q, const struct ge_plan *p, const struct ge_rec *s) {
   const struct ge_template *t = &p->tmpls[s->tmpl];
   int64_t intended = (int64_t)s->ts_us;
   int64_t sent = ge_us(s->sent_ns), recv = ge_us(s->recv_ns);
-  q = u64(q, p->devs[s->dev].id);
+  q = ge_put_u64(q, p->devs[s->dev].id);
   *q++ = ',';
   q = stpcpy(q, ge_wire_method_name(t->code));
   *q++ = ',';
   memcpy(q, p->text + s->uri_off, s->uri_len);
   q += s->uri_len;
   *q++ = ',';
-  q = u64(q, s->ts_us);
+  q = ge_put_u64(q, s->ts_us);
   *q++ = ',';
-  q = u64(q, (uint64_t)sent);
-  *q++ = ',';
-  if (s->recv_ns >= 0)
-    q = u64(q, (uint64_t)recv);
+  q = ge_put_u64(q, (uint64_t)sent);
   *q++ = ',';
   if (s->recv_ns >= 0)
-    q = u64(q, (uint64_t)(recv - sent));
+    q = ge_put_u64(q, (uint64_t)recv);
   *q++ = ',';
   if (s->recv_ns >= 0)
-    q = u64(q, (uint64_t)(recv - intended));
+    q = ge_put_u64(q, (uint64_t)(recv - sent));
   *q++ = ',';
-  q = u64(q, (uint64_t)(sent - intended));
+  if (s->recv_ns >= 0)
+    q = ge_put_u64(q, (uint64_t)(recv - intended));
+  *q++ = ',';
+  q = ge_put_u64(q, (uint64_t)(sent - intended));
   *q++ = ',';
   q = stpcpy(q, status[s->state]);
   *q++ = ',';
   if (s->recv_ns >= 0 && s->http_status) {
-    q = u64(q, s->http_status); /* HTTP: the 3-digit status */
+    q = ge_put_u64(q, s->http_status); /* HTTP: the 3-digit status */
   } else if (s->recv_ns >= 0) {
-    q = u64(q, s->code >> 5);
+    q = ge_put_u64(q, s->code >> 5);
     *q++ = '.';
     *q++ = (char)('0' + (s->code & 31) / 10);
     *q++ = (char)('0' + (s->code & 31) % 10);
   }
   *q++ = ',';
-  q = u64(q, s->retrans);
+  q = ge_put_u64(q, s->retrans);
   *q++ = ',';
   if (s->recv_ns >= 0 && s->service_us != UINT32_MAX)
-    q = u64(q, s->service_us);
+    q = ge_put_u64(q, s->service_us);
   *q++ = '\n';
   return q;
 }
@@ -124,10 +113,7 @@ int ge_out_write(struct ge_out *o, size_t max) {
   size_t n = o->len - o->start < max ? o->len - o->start : max;
   if (!n || o->err)
     return o->err ? -1 : 0;
-  ssize_t r;
-  do
-    r = write(o->fd, o->buf + o->start, n);
-  while (r < 0 && errno == EINTR);
+  ssize_t r = ge_write_piece(o->fd, o->buf + o->start, n);
   if (r < 0) {
     o->err = errno;
     return -1;

@@ -272,14 +272,127 @@ int64_t ge_plan_template(struct ge_plan *p, uint8_t code, uint32_t dev,
   uint8_t enc[GE_DGRAM_MAX];
   const char *bad = NULL;
   size_t elen =
-      ge_north_template(enc, sizeof enc, p->north, &p->devs[dev].addr, path,
-                        plen, query, qlen, payload, paylen, &bad);
+      ge_north_template(enc, sizeof enc, p->north, code, &p->devs[dev].addr,
+                        path, plen, query, qlen, payload, paylen, &bad);
   if (bad) {
     *why = bad;
     return -1;
   }
   *why = "out of memory";
   return template_add(p, &k, h, enc, elen);
+}
+
+static uint64_t pair_hash(uint32_t dev, const char *key, size_t len) {
+  return hash_bytes(key, len, hash_u32(dev));
+}
+
+/* The pair (dev, key) in the scan's table; -1 when new. */
+static int64_t pair_find(const struct ge_plan *p, uint32_t dev, const char *key,
+                         size_t len, uint64_t h) {
+  if (!p->pair_hash_cap)
+    return -1;
+  size_t mask = p->pair_hash_cap - 1;
+  for (size_t i = h & mask; p->pair_hash[i]; i = (i + 1) & mask) {
+    const struct ge_obs_pair *q = &p->pairs[p->pair_hash[i] - 1];
+    if (q->dev == dev && q->key_len == len &&
+        !memcmp(p->text + q->key_off, key, len))
+      return p->pair_hash[i] - 1;
+  }
+  return -1;
+}
+
+static int64_t pair_add(struct ge_plan *p, uint32_t dev, uint64_t key_off,
+                        size_t len, uint64_t h) {
+  int g = table_grow(&p->pair_hash, &p->pair_hash_cap, p->npair);
+  if (g < 0)
+    return -1;
+  if (g)
+    for (size_t i = 0; i < p->npair; i++) {
+      const struct ge_obs_pair *q = &p->pairs[i];
+      put(p->pair_hash, p->pair_hash_cap,
+          pair_hash(q->dev, p->text + q->key_off, q->key_len), (uint32_t)i);
+    }
+  struct ge_obs_pair *nv =
+      grow_array(p->pairs, &p->paircap, p->npair + 1, sizeof *nv);
+  if (!nv)
+    return -1;
+  p->pairs = nv;
+  p->pairs[p->npair] = (struct ge_obs_pair){.dev = dev,
+                                            .obs = UINT32_MAX,
+                                            .key_off = key_off,
+                                            .key_len = (uint16_t)len};
+  put(p->pair_hash, p->pair_hash_cap, h, (uint32_t)p->npair);
+  return (int64_t)p->npair++;
+}
+
+/* An UNOBS row closes the pair's open observation. */
+static int obs_close(struct ge_plan *p, struct ge_obs_pair *q, uint32_t row,
+                     uint32_t *obs, const char **why) {
+  if (q->obs == UINT32_MAX) {
+    *why = "UNOBS without an earlier OBS of the same device and uri";
+    return -1;
+  }
+  uint32_t *nv =
+      grow_array(p->unobs_pair, &p->unobscap, p->nunobs + 1, sizeof *nv);
+  if (!nv)
+    return -2;
+  p->unobs_pair = nv;
+  p->unobs_pair[p->nunobs++] = *obs = q->obs;
+  p->obs[q->obs].dereg_row = row;
+  q->obs = UINT32_MAX;
+  return 0;
+}
+
+int ge_plan_obs_row(struct ge_plan *p, uint8_t code, uint32_t dev, uint32_t row,
+                    uint64_t line, uint64_t key_off, size_t key_len,
+                    uint32_t *obs, const char **why, uint64_t *other) {
+  const char *key = p->text + key_off;
+  uint64_t h = pair_hash(dev, key, key_len);
+  int64_t at = pair_find(p, dev, key, key_len, h);
+  if (at < 0 && code == GE_CODE_UNOBS) {
+    *why = "UNOBS without an earlier OBS of the same device and uri";
+    return -1;
+  }
+  if (at < 0 && (at = pair_add(p, dev, key_off, key_len, h)) < 0)
+    return -2;
+  struct ge_obs_pair *q = &p->pairs[at];
+  if (code == GE_CODE_UNOBS)
+    return obs_close(p, q, row, obs, why);
+  if (q->obs != UINT32_MAX) {
+    *why = "OBS of a device and uri whose earlier OBS is not closed by an "
+           "UNOBS yet";
+    *other = q->line;
+    return -1;
+  }
+  if (p->nobs == GE_PLAN_OBS_MAX) {
+    *why = "more than 262144 observations (OBS rows)";
+    return -1;
+  }
+  struct ge_plan_obs *nv =
+      grow_array(p->obs, &p->obscap, p->nobs + 1, sizeof *nv);
+  if (!nv)
+    return -2;
+  p->obs = nv;
+  p->obs[p->nobs] =
+      (struct ge_plan_obs){.reg_row = row, .dereg_row = UINT32_MAX, .dev = dev};
+  q->obs = *obs = (uint32_t)p->nobs++;
+  q->line = line;
+  return 0;
+}
+
+bool ge_plan_obs_done(struct ge_plan *p, uint64_t *line) {
+  bool open = false;
+  for (size_t i = 0; i < p->npair; i++)
+    if (p->pairs[i].obs != UINT32_MAX && (!open || p->pairs[i].line < *line)) {
+      *line = p->pairs[i].line;
+      open = true;
+    }
+  free(p->pairs);
+  free(p->pair_hash);
+  p->pairs = NULL;
+  p->pair_hash = NULL;
+  p->npair = p->paircap = p->pair_hash_cap = 0;
+  return open;
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -358,5 +471,9 @@ void ge_plan_free(struct ge_plan *p) {
   free(p->tmpls);
   free(p->tmpl_hash);
   free(p->tbytes);
+  free(p->obs);
+  free(p->unobs_pair);
+  free(p->pairs);
+  free(p->pair_hash);
   memset(p, 0, sizeof *p);
 }

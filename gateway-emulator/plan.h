@@ -35,6 +35,20 @@ struct ge_peer {
   uint32_t sock0;      /* the first of them: 0, or per device its own */
   uint16_t mid0;
 };
+/* One observation (RFC 7641): an OBS row and the UNOBS row that closes
+ * it, by trace index; numbered by the OBS row's ordinal. */
+struct ge_plan_obs {
+  uint32_t reg_row, dereg_row, dev;
+};
+/* The scan's pairing of OBS and UNOBS rows by (device, path?query). */
+struct ge_obs_pair {
+  uint64_t line;     /* the open OBS row's line */
+  uint64_t key_off;  /* path?query in text */
+  uint32_t dev, obs; /* obs: the open observation, UINT32_MAX none */
+  uint16_t key_len;
+};
+/* Most observations of one GE (bad input beyond). */
+#define GE_PLAN_OBS_MAX 262144u
 /* Most local UDP sockets of a run (struct ge_rec holds a 16-bit index). */
 #define GE_PLAN_SOCK_MAX 60000
 /* The plan holds no per-request array: requests are read from the mapped
@@ -76,6 +90,16 @@ struct ge_plan {
   bool per_device;
   struct sockaddr_in6 gateway;
 
+  /* Observe: empty (NULL, 0) when the trace has no OBS rows. */
+  struct ge_plan_obs *obs;
+  size_t nobs, obscap;
+  uint32_t *unobs_pair; /* per UNOBS row in trace order: its observation */
+  size_t nunobs, unobscap;
+  struct ge_obs_pair *pairs; /* scan only (freed by ge_plan_obs_done) */
+  size_t npair, paircap;
+  uint32_t *pair_hash;
+  size_t pair_hash_cap;
+
   unsigned nsock;
   uint32_t *sock_peer; /* per_device: the peer of each socket */
   bool frozen;         /* after the scan: a lookup that would add is an error */
@@ -114,6 +138,17 @@ static inline uint16_t ge_plan_mid(const struct ge_peer *pr, uint32_t rank) {
  * the peer's first `sent` requests went out; -1 when none. */
 int64_t ge_plan_mid_lookup(const struct ge_plan *p, uint32_t peer, unsigned s,
                            uint16_t mid, uint32_t sent);
+/* The scan meets an OBS or UNOBS row (code GE_CODE_OBS / GE_CODE_UNOBS)
+ * of device `dev` at trace index `row`, line `line`, URI path?query at
+ * text offset key_off: it opens or closes the pair's observation, whose
+ * index goes to *obs. 0; -1 bad input (*why, *other: the line of the OBS
+ * still open); -2 out of memory. */
+int ge_plan_obs_row(struct ge_plan *p, uint8_t code, uint32_t dev, uint32_t row,
+                    uint64_t line, uint64_t key_off, size_t key_len,
+                    uint32_t *obs, const char **why, uint64_t *other);
+/* After the scan: the line of the first OBS never closed (true), or
+ * false; the pairing tables are freed either way. */
+bool ge_plan_obs_done(struct ge_plan *p, uint64_t *line);
 void ge_plan_free(struct ge_plan *p);
 
 #endif

@@ -8,14 +8,52 @@
 #include "ge_format.h"
 #include "recv.h"
 
-static void queue_ack(struct ge_loop *L, const struct sockaddr_in6 *to,
-                      unsigned sock, uint16_t mid) {
+static void queue_empty(struct ge_loop *L, const struct sockaddr_in6 *to,
+                        unsigned sock, uint16_t mid, uint8_t type) {
   if (L->ackq.n == GE_RECV_BATCH) /* at most one per datagram of a batch */
     return;
   L->ackq.v[L->ackq.n].to = *to;
   L->ackq.v[L->ackq.n].sock = (uint16_t)sock;
   L->ackq.v[L->ackq.n].mid = mid;
+  L->ackq.v[L->ackq.n].type = type;
   L->ackq.n++;
+}
+
+static void queue_ack(struct ge_loop *L, const struct sockaddr_in6 *to,
+                      unsigned sock, uint16_t mid) {
+  queue_empty(L, to, sock, mid, GE_ACK);
+}
+
+/* A token's 4-byte half, big-endian. */
+static uint32_t be32(const uint8_t *t) {
+  return (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 |
+         t[3];
+}
+
+/* The observation in an Observe token of this run (obstab.h): the salt
+ * with its top bit flipped, then the observation index; -1 when none. */
+static int64_t obs_token(const struct ge_loop *L, coap_bin_const_t tok) {
+  if (!L->obs.n || tok.length != GE_TOKEN_LEN)
+    return -1;
+  uint32_t salt = be32(tok.s), idx = be32(tok.s + 4);
+  return salt == (L->salt ^ GE_OBS_SALT_BIT) ? (int64_t)idx : -1;
+}
+
+/* A response with a token that is not a request's: an observation's
+ * (a notification, or the answer to OBS / UNOBS), or unknown. */
+static void observe_reply(struct ge_loop *L, const struct sockaddr_in6 *src,
+                          unsigned sock, uint32_t peer, uint16_t mid,
+                          int64_t now) {
+  int64_t obs = obs_token(L, coap_pdu_get_token(L->pdu));
+  int r = obs >= 0 ? ge_obs_datagram(L, (uint32_t)obs, peer, now) : -1;
+  if (r == -1)
+    L->c.unknown_token++;
+  else if (r == -2)
+    L->c.wrong_source++;
+  else if (r == GE_OBS_SEND_ACK)
+    queue_ack(L, src, sock, mid);
+  else if (r == GE_OBS_SEND_RST)
+    queue_empty(L, src, sock, mid, GE_RST);
 }
 
 static uint32_t service_option(const coap_pdu_t *pdu) {
@@ -73,11 +111,7 @@ static void empty_message(struct ge_loop *L, uint8_t type, uint16_t mid,
 static int64_t token_index(const struct ge_loop *L, coap_bin_const_t tok) {
   if (tok.length != GE_TOKEN_LEN)
     return -1;
-  const uint8_t *t = tok.s;
-  uint32_t salt =
-      (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
-  uint32_t idx =
-      (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 | (uint32_t)t[6] << 8 | t[7];
+  uint32_t salt = be32(tok.s), idx = be32(tok.s + 4);
   return salt == L->salt && idx < L->next ? (int64_t)idx : -1;
 }
 
@@ -127,7 +161,7 @@ void ge_recv_datagram(struct ge_loop *L, const uint8_t *buf, size_t len,
   }
   int64_t tidx = token_index(L, coap_pdu_get_token(L->pdu));
   if (tidx < 0) {
-    L->c.unknown_token++;
+    observe_reply(L, src, sock, (uint32_t)peer, mid, now);
     return;
   }
   uint32_t idx = (uint32_t)tidx;

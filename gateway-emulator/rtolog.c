@@ -8,12 +8,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "ge_format.h"
 #include "north.h"
 #include "rtolog.h"
+#include "textout.h"
 
 int ge_rto_open(struct ge_rto *r, int fd) {
   r->fd = fd;
@@ -40,21 +40,10 @@ void ge_rto_push(struct ge_rto *r, const struct ge_rto_ev *ev) {
   r->ev[(r->head + r->n++) & (GE_RTO_RING - 1)] = *ev;
 }
 
-static char *u64(char *p, uint64_t v) {
-  char tmp[20];
-  int n = 0;
-  do
-    tmp[n++] = (char)('0' + v % 10);
-  while ((v /= 10));
-  while (n)
-    *p++ = tmp[--n];
-  return p;
-}
-
 /* A time or duration in whole us; negative ones (none expected) as 0. */
 static char *us(char *p, int64_t ns) {
   int64_t v = ge_us(ns);
-  return u64(p, v > 0 ? (uint64_t)v : 0);
+  return ge_put_u64(p, v > 0 ? (uint64_t)v : 0);
 }
 
 static const char *peer_text(struct ge_rto *r, const struct ge_plan *p,
@@ -80,7 +69,7 @@ static char *tail(char *q, const struct ge_rto_ev *v) {
   if ((v->event == GE_RTO_SAMPLE || v->event == GE_RTO_DUP) && v->a_ns >= 0) {
     /* the difference of the whole-us stamps, as the CSV's response_us */
     int64_t d = ge_us(v->t_ns) - ge_us(v->a_ns);
-    q = u64(q, d > 0 ? (uint64_t)d : 0);
+    q = ge_put_u64(q, d > 0 ? (uint64_t)d : 0);
   }
   *q++ = ',';
   if (v->event == GE_RTO_SAMPLE)
@@ -98,17 +87,17 @@ static char *row(struct ge_rto *r, const struct ge_plan *p, char *q,
                                       [GE_RTO_SAMPLE] = "sample",
                                       [GE_RTO_TIMEOUT] = "timeout",
                                       [GE_RTO_DUP] = "dup"};
-  q = u64(q, v->row);
+  q = ge_put_u64(q, v->row);
   *q++ = ',';
   if (v->dev != GE_RTO_UNKNOWN)
-    q = u64(q, p->devs[v->dev].id);
+    q = ge_put_u64(q, p->devs[v->dev].id);
   *q++ = ',';
   q = stpcpy(q, peer_text(r, p, v->peer));
   *q++ = ',';
   q = stpcpy(q, names[v->event]);
   *q++ = ',';
   if (v->tx != GE_RTO_UNKNOWN)
-    q = u64(q, v->tx);
+    q = ge_put_u64(q, v->tx);
   *q++ = ',';
   return tail(q, v);
 }
@@ -137,10 +126,7 @@ int ge_rto_write(struct ge_rto *r, size_t max) {
   size_t n = r->len - r->start < max ? r->len - r->start : max;
   if (!n || r->err)
     return r->err ? -1 : 0;
-  ssize_t w;
-  do
-    w = write(r->fd, r->buf + r->start, n);
-  while (w < 0 && errno == EINTR);
+  ssize_t w = ge_write_piece(r->fd, r->buf + r->start, n);
   if (w < 0) {
     r->err = errno;
     return -1;

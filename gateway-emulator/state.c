@@ -72,6 +72,8 @@ long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e) {
     s->uri_len = r.uri_len;
     s->dev = r.dev;
     s->tmpl = r.tmpl;
+    if (r.obs != UINT32_MAX)
+      s->service_us = r.obs; /* until answered: the observation (window.h) */
     s->mid = ge_plan_mid(pr, rank);
     s->sock = (uint16_t)ge_plan_sock(pr, rank);
     got++;

@@ -19,6 +19,7 @@
 #include "hist.h"
 #include "hosts.h"
 #include "http.h"
+#include "obstab.h"
 #include "output.h"
 #include "plan.h"
 #include "reuse.h"
@@ -34,11 +35,13 @@
  * timed out (late_response) is kept for the last 2^24 requests. */
 #define GE_DONE_BITS 24
 
-/* Empty ACKs owed for CON responses of one receive batch. */
+/* Empty ACKs owed for CON responses of one receive batch, and RSTs for
+ * notifications of ended observations. */
 struct ge_ackq {
   struct {
     struct sockaddr_in6 to;
     uint16_t sock, mid;
+    uint8_t type; /* GE_ACK or GE_RST */
   } v[GE_RECV_BATCH];
   unsigned n;
 };
@@ -98,6 +101,7 @@ struct ge_loop {
   struct ge_held_stats held;
   struct ge_counters c;
   struct ge_ackq ackq;
+  struct ge_obs_rt obs;   /* Observe: set up by ge_obs_init (main.c) */
   struct coap_pdu_t *pdu; /* one reusable parse target */
   uint32_t salt;
   uint64_t rng;

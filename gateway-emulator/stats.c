@@ -14,6 +14,7 @@
 #include "http.h"
 #include "json.h"
 #include "north.h"
+#include "obstab.h"
 #include "stats.h"
 
 /* Peak resident set of this program in kB: VmHWM of its own address
@@ -56,12 +57,14 @@ static void memory_json(FILE *f, const struct ge_loop *L) {
           "\"output_writes\": %llu, \"feed_forced\": %llu, "
           "\"output_forced\": %llu, \"timer_heap_capacity\": %zu, "
           "\"hist_bytes\": %zu, \"reuse_fifo_bytes\": %zu, "
-          "\"rto_forced\": %llu},\n",
+          "\"rto_forced\": %llu, \"obs_table_bytes\": %zu, "
+          "\"notify_output_forced\": %llu},\n",
           (unsigned long long)L->win.peak, (unsigned long long)win_bytes,
           L->out.peak, (unsigned long long)L->out.writes,
           (unsigned long long)L->feed_forced,
           (unsigned long long)L->output_forced, L->heap.cap, hist, sentq,
-          (unsigned long long)L->rto.forced);
+          (unsigned long long)L->rto.forced, L->obs.n * sizeof(struct ge_obs),
+          (unsigned long long)L->obs.out.forced);
 }
 
 /* How the requests reached the devices: directly, or through the gateway
@@ -179,6 +182,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   ge_http_json(f, L);
   ge_rt_json(f, &L->rt);
   congestion_json(f, L);
+  ge_obs_json(f, &L->obs);
   memory_json(f, L);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
           (double)(L->t_end - L->t0) / 1e9, sent_span / 1e6);

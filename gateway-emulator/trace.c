@@ -13,6 +13,7 @@
 
 #include "files.h"
 #include "ge_format.h"
+#include "north.h"
 #include "trace.h"
 #include "wire.h"
 
@@ -168,7 +169,8 @@ static int check_columns(struct ge_cursor *c, struct line *ln,
   ln->code = ge_wire_method(ln->f[2].s, ln->f[2].len);
   if (ln->code < 0) {
     ge_err_set(e, ln->name, ln->no, "method",
-               "'%.*s' is not GET, PUT, POST or DELETE", SHOWN(ln->f[2]));
+               "'%.*s' is not GET, PUT, POST, DELETE, OBS or UNOBS",
+               SHOWN(ln->f[2]));
     return -1;
   }
   return 0;
@@ -222,6 +224,24 @@ static int check_payload(struct line *ln, struct ge_err *e) {
       ge_err_set(e, ln->name, ln->no, "payload", "non-printable byte");
       return -1;
     }
+  return 0;
+}
+
+/* OBS and UNOBS: no payload, and CoAP toward the devices. */
+static int check_observe(const struct ge_plan *p, const struct line *ln,
+                         struct ge_err *e) {
+  if (!ge_wire_observe((uint8_t)ln->code))
+    return 0;
+  if (p->north == GE_NORTH_HTTP) {
+    ge_err_set(e, ln->name, ln->no, "method",
+               "%.*s: Observe needs CoAP (not --north http)", SHOWN(ln->f[2]));
+    return -1;
+  }
+  if (ln->pay.len) {
+    ge_err_set(e, ln->name, ln->no, "payload", "%.*s takes no payload",
+               SHOWN(ln->f[2]));
+    return -1;
+  }
   return 0;
 }
 
@@ -290,7 +310,8 @@ static int parse_line(struct ge_plan *p, struct ge_cursor *c,
                "missing (expected %s[,payload])", GE_TRACE_COLUMNS);
     return -1;
   }
-  if (check_columns(c, &ln, e) || check_uri(&ln, e) || check_payload(&ln, e))
+  if (check_columns(c, &ln, e) || check_uri(&ln, e) || check_payload(&ln, e) ||
+      check_observe(p, &ln, e))
     return -1;
   int64_t d = bind_device(p, h, &ln, e);
   if (d < 0)
@@ -307,7 +328,26 @@ static int parse_line(struct ge_plan *p, struct ge_cursor *c,
   r->uri_len = (uint16_t)ln.f[3].len;
   r->dev = (uint32_t)d;
   r->tmpl = (uint32_t)t;
+  r->obs = UINT32_MAX;
   return 1;
+}
+
+/* The observation of an OBS or UNOBS row: OBS rows are numbered in
+ * order; an UNOBS row's is the scan's pairing (a frozen plan only). */
+static int observation(const struct ge_plan *p, struct ge_cursor *c,
+                       struct ge_req *r, struct ge_err *e) {
+  uint8_t obs = ge_wire_observe(p->tmpls[r->tmpl].code);
+  if (obs == GE_OBSERVE_REGISTER) {
+    r->obs = (uint32_t)c->nobs++;
+  } else if (obs == GE_OBSERVE_DEREGISTER && p->frozen) {
+    if (c->nunobs >= p->nunobs) {
+      ge_err_set(e, c->name, c->it.no, "method",
+                 "UNOBS not in the scanned trace (was the file changed?)");
+      return -1;
+    }
+    r->obs = p->unobs_pair[c->nunobs++];
+  }
+  return 0;
 }
 
 void ge_cursor_init(struct ge_cursor *c, const struct ge_plan *p,
@@ -322,7 +362,7 @@ int ge_cursor_next(struct ge_plan *p, struct ge_cursor *c,
   const char *s, *le;
   while (ge_next_line(&c->it, &s, &le)) {
     int got = parse_line(p, c, h, s, le, r, e);
-    if (got < 0)
+    if (got < 0 || (got && observation(p, c, r, e)))
       return -1;
     if (got) {
       c->n++;
@@ -363,6 +403,28 @@ static void trail_next(const struct ge_plan *p, struct ge_cursor *c,
   }
 }
 
+/* The scan pairs an OBS or UNOBS row with its partner (plan.c). */
+static int pair_row(struct ge_plan *p, const struct ge_cursor *c,
+                    struct ge_req *r, struct ge_err *e) {
+  const char *u = p->text + r->uri_off + 7; /* after coap:// */
+  const char *slash = memchr(u, '/', r->uri_len - 7);
+  size_t key_off = (size_t)(slash - p->text);
+  size_t key_len = r->uri_len - (key_off - r->uri_off);
+  const char *why = NULL;
+  uint64_t other = 0;
+  int rc =
+      ge_plan_obs_row(p, p->tmpls[r->tmpl].code, r->dev, (uint32_t)(c->n - 1),
+                      c->it.no, key_off, key_len, &r->obs, &why, &other);
+  if (rc == -2)
+    ge_err_set(e, c->name, c->it.no, NULL, "out of memory");
+  else if (rc && other)
+    ge_err_set(e, c->name, c->it.no, "method", "%s (on line %llu)", why,
+               (unsigned long long)other);
+  else if (rc)
+    ge_err_set(e, c->name, c->it.no, "method", "%s", why);
+  return rc ? -1 : 0;
+}
+
 void ge_text_release(const struct ge_plan *p, size_t *released, size_t upto) {
   const size_t page = 4096, step = 256u << 10;
   if (!p->text_mapped)
@@ -395,6 +457,8 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
       ge_err_set(e, name, hi.it.no, NULL, "more than 2^32-2 requests");
       return -1;
     }
+    if (ge_wire_observe(p->tmpls[r.tmpl].code) && pair_row(p, &hi, &r, e))
+      return -1;
     /* Requests per peer in the closed window [ts - 247 s, ts]: the same
      * count as two pointers per peer, since the trace is time-ordered. */
     struct ge_peer *pr = &p->peers[p->devs[r.dev].peer];
@@ -427,6 +491,12 @@ int ge_trace_parse_buf(struct ge_plan *p, const char *name, const char *buf,
   if (got < 0)
     return -1;
   p->n = hi.n;
+  uint64_t open_line = 0;
+  if (ge_plan_obs_done(p, &open_line)) {
+    ge_err_set(e, name, open_line, "method",
+               "OBS without a later UNOBS of the same device and uri");
+    return -1;
+  }
   if (p->n == 0) {
     ge_err_set(e, name, hi.it.no ? hi.it.no : 1, "device_id",
                "the trace has no requests");

@@ -17,6 +17,7 @@
 struct ge_req {
   uint64_t ts_us, uri_off; /* uri_off: the URI text in plan->text */
   uint32_t dev, tmpl;
+  uint32_t obs; /* OBS, UNOBS rows: the observation; else UINT32_MAX */
   uint16_t uri_len;
 };
 /* A cursor over the trace text, line by line. Pages behind it are given
@@ -27,7 +28,8 @@ struct ge_cursor {
   struct ge_lines it;
   bool seen_content;
   uint64_t prev_ts;
-  size_t n; /* requests returned */
+  size_t n;            /* requests returned */
+  size_t nobs, nunobs; /* OBS and UNOBS rows returned */
   size_t released;
 };
 void ge_cursor_init(struct ge_cursor *c, const struct ge_plan *p,

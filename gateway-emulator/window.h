@@ -24,7 +24,9 @@ enum ge_state {
 struct ge_rec {
   int64_t sent_ns, recv_ns; /* relative to t0; recv < 0: none */
   uint64_t ts_us, uri_off;
-  uint32_t dev, tmpl, service_us; /* service_us UINT32_MAX: none */
+  uint32_t dev, tmpl, service_us; /* service_us UINT32_MAX: none; an
+                                     OBS or UNOBS row's observation until
+                                     it is answered */
   uint16_t uri_len, mid, sock;    /* sock: the HTTP connection (http.c) */
   uint16_t http_status;           /* 0: none (a CoAP response has code) */
   uint8_t state, code, retrans, gen;

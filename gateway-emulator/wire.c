@@ -91,7 +91,7 @@ static size_t split(uint8_t *out, size_t cap, unsigned number, unsigned *last,
 
 /* The options of q in number order; bytes written or (size_t)-1. */
 static size_t options(uint8_t *out, size_t cap, const struct ge_wire_req *q) {
-  uint8_t port[2];
+  uint8_t port[2], deregister = COAP_OBSERVE_CANCEL;
   size_t portlen = coap_encode_var_safe(port, sizeof port, q->port);
   const struct {
     unsigned number;
@@ -100,6 +100,10 @@ static size_t options(uint8_t *out, size_t cap, const struct ge_wire_req *q) {
     bool present;
   } opt[] = {
       {COAP_OPTION_URI_HOST, q->host, q->hlen, q->hlen > 0},
+      /* register: 0, a zero-length uint; deregister: 1 */
+      {COAP_OPTION_OBSERVE, &deregister,
+       q->observe == GE_OBSERVE_DEREGISTER ? 1 : 0,
+       q->observe != GE_OBSERVE_NONE},
       {COAP_OPTION_URI_PORT, port, portlen, q->port != 0},
       {COAP_OPTION_URI_PATH, q->path, q->plen, q->plen > 0},
       /* text/plain (0): a zero-length uint */
@@ -160,6 +164,10 @@ int ge_wire_method(const char *s, size_t len) {
     return COAP_REQUEST_CODE_POST;
   if (len == 6 && !memcmp(s, "DELETE", 6))
     return COAP_REQUEST_CODE_DELETE;
+  if (len == 3 && !memcmp(s, "OBS", 3))
+    return GE_CODE_OBS;
+  if (len == 5 && !memcmp(s, "UNOBS", 5))
+    return GE_CODE_UNOBS;
   return -1;
 }
 
@@ -168,6 +176,8 @@ const char *ge_wire_method_name(uint8_t code) {
   case COAP_REQUEST_CODE_GET: return "GET";
   case COAP_REQUEST_CODE_PUT: return "PUT";
   case COAP_REQUEST_CODE_POST: return "POST";
+  case GE_CODE_OBS: return "OBS";
+  case GE_CODE_UNOBS: return "UNOBS";
   default: return "DELETE";
   }
 }

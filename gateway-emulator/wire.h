@@ -14,6 +14,25 @@
 #define GE_DGRAM_MAX 2048
 
 enum { GE_CON = 0, GE_NON = 1, GE_ACK = 2, GE_RST = 3 };
+/* The trace's OBS and UNOBS methods (RFC 7641): a GET with Observe 0 or 1.
+ * Inside the GE they are method codes of their own in the reserved class
+ * 7, so that their templates differ from a GET's; on the wire a GET. */
+#define GE_CODE_OBS 0xE1
+#define GE_CODE_UNOBS 0xE2
+/* An observation's token: the run's salt with this bit flipped, then the
+ * observation index (a request's: the salt, then the trace index). */
+#define GE_OBS_SALT_BIT 0x80000000u
+/* Observe option of a template: none, 0 (register), 1 (deregister). */
+enum { GE_OBSERVE_NONE = 0, GE_OBSERVE_REGISTER, GE_OBSERVE_DEREGISTER };
+/* The code a template's method code is sent as, and its Observe option. */
+static inline uint8_t ge_wire_code(uint8_t code) {
+  return code == GE_CODE_OBS || code == GE_CODE_UNOBS ? 1 /* GET */ : code;
+}
+static inline uint8_t ge_wire_observe(uint8_t code) {
+  return code == GE_CODE_OBS     ? GE_OBSERVE_REGISTER
+         : code == GE_CODE_UNOBS ? GE_OBSERVE_DEREGISTER
+                                 : GE_OBSERVE_NONE;
+}
 
 void ge_wire_header(uint8_t out[GE_HDR_LEN], uint8_t type, uint8_t code,
                     uint16_t mid, uint32_t salt, uint32_t idx);
@@ -23,6 +42,7 @@ void ge_wire_empty(uint8_t out[4], uint8_t type, uint16_t mid);
 struct ge_wire_req {
   const char *host; /* Uri-Host (3) */
   size_t hlen;
+  uint8_t observe;  /* Observe (6): GE_OBSERVE_* */
   uint16_t port;    /* Uri-Port (7) */
   const char *path; /* "/a/b": Uri-Path (11), one per segment */
   size_t plen;

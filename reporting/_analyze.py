@@ -46,6 +46,7 @@ from wotbench.reporting._multihost import (
     swarm_records,
     worst_cd,
 )
+from wotbench.reporting._notify import ObservePlot, observe_section
 from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
 from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
 from wotbench.spec import Spec, Thresholds, load_saved
@@ -82,6 +83,8 @@ class Analysis:
     """Per host of a run across a swarm (then ``cd`` and ``host_cpu`` are None)."""
     timing: dict[str, float] = field(default_factory=dict)
     """Seconds: ``convert_s`` (GE CSVs to Parquet, 0 when cached), ``analyse_s`` (the GE passes)."""
+    observe: ObservePlot | None = None
+    """Notification latency and age in the measurement phase (an Observe run)."""
 
 
 def spec_for(files: RunFiles) -> Spec | None:
@@ -329,6 +332,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
                                               th.late_send_us)
     for sec, part in zip(ges, result["congestion"]["ges"], strict=True):
         sec["nstart_holds"] = part["nstart_holds"]
+    result["observe"], obs_plot = observe_section(files, (phases.measure[0], phases.measure[1]))
     gw_spec = spec if spec is not None else _saved_spec(files)
     if gw_spec is not None and gw_spec.gateway_under_test is not None:   # the gateway's failures: not the testbed's
         result["through_gateway"] = through_gateway(files, ge_data(files), phases.measure, ges)
@@ -341,7 +345,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
     # A gateway under test: its numbers, apart from the testbed's verdict.
     result["gateway"] = gateway_result(gw_spec, files, lambda: ge_data(files), phases, ges, containers, verdict)
     return Analysis(files.root, _json_safe(result), plots, h.cd_plot, h.host_cpu,
-                    _container_cpu(containers), h.host_plots, timing)
+                    _container_cpu(containers), h.host_plots, timing, obs_plot)
 
 
 def analyze_run(run_dir: Path, thresholds: Thresholds | None = None) -> dict[str, Any]:

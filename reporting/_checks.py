@@ -25,6 +25,7 @@ from wotbench.reporting._hostchecks import (
     swarm_problems,
     swarm_seen,
 )
+from wotbench.reporting._notify import check_observe
 from wotbench.spec import Thresholds
 
 __all__ = ["CHECKS", "RECORD_CHECKS", "Thresholds", "run_checks", "stability_warnings"]
@@ -50,6 +51,12 @@ def check_measure_length(a: A, th: Thresholds) -> Check:
     src = ""
     if dur < th.min_measure_us:
         return False, f"measurement phase {_s(dur)} is shorter than {_s(th.min_measure_us)}{src}"
+    if _observe_only(a):
+        got = a["observe"]["total"]["latency_us"]["n"]
+        if got < th.min_notifications:
+            return False, (f"only {got} notifications received in the measurement phase (observe only; need "
+                           f"{th.min_notifications})")
+        return True, f"measurement phase {_s(dur)} with {got} notifications received (observe only)"
     if n < th.min_requests:
         return False, f"only {n} requests in the measurement phase (need {th.min_requests}){src}"
     return True, f"measurement phase {_s(dur)} with {n} requests{src}"
@@ -71,8 +78,17 @@ def _excused(held: dict[int, int], ges: set[int]) -> str:
         "for the gateway, judged in the gateway answer)" for k in sorted(ges))
 
 
+def _observe_only(a: A) -> bool:
+    """An Observe run without polling rows: nothing to send in the measurement phase."""
+    obs = a.get("observe")
+    return obs is not None and obs.get("polling_requests") == 0
+
+
 def check_rate(a: A, th: Thresholds) -> Check:
     bad, held, excused = [], _held(a), set()
+    if _observe_only(a):
+        return True, ("observe only: the trace has no polling rows, and its OBS/UNOBS rows lie outside the "
+                      "measurement phase (the notifications are judged by the observe check)")
     for g in a["ges"]:
         dev = g["rate_dev"]
         if (dev is None or abs(dev) > th.rate_tolerance) and g["ge"] in held:
@@ -433,7 +449,7 @@ def check_analysis(a: A, th: Thresholds) -> Check:
     return False, f"the run's data could not be analysed: {a['analysis_error']}"
 
 
-CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
+CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check | None]], ...] = (
     ("harness", check_harness),
     ("output", check_output),
     ("measurement", check_measure_length),
@@ -446,21 +462,27 @@ CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
     ("contention", check_contention),
     ("monitor", check_monitor),
     ("placement", check_placement),
+    ("observe", check_observe),        # only in a run with observations (Observe, RFC 7641)
 )
 
 #: The verdict of a run whose data could not be analysed: its records alone.
-RECORD_CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = (
+RECORD_CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check | None]], ...] = (
     ("harness", check_harness),
     ("analysis", check_analysis),
 )
 
 
-def run_checks(a: A, th: Thresholds, table: tuple[tuple[str, Callable[[A, Thresholds], Check]], ...] = CHECKS
+def run_checks(a: A, th: Thresholds,
+               table: tuple[tuple[str, Callable[[A, Thresholds], Check | None]], ...] = CHECKS
                ) -> tuple[str, list[str], list[dict[str, Any]]]:
-    """(verdict, reasons of the failed checks, every check with ok and reason)."""
+    """(verdict, reasons of the failed checks, every check with ok and reason;
+    a check that does not apply to the run, returning None, is left out)."""
     results: list[dict[str, Any]] = []
     for name, fn in table:
-        ok, reason = fn(a, th)
+        got = fn(a, th)
+        if got is None:
+            continue
+        ok, reason = got
         results.append({"check": name, "ok": bool(ok), "reason": reason})
     reasons = [r["reason"] if r["reason"].startswith(r["check"]) else f"{r['check']}: {r['reason']}"
                for r in results if not r["ok"]]

@@ -43,7 +43,8 @@ __all__ = ["LEVELS", "TABLE_LEVELS", "DeviceHist", "read_device_hists", "merge_h
 #: The levels of the added-latency curve (summary.json), and of the tables.
 LEVELS: tuple[int, ...] = tuple(range(1, 100))
 TABLE_LEVELS: tuple[int, ...] = (50, 90, 99)
-RESIDENCE, QUEUE_WAIT = DEVICE_STATS_HISTOGRAMS
+RESIDENCE, QUEUE_WAIT = DEVICE_STATS_HISTOGRAMS[:2]      # (notify_lag_us: reporting/_notify.py)
+_READ_HISTS = (RESIDENCE, QUEUE_WAIT)
 _HIST = Obj({"buckets": ListOf(ListOf(int)), "overflow": int, "sum": int, "max": int},
             required=("buckets", "overflow", "sum", "max"))
 #: What this module reads of a device's --stats file.
@@ -83,10 +84,10 @@ def read_device_hists(path: Path) -> tuple[dict[str, DeviceHist] | None, str | N
         doc = read_record(path, STATS_HISTS)
     except UserError as err:
         return None, str(err)
-    if any(k not in doc for k in DEVICE_STATS_HISTOGRAMS):
+    if any(k not in doc for k in _READ_HISTS):
         return None, f"{path.parent.name}: its stats have no residence histogram (an older device)"
     try:
-        hists = {k: _hist(doc[k], k) for k in DEVICE_STATS_HISTOGRAMS}
+        hists = {k: _hist(doc[k], k) for k in _READ_HISTS}
     except ValueError as err:
         return None, f"{path.parent.name}: {err}"
     if hists[RESIDENCE].count != doc["served"]:

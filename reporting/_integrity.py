@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import stats
 
+from wotbench.base.formats import OBSERVE_METHODS
 from wotbench.spec import Thresholds
 
 __all__ = ["GeArrays", "dist", "rit_compare", "rit_judge", "ks_pairs"]
@@ -49,6 +50,9 @@ class GeArrays:
     timeout: np.ndarray
     overload: np.ndarray
     """Answered 5.03 Service Unavailable: the device's queue was full."""
+    observe: np.ndarray
+    """An OBS or UNOBS row (Observe registration or deregistration): not a polling
+    request, so not in the RIT comparison (its times are no renewal process)."""
 
     @classmethod
     def from_table(cls, table: pa.Table) -> GeArrays:
@@ -62,6 +66,7 @@ class GeArrays:
             latency_intended=f64("latency_intended_us"), send_lag=f64("send_lag_us"),
             service=f64("service_us"), ok=_is(table.column("status"), "ok"),
             timeout=_is(table.column("status"), "timeout"), overload=_is(table.column("code"), OVERLOAD_CODE),
+            observe=_observe_rows(table),
         )
 
     def select(self, mask: np.ndarray) -> GeArrays:
@@ -73,6 +78,15 @@ class GeArrays:
 
     def __len__(self) -> int:
         return int(self.intended.size)
+
+
+def _observe_rows(table: pa.Table) -> np.ndarray:
+    """The OBS and UNOBS rows (all False without a method column)."""
+    if "method" not in table.column_names:
+        return np.zeros(table.num_rows, bool)
+    m = table.column("method")
+    out: np.ndarray = _is(m, OBSERVE_METHODS[0]) | _is(m, OBSERVE_METHODS[1])
+    return out
 
 
 def _is(status: pa.ChunkedArray, value: str) -> np.ndarray:

@@ -167,7 +167,7 @@ def _ge_trace(run: RunDir, k: int) -> Path | None:
 
 #: The columns the analysis reads (the Parquet cache keeps them all for load_run).
 ANALYSIS_COLUMNS = ["device_id", "intended_us", "sent_us", "response_us", "latency_intended_us",
-                    "send_lag_us", "status", "code", "service_us"]
+                    "send_lag_us", "status", "code", "service_us", "method"]
 
 
 def read_ge_table(csv: Path, columns: list[str] | None = None) -> pa.Table:

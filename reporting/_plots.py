@@ -121,6 +121,27 @@ def fig_send_lag(an: Analysis) -> bytes | None:
     return _png(fig)
 
 
+def fig_observe_cdf(an: Analysis) -> bytes | None:
+    """Observe: CDF of the notifications' latency and age (measurement phase)."""
+    o = an.observe
+    if o is None or not (np.isfinite(o.latency).any() or np.isfinite(o.age).any()):
+        return None
+    fig, ax = _fig()
+    for v, label, ls in ((o.latency, "latency: device send to GE receipt", "-"),
+                         (o.age, "age: event to GE receipt", "--")):
+        v = v[np.isfinite(v)]
+        if v.size:
+            step = max(1, v.size // 4000)      # at most ~4000 points drawn
+            ax.plot(np.maximum(v[::step], 0.1) / 1000, np.arange(1, v.size + 1)[::step] / v.size, ls=ls, lw=1.6,
+                    label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("time (ms, log scale)")
+    ax.set_ylabel("fraction of notifications")
+    ax.set_title("Observe notifications (measurement phase)")
+    ax.legend()
+    return _png(fig)
+
+
 def fig_response_dist(an: Analysis) -> bytes | None:
     if not _has([g.response_q for g in an.ges]):
         return None
@@ -367,6 +388,8 @@ def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
          fig_send_lag(an)),
         ("response", "Response time as measured from the actual send, and latency from the intended "
                      "send (coordinated-omission corrected, as wrk2 reports).", fig_response_dist(an)),
+        ("observe-cdf", "Observe: CDF of the notifications' latency (device send stamp to the GE's kernel "
+                        "receive stamp) and age (event to receipt), measurement phase.", fig_observe_cdf(an)),
         ("cd-rd", "Contention detector: R_d of each CD request over time, the calibration baseline, "
                   "and per-window medians (red: significantly above the baseline).", fig_cd(an)),
         ("devices", "Per device: mean and p95 response time against throughput, and R_d.", fig_devices(an)),

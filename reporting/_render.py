@@ -22,6 +22,7 @@ from wotbench.reporting._gatewayanswer import answer_line
 from wotbench.reporting._gatewaylatency import gateway_latency_table
 from wotbench.reporting._injected import interference_table
 from wotbench.reporting._load import find_files, read_json
+from wotbench.reporting._notify import OBSERVE_NOTE, observe_table
 from wotbench.reporting._plots import run_figures, sweep_figures
 from wotbench.reporting._reportdir import check_outputs
 from wotbench.reporting._tables import (
@@ -80,6 +81,9 @@ def terminal_text(an: Analysis) -> str:
                                 ("Latency", latency_table(r))):
         lines += [title, tabulate(rows, head, tablefmt="simple", maxcolwidths=[None, None, 90]
                                   if title == "Checks" else None), ""]
+    ot = observe_table(r)
+    if ot:
+        lines += ["Observe (RFC 7641 notifications)", tabulate(ot[1], ot[0], tablefmt="simple"), OBSERVE_NOTE, ""]
     ht = hosts_table(r)
     if ht:
         lines += ["Hosts (a run across a swarm)", tabulate(ht[1], ht[0], tablefmt="simple"), HOSTS_NOTE, ""]
@@ -103,6 +107,19 @@ def _md_table(t: tuple[list[str], list[list[str]]]) -> str:
     return tabulate(t[1], t[0], tablefmt="github")
 
 
+def _protocol_md(r: dict[str, Any]) -> list[str]:
+    """The gateway-under-test and congestion-control parts of the Markdown report."""
+    out: list[str] = []
+    if r.get("gateway"):
+        out += ["## Gateway under test", "", *[x + "  " for x in gateway_lines(r)], ""]
+        gt = gateway_latency_table(r["gateway"])
+        out += [_md_table(gt), ""] if gt else []
+    if shown(r):
+        out += ["## Congestion control", "", *[x + "  " for x in congestion_lines(r["congestion"])], "",
+                _md_table(congestion_table(r["congestion"])), ""]
+    return out
+
+
 def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     r = an.result
     c = r["measure_counts"]
@@ -114,19 +131,16 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     notes = run_notes(an)
     if notes:
         out += ["Notes:", ""] + [f"- {x}" for x in notes] + [""]
-    if r.get("gateway"):
-        out += ["## Gateway under test", "", *[x + "  " for x in gateway_lines(r)], ""]
-        gt = gateway_latency_table(r["gateway"])
-        out += [_md_table(gt), ""] if gt else []
-    if shown(r):
-        out += ["## Congestion control", "", *[x + "  " for x in congestion_lines(r["congestion"])], "",
-                _md_table(congestion_table(r["congestion"])), ""]
+    out += _protocol_md(r)
     out += ["## Checks", "", _md_table(checks_table(r)), ""]
     if r["warnings"]:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
     out += ["## Workload integrity", "", "Rate and send lag:", "", _md_table(rate_table(r)), "",
             "Request inter-arrival time, expected vs submitted (paper Table 1):", "", _md_table(rit_table(r)), "",
             "## Latency", "", _md_table(latency_table(r)), ""]
+    ot = observe_table(r)
+    if ot:
+        out += ["## Observe", "", _md_table(ot), "", OBSERVE_NOTE, ""]
     ht = hosts_table(r)
     if ht:
         out += ["## Hosts", "", _md_table(ht), "", HOSTS_NOTE, ""]
@@ -270,6 +284,9 @@ def html_page(an: Analysis, figures: Figures) -> str:
     parts += ["<h2>Workload integrity</h2>", "<h3>Rate and send lag</h3>", _html_table(rate_table(r)),
               "<h3>Request inter-arrival time, expected vs submitted (paper Table 1)</h3>", _html_table(rit_table(r)),
               "<h2>Latency</h2>", _html_table(latency_table(r))]
+    ot = observe_table(r)
+    if ot:
+        parts += ['<h2 id="observe">Observe</h2>', _html_table(ot), f'<p class="meta">{html.escape(OBSERVE_NOTE)}</p>']
     ht = hosts_table(r)
     if ht:
         parts += ['<h2 id="hosts">Hosts</h2>', _html_table(ht), f'<p class="meta">{html.escape(HOSTS_NOTE)}</p>']

@@ -289,7 +289,7 @@ class GeStream:
     def _rit(self, a: GeArrays, slot: np.ndarray) -> None:
         """Expected and submitted RITs of the same requests: of the GE's
         stream and of each device's, the previous chunk's last send carried."""
-        so = np.isfinite(a.sent)
+        so = np.isfinite(a.sent) & ~a.observe        # polling rows only: OBS/UNOBS are no RITs
         ti, ts, sl = a.intended[so], a.sent[so], slot[so]
         if ti.size == 0:
             return

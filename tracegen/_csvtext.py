@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from wotbench.base.formats import METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from wotbench.base.formats import METHODS, OBSERVE_METHODS, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 
 __all__ = ["TraceEncoder", "TRACE_HEADER", "TRACE_HEADER_PAYLOAD", "device_host", "payload_text"]
 
@@ -30,6 +30,8 @@ TRACE_HEADER = (",".join(TRACE_COLUMNS) + "\n").encode()
 TRACE_HEADER_PAYLOAD = (",".join(TRACE_COLUMNS + TRACE_OPTIONAL_COLUMNS) + "\n").encode()
 #: Methods whose requests carry the group's payload.
 _PAYLOAD_METHODS = ("PUT", "POST")
+#: Method codes index this: formats.METHODS, then the observation's OBS and UNOBS.
+_ALL_METHODS = METHODS + OBSERVE_METHODS
 # Rows per chunk are picked so that one chunk's byte records are about this big:
 # small enough for the chunk's passes to stay in cache (measured: 2 MB beats 24 MB by 8 %).
 _CHUNK_BYTES = 2 << 20
@@ -67,7 +69,9 @@ class TraceEncoder:
     is its id in the first column (default i); ``group_of[i]`` is its group
     index; ``resources[g]`` and ``payload[g]`` the resource count and the
     request payload bytes (PUT/POST) of group g. ``methods_used`` (indexes
-    into formats.METHODS, default all) must include every method that occurs.
+    into formats.METHODS then OBSERVE_METHODS, default formats.METHODS) must
+    include every method that occurs. ``observed[g]``: the observable
+    resources of group g (the OBS and UNOBS rows' /o/<j>; default none).
     """
 
     # Above this many (method, device, resource) combinations the URI suffix is
@@ -76,18 +80,21 @@ class TraceEncoder:
 
     def __init__(self, hosts: Sequence[str], group_of: np.ndarray, resources: Sequence[int],
                  payload: Sequence[int], device_ids: Sequence[int] | None = None,
-                 methods_used: Sequence[int] | None = None) -> None:
+                 methods_used: Sequence[int] | None = None, observed: Sequence[int] | None = None) -> None:
         n = len(hosts)
         ids = range(n) if device_ids is None else device_ids
         self._group_of = np.asarray(group_of, dtype=np.int64)
         self._a = _table([f"{i}," for i in ids])
+        # The table's resources per group: /r/<k> rows and the /o/<j> rows of OBS and UNOBS.
+        resources = [max(k, o) for k, o in zip(resources, observed or [0] * len(resources), strict=True)]
         k_dev = np.asarray(resources, dtype=np.int64)[self._group_of]
         # Tables hold only the methods that occur (indexes into METHODS), so
         # that a rarely-used long name does not widen every row.
         used = sorted(set(range(len(METHODS)) if methods_used is None else methods_used))
-        self._mpos = np.zeros(len(METHODS), dtype=np.int64)
+        self._mpos = np.zeros(len(_ALL_METHODS), dtype=np.int64)
         self._mpos[used] = np.arange(len(used))
-        names = [METHODS[i] for i in used]
+        names = [_ALL_METHODS[i] for i in used]
+        prefix = ["/o/" if m in OBSERVE_METHODS else "/r/" for m in names]
         # With any payload the file has a payload column on every row (empty
         # for GET/DELETE), so that it stays a rectangular CSV for pandas & co.
         self.payload_column = any(p > 0 for p in payload)
@@ -97,7 +104,7 @@ class TraceEncoder:
         self._fused = int(k_dev.sum()) * len(used) <= self._FUSED_MAX
         if self._fused:
             # One row per (device, method, resource): ",GET,coap://dev-3/r/7\n".
-            rows = [f",{m},coap://{h}/r/{r}{tails[g][mi]}"
+            rows = [f",{m},coap://{h}{prefix[mi]}{r}{tails[g][mi]}"
                     for h, g, k in zip(hosts, self._group_of.tolist(), k_dev.tolist(), strict=True)
                     for mi, m in enumerate(names) for r in range(k)]
             self._s = _table(rows)
@@ -113,7 +120,7 @@ class TraceEncoder:
             for g, k in enumerate(resources):
                 base.append(len(c_rows))
                 for mi in range(len(names)):
-                    c_rows.extend(f"/r/{r}{tails[g][mi]}" for r in range(k))
+                    c_rows.extend(f"{prefix[mi]}{r}{tails[g][mi]}" for r in range(k))
             self._c = _table(c_rows)
             self._c_base = np.asarray(base, dtype=np.int64)
             self._c_k = np.asarray(resources, dtype=np.int64)

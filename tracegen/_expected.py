@@ -62,10 +62,11 @@ def _target_rit(spec: WorkloadSpec, g: int | None) -> dict[str, object] | None:
         return exp_of(mean) if spec.rit.poisson else {"dist": None, "mean_us": mean}
     if g is not None:
         rit = spec.groups[g].rit
-        assert rit is not None
-        return sampler(rit).describe(stats.PERCENTILES)
+        return None if rit is None else sampler(rit).describe(stats.PERCENTILES)  # None: observed only
+    if not spec.aggregate_rate_per_us() > 0:
+        return None
     mean = 1.0 / spec.aggregate_rate_per_us()
-    if all(grp.rit is not None and grp.rit.poisson for grp in spec.groups):
+    if all(grp.rit.poisson for grp in spec.groups if grp.rit is not None):
         return exp_of(mean)  # a superposition of Poisson streams is Poisson
     return {"dist": None, "mean_us": mean}
 

@@ -4,8 +4,10 @@ Output directory (written into a temporary sibling, renamed into place at
 the end; nothing is left behind on error)::
 
     trace.csv               device_id,send_ts_us,method,uri[,payload] sorted by time; the
-                            payload column exists when a group has payload_bytes > 0
-    resources/dev-<id>.csv  path,service_us for each device
+                            payload column exists when a group has payload_bytes > 0; a
+                            group with observe adds OBS and UNOBS rows (tracegen/_obsrows.py)
+    resources/dev-<id>.csv  path,service_us for each device (and observe_rit,notify_type,
+                            max_age,observe_seed when some group has observe)
     traces/dev-<id>.csv     per-device traces (only with per_device_traces)
     devices.csv             device_id,group,host,resource_file
     expected.json           intended statistics (format 1), see README.md
@@ -29,13 +31,22 @@ import numpy as np
 
 from wotbench.base import outpath
 from wotbench.base.errors import UserError
-from wotbench.base.formats import METHODS, RESOURCE_COLUMNS
+from wotbench.base.formats import METHODS, RESOURCE_COLUMNS, RESOURCE_OBSERVE_COLUMNS
 from wotbench.tracegen._csvtext import TraceEncoder, device_host
 from wotbench.tracegen._expected import EXPECTED_FORMAT, expected_json, expected_stats
-from wotbench.tracegen._requests import Requests, build_requests
+from wotbench.tracegen._obsrows import (
+    OBS,
+    UNOBS,
+    ObserveRows,
+    build_observe_rows,
+    device_seeds,
+    merge_rows,
+    observe_expected,
+)
+from wotbench.tracegen._requests import Requests, _group_by_device, build_requests
 
 if TYPE_CHECKING:
-    from wotbench.spec import WorkloadSpec
+    from wotbench.spec import GroupWorkload, WorkloadSpec
 
 __all__ = ["generate", "check_out", "CONTENTS", "GeneratedWorkload", "Requests", "build_requests", "device_host",
            "CD_HOST", "CD_PATH", "EXPECTED_FORMAT"]
@@ -69,6 +80,8 @@ class GeneratedWorkload:
     cd_calibration_us: int
     cd_host: str = CD_HOST
     device_traces: dict[int, Path] = field(default_factory=dict)
+    observations: int = 0
+    """OBS rows of the trace (each with its UNOBS row): one per (device, observable resource)."""
 
     @staticmethod
     def host(device_id: int) -> str:
@@ -78,6 +91,20 @@ class GeneratedWorkload:
 def _resource_csv(values: np.ndarray) -> bytes:
     lines = [",".join(RESOURCE_COLUMNS)] + [f"/r/{k},{int(v)}" for k, v in enumerate(values)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def _observe_csv(values: np.ndarray, grp: GroupWorkload, seeds: np.ndarray) -> list[bytes]:
+    """The resource files of a group when some group has ``observe`` (one per
+    device: the seed differs): the /r/<k> rows with empty observe cells, then
+    the group's /o/<j> rows."""
+    empty = "," * len(RESOURCE_OBSERVE_COLUMNS)
+    head = "\n".join([",".join(RESOURCE_COLUMNS + RESOURCE_OBSERVE_COLUMNS)]
+                     + [f"/r/{k},{int(v)}{empty}" for k, v in enumerate(values)]) + "\n"
+    o = grp.observe
+    if o is None:
+        return [head.encode()] * seeds.size
+    rows = [f"/o/{j},{o.service_us},{o.device_rit()},{o.type},{o.max_age_s}," for j in range(o.resources)]
+    return [(head + "".join(f"{r}{int(sd)}\n" for r in rows)).encode() for sd in seeds.tolist()]
 
 
 #: What tracegen writes into its output folder: all that --force may replace.
@@ -148,37 +175,47 @@ def _install(tmp: Path, final: Path, replace: bool) -> None:
 
 def _write_all(spec: WorkloadSpec, tmp: Path, final: Path, per_device_traces: bool) -> GeneratedWorkload:
     req = build_requests(spec, rows_by_device=per_device_traces)
+    obs = build_observe_rows(spec, req.duration_us)
     n_dev = spec.n_devices
     group_of = np.asarray(spec.group_of_device())
     hosts = [device_host(d) for d in range(n_dev)]
     used = [i for i, m in enumerate(METHODS) if any(dict(g.methods).get(m, 0.0) > 0 for g in spec.groups)]
+    observed = None
+    if obs is not None:
+        used += [OBS, UNOBS]
+        observed = [0 if g.observe is None else g.observe.resources for g in spec.groups]
     enc = TraceEncoder(hosts, group_of, [g.resources for g in spec.groups],
-                       [g.payload_bytes for g in spec.groups], methods_used=used)
+                       [g.payload_bytes for g in spec.groups], methods_used=used, observed=observed)
+    rows = merge_rows((req.t_us, req.dev, req.method, req.res), obs)
     # The trace (most of the work) is encoded by worker threads while this
     # thread computes the statistics and writes the small files.
     workers = max(1, min(_ENCODE_WORKERS, os.cpu_count() or 1))
     writer = ThreadPoolExecutor(1, thread_name_prefix="tracegen-write")
-    trace_done = writer.submit(_write_trace, tmp / "trace.csv", enc, req, workers)
+    trace_done = writer.submit(_write_trace, tmp / "trace.csv", enc, rows, workers)
     try:
-        info = _write_rest(spec, req, enc, tmp, final, per_device_traces)
+        info = _write_rest(spec, req, obs, rows, enc, tmp, final, per_device_traces)
         trace_done.result()
     finally:
         writer.shutdown(wait=True, cancel_futures=True)
     return info
 
 
-def _write_trace(path: Path, enc: TraceEncoder, req: Requests, workers: int) -> None:
+def _write_trace(path: Path, enc: TraceEncoder, rows: tuple[np.ndarray, ...], workers: int) -> None:
     with open(path, "wb") as fh:
-        enc.write(fh, req.t_us, req.dev, req.method, req.res, workers=workers)
+        enc.write(fh, *rows, workers=workers)
 
 
-def _write_rest(spec: WorkloadSpec, req: Requests, enc: TraceEncoder, tmp: Path, final: Path,
-                per_device_traces: bool) -> GeneratedWorkload:
+def _write_rest(spec: WorkloadSpec, req: Requests, obs: ObserveRows | None, rows: tuple[np.ndarray, ...],
+                enc: TraceEncoder, tmp: Path, final: Path, per_device_traces: bool) -> GeneratedWorkload:
     """Everything but trace.csv (which another thread writes meanwhile)."""
     resources = _write_devices(spec, tmp, final)
-    device_traces = _write_device_traces(req, enc, tmp, final) if per_device_traces else {}
+    device_traces = _write_device_traces(req, obs, rows, enc, tmp, final) if per_device_traces else {}
     cd_service = spec.cd_service_effective_us()
     expected = expected_stats(spec, req)
+    if obs is not None:
+        expected["polling_requests"] = expected["requests"]
+        expected["requests"] = int(rows[0].size)
+        expected["observe"] = observe_expected(spec, obs, req.duration_us)
     expected["cd"] = _write_cd(spec, req.duration_us, cd_service, tmp)
     with open(tmp / "expected.json", "w") as fh:
         fh.write(expected_json(expected))
@@ -192,13 +229,14 @@ def _write_rest(spec: WorkloadSpec, req: Requests, enc: TraceEncoder, tmp: Path,
         cd_resource=final / "cd" / "resources.csv",
         device_ids=tuple(range(spec.n_devices)),
         device_group=tuple(spec.groups[int(g)].name for g in spec.group_of_device()),
-        requests=int(req.t_us.size),
+        requests=int(rows[0].size),
         duration_us=req.duration_us,
         cd_device_id=spec.cd_device_id,
         cd_rit_us=spec.cd_rit_us,
         cd_service_us=cd_service,
         cd_calibration_us=spec.cd_calibration_us,
         device_traces=device_traces,
+        observations=0 if obs is None else obs.count,
     )
 
 
@@ -206,10 +244,19 @@ def _write_devices(spec: WorkloadSpec, tmp: Path, final: Path) -> dict[int, Path
     """resources/dev-<id>.csv and devices.csv; returns each device's resource file."""
     group_of = spec.group_of_device()
     (tmp / "resources").mkdir()
-    res_bytes = [_resource_csv(g.resource_service_us) for g in spec.groups]
     resources: dict[int, Path] = {}
+    if spec.observed:
+        seeds = device_seeds(spec.seed, spec.n_devices)
+        first = 0
+        for g in spec.groups:
+            for i, data in enumerate(_observe_csv(g.resource_service_us, g, seeds[first:first + g.count])):
+                (tmp / "resources" / f"dev-{first + i}.csv").write_bytes(data)
+            first += g.count
+    else:
+        res_bytes = [_resource_csv(g.resource_service_us) for g in spec.groups]
+        for d in range(spec.n_devices):
+            (tmp / "resources" / f"dev-{d}.csv").write_bytes(res_bytes[int(group_of[d])])
     for d in range(spec.n_devices):
-        (tmp / "resources" / f"dev-{d}.csv").write_bytes(res_bytes[int(group_of[d])])
         resources[d] = final / "resources" / f"dev-{d}.csv"
     with open(tmp / "devices.csv", "w") as fh:
         fh.write("device_id,group,host,resource_file\n")
@@ -218,16 +265,22 @@ def _write_devices(spec: WorkloadSpec, tmp: Path, final: Path) -> dict[int, Path
     return resources
 
 
-def _write_device_traces(req: Requests, enc: TraceEncoder, tmp: Path, final: Path) -> dict[int, Path]:
+def _write_device_traces(req: Requests, obs: ObserveRows | None, all_rows: tuple[np.ndarray, ...],
+                         enc: TraceEncoder, tmp: Path, final: Path) -> dict[int, Path]:
     """traces/dev-<id>.csv: each device's own rows of the trace."""
     assert req.rows_by_device is not None
+    t, dev, method, res = all_rows
+    by_device, dev_counts = req.rows_by_device, req.dev_counts
+    if obs is not None:
+        by_device = _group_by_device(dev, dev_counts.size)
+        dev_counts = np.bincount(dev, minlength=dev_counts.size)
     (tmp / "traces").mkdir()
-    ends = np.cumsum(req.dev_counts)
+    ends = np.cumsum(dev_counts)
     out: dict[int, Path] = {}
-    for d in range(req.dev_counts.size):
-        rows = req.rows_by_device[ends[d] - req.dev_counts[d]:ends[d]]
+    for d in range(dev_counts.size):
+        rows = by_device[ends[d] - dev_counts[d]:ends[d]]
         with open(tmp / "traces" / f"dev-{d}.csv", "wb") as fh:
-            enc.write(fh, req.t_us[rows], req.dev[rows], req.method[rows], req.res[rows])
+            enc.write(fh, t[rows], dev[rows], method[rows], res[rows])
         out[d] = final / "traces" / f"dev-{d}.csv"
     return out
 

@@ -110,8 +110,10 @@ def _draw(spec: WorkloadSpec, horizon: float, seeds: list[np.random.SeedSequence
     times, devs, counts = [], [], []
     first = 0
     for g, grp in enumerate(spec.groups):
-        assert grp.rit is not None
-        t, c = arrivals(sampler(grp.rit), grp.count, horizon, np.random.default_rng(seeds[3 + g]))
+        if grp.rit is None:             # observed only (``observe``): not polled
+            t, c = np.zeros(0, dtype=np.int64), np.zeros(grp.count, dtype=np.int64)
+        else:
+            t, c = arrivals(sampler(grp.rit), grp.count, horizon, np.random.default_rng(seeds[3 + g]))
         times.append(t.astype(np.int64))
         devs.append(np.repeat(np.arange(first, first + grp.count, dtype=np.int32), c))
         counts.append(c)

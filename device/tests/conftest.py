@@ -62,8 +62,9 @@ def free_port(family: int = socket.AF_INET) -> int:
         return int(s.getsockname()[1])
 
 
-def write_resources(path: Path, rows: Sequence[tuple[object, ...]], payload_column: bool = True) -> Path:
-    lines = ["path,service_us,payload_bytes" if payload_column else "path,service_us"]
+def write_resources(path: Path, rows: Sequence[tuple[object, ...]], payload_column: bool = True,
+                    header: str | None = None) -> Path:
+    lines = [header or ("path,service_us,payload_bytes" if payload_column else "path,service_us")]
     for row in rows:
         lines.append(",".join("" if v is None else str(v) for v in row))
     path.write_text("\n".join(lines) + "\n")
@@ -133,12 +134,13 @@ class Device:
 
 @pytest.fixture
 def make_device(device_bins: dict[str, Path], tmp_path: Path) -> Iterator[Callable[..., Device]]:
-    """make_device(rows, *args, binary='release', host=..., cpu=...) -> started Device."""
+    """make_device(rows, *args, binary='release', host=..., cpu=..., header=...) -> started
+    Device (header: the resource CSV's header line, default path,service_us,payload_bytes)."""
     started: list[Device] = []
 
     def factory(rows: Sequence[tuple[object, ...]], *args: str, binary: str = "release",
-                host: str = "127.0.0.1", cpu: int | None = None) -> Device:
-        res = write_resources(tmp_path / f"res{len(started)}.csv", rows)
+                host: str = "127.0.0.1", cpu: int | None = None, header: str | None = None) -> Device:
+        res = write_resources(tmp_path / f"res{len(started)}.csv", rows, header=header)
         dev = Device(device_bins[binary], res, host=host, args=args, cpu=cpu)
         started.append(dev)
         return dev.start()

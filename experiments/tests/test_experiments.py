@@ -138,3 +138,48 @@ def test_the_congestion_experiment_plans_the_six_strategies_over_four_conditions
     g = runs[0].spec.groups[0]
     assert g.workload is not None and g.workload.rit is not None
     assert 8 * 60 * 1e6 / g.workload.rit.mean_us() > 8000
+
+
+def test_observe_plan_sweeps_the_observations():
+    """experiments/observe.yaml: loss and latency against the observations per
+    device (and NON vs CON); small reaches 1,000 observations, ci is one test."""
+    by = {s: spec.load(EXP / "observe.yaml", s) for s in ("full", "small", "ci")}
+
+    def point(r: spec.RunSpec) -> tuple[str, int]:
+        g, w = r.spec.groups[0].workload, r.spec.workload
+        assert g is not None and g.observe is not None and w is not None
+        return g.observe.type, w.observations()
+
+    assert [point(r) for r in by["full"]] == [(t, 20 * k) for t in ("non", "con") for k in (1, 10, 50, 100)]
+    assert max(point(r)[1] for r in by["small"]) >= 1000
+    (ci,) = by["ci"]
+    assert ci.spec.phases is not None and ci.spec.phases.measure_us <= 8_000_000 and ci.spec.device_count <= 2
+    assert _phases_us(ci) + ci.spec.cd.calibration_us <= 30_000_000
+    w = ci.spec.workload
+    assert w is not None and w.notification_rate_per_us() * ci.spec.phases.measure_us >= 1000  # in measure
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_observe_ci_runs_and_reports(docker_client, tmp_path):
+    """The one Observe run end to end: every observation registered and
+    cancelled, notifications received with a latency, the observe check
+    judged, the report's Observe section and CDF written."""
+    proc = _cli("run", str(EXP / "observe.yaml"), "--scale", "ci", "--results", str(tmp_path), "--no-progress",
+                timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (d,) = [Path(line) for line in proc.stdout.split()]
+    summary = json.loads((d / "summary.json").read_text())
+    o = summary["observe"]
+    assert o["observations"] == 20 and (d / "ge" / "notify-0.csv").is_file()
+    t = o["total"]
+    assert t["received"] > 1000 and t["latency_us"]["n"] > 0 and 0 < t["latency_us"]["p50"] < 50_000
+    assert t["device_events"] == pytest.approx(t["expected_events"], rel=0.1)
+    ge = o["ges"][0]
+    assert ge["registered"] == ge["observations"] == 20 and ge["cancelled"] == 20 and ge["refused"] == 0
+    check = next(c for c in summary["checks"] if c["check"] == "observe")
+    assert check["ok"], check["reason"]
+    rep = _cli("report", str(d), timeout=300)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert "## Observe" in (d / "report" / "summary.md").read_text()
+    assert (d / "report" / "figures" / "observe-cdf.png").is_file()

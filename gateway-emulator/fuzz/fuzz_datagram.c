@@ -9,6 +9,7 @@
 #include <coap3/coap.h>
 
 #include "north.h"
+#include "obstab.h"
 #include "plan.h"
 #include "recv.h"
 #include "state.h"
@@ -19,7 +20,9 @@ static const char trace[] = "device_id,send_ts_us,method,uri\n"
                             "0,0,GET,coap://127.0.0.1:5700/a\n"
                             "1,10,PUT,coap://[::1]:5701/b?x=1,pay\n"
                             "0,20,POST,coap://127.0.0.1:5700/c/d\n"
-                            "2,30,DELETE,coap://127.0.0.1:5702/\n";
+                            "2,30,DELETE,coap://127.0.0.1:5702/\n"
+                            "0,40,OBS,coap://127.0.0.1:5700/o\n"
+                            "0,50,UNOBS,coap://127.0.0.1:5700/o\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
@@ -46,16 +49,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   struct ge_loop L;
   if (ge_state_init(&L, &cfg, &p, NULL, 0xdeadbeef, 5, -1) ||
-      ge_state_feed(&L, 4, &e) != 4)
+      ge_obs_init(&L.obs, p.nobs, -1, 64, 16384) ||
+      ge_state_feed(&L, 6, &e) != 6)
     abort();
-  /* the first three requests are in flight */
-  for (uint32_t i = 0; i < 3; i++) {
+  /* the first five requests are in flight, the OBS row (4) among them;
+   * with bit 0x10 its UNOBS went out too: the observation (token
+   * 5eadbeef00000000) is registering or cancelling */
+  for (uint32_t i = 0; i < 5; i++) {
     struct ge_rec *s = ge_win_at(&L.win, i);
     s->state = GE_WAIT;
     L.peer_sent[p.devs[s->dev].peer]++;
     L.next++;
     L.outstanding++;
   }
+  ge_obs_sent(&L, 0, GE_CODE_OBS, 0, ge_win_at(&L.win, 4)->tmpl, 50);
+  if (data[0] & 0x10)
+    ge_obs_sent(&L, 0, GE_CODE_UNOBS, 0, ge_win_at(&L.win, 5)->tmpl, 60);
   struct sockaddr_in6 src = p.peers[(data[0] & 3) % p.npeer].addr;
   if ((data[0] & 3) == 3)
     src.sin6_port = 1; /* unknown source */
@@ -67,9 +76,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(buf, data + 1, size - 1);
   ge_recv_datagram(&L, buf, size - 1, (data[0] & 0x40) != 0, &src, sock, 100);
   ge_recv_datagram(&L, buf, size - 1, false, &src, sock, 200); /* duplicate */
-  if (L.outstanding > 3 || L.ackq.n > GE_RECV_BATCH)
+  if (L.outstanding > 5 || L.ackq.n > GE_RECV_BATCH ||
+      L.obs.out.len > L.obs.c.notifications)
     abort();
   free(buf);
+  ge_obs_free(&L.obs);
   ge_state_free(&L);
   ge_plan_free(&p);
   return 0;

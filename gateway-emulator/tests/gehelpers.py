@@ -20,7 +20,7 @@ GE = ROOT / "build" / "bin" / "wotbench-ge"
 GE_ASAN = ROOT / "build" / "asan" / "wotbench-ge"
 DEVICE = ROOT / "build" / "bin" / "wotbench-device"
 FUZZERS = [ROOT / "build" / "fuzz" / f"fuzz-gateway-emulator-{n}" for n in ("trace", "datagram")] + [
-    ROOT / "build" / "fuzz" / "fuzz-ge-http"]
+    ROOT / "build" / "fuzz" / f"fuzz-ge-{n}" for n in ("http", "obs")]
 SEEDS = ROOT / "gateway-emulator" / "fuzz" / "seeds"
 SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}

@@ -41,6 +41,24 @@ BAD_TRACES = {
     "payload_comma": ("0,0,PUT,coap://127.0.0.1/a,x,y\n", 1, "payload"),
     "payload_long": ("0,0,PUT,coap://127.0.0.1/a," + "x" * 1025 + "\n", 1, "payload"),
     "empty": ("device_id,send_ts_us,method,uri\n# nothing\n", 2, "device_id"),
+    # Observe rows (RFC 7641): paired per (device, path?query), no payload
+    "obs_never_closed": ("0,0,OBS,coap://127.0.0.1:5999/o\n", 1, "method"),
+    "obs_first_open_named": ("0,0,OBS,coap://127.0.0.1:5999/a\n0,1,OBS,coap://127.0.0.1:5999/b\n"
+                             "0,2,UNOBS,coap://127.0.0.1:5999/b\n", 1, "method"),
+    "unobs_without_obs": (f"{OK}\n0,1,UNOBS,coap://127.0.0.1:5999/o\n", 2, "method"),
+    "unobs_other_device": ("0,0,OBS,coap://127.0.0.1:5999/o\n1,1,UNOBS,coap://127.0.0.1:6000/o\n",
+                           2, "method"),
+    "unobs_other_query": ("0,0,OBS,coap://127.0.0.1:5999/o?a=1\n0,1,UNOBS,coap://127.0.0.1:5999/o\n",
+                          2, "method"),
+    "obs_twice": ("0,0,OBS,coap://127.0.0.1:5999/o\n0,1,OBS,coap://127.0.0.1:5999/o\n"
+                  "0,2,UNOBS,coap://127.0.0.1:5999/o\n", 2, "method"),
+    "unobs_twice": ("0,0,OBS,coap://127.0.0.1:5999/o\n0,1,UNOBS,coap://127.0.0.1:5999/o\n"
+                    "0,2,UNOBS,coap://127.0.0.1:5999/o\n", 3, "method"),
+    "obs_payload": ("0,0,OBS,coap://127.0.0.1:5999/o,x\n0,1,UNOBS,coap://127.0.0.1:5999/o\n",
+                    1, "payload"),
+    "unobs_payload": ("0,0,OBS,coap://127.0.0.1:5999/o\n0,1,UNOBS,coap://127.0.0.1:5999/o,x\n",
+                      2, "payload"),
+    "obs_lower_case": ("0,0,obs,coap://127.0.0.1:5999/o\n", 1, "method"),
 }
 
 
@@ -65,6 +83,44 @@ def test_bad_trace_rejected_with_file_line_field(name, ge_bin, tmp_path):
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith(f"error: {trace}:{line}: {field}: "), lines[0]
     assert_nothing_written(tmp_path)
+
+
+def test_observe_messages_name_the_open_obs(ge_bin, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,0,OBS,coap://127.0.0.1:5999/o\n0,1,OBS,coap://127.0.0.1:5999/o\n")
+    p = run(ge_bin, tmp_path, "--trace", str(trace))
+    assert p.stderr.strip() == (f"error: {trace}:2: method: OBS of a device and uri whose earlier "
+                                "OBS is not closed by an UNOBS yet (on line 1)")
+    trace.write_text("0,0,OBS,coap://127.0.0.1:5999/o\n")
+    p = run(ge_bin, tmp_path, "--trace", str(trace))
+    assert p.stderr.strip() == (f"error: {trace}:1: method: OBS without a later UNOBS of the same "
+                                "device and uri")
+
+
+def test_observe_over_http_north_is_refused(ge_bin, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,0,OBS,coap://127.0.0.1:5999/o\n0,1,UNOBS,coap://127.0.0.1:5999/o\n")
+    p = run(ge_bin, tmp_path, "--trace", str(trace), "--gateway", "127.0.0.1:8080", "--north", "http")
+    assert p.returncode == 2
+    assert p.stderr.strip() == f"error: {trace}:1: method: OBS: Observe needs CoAP (not --north http)"
+    assert_nothing_written(tmp_path)
+
+
+def test_observe_pairs_reopen_and_interleave(ge_bin, tmp_path):
+    """A closed pair may open again; pairs of other devices, paths or queries
+    are independent; the plan holds every row."""
+    trace = tmp_path / "t.csv"
+    rows = ["0,0,OBS,coap://127.0.0.1:5999/o", "1,0,OBS,coap://127.0.0.1:6000/o",
+            "0,1,OBS,coap://127.0.0.1:5999/o?q=1", "0,2,GET,coap://127.0.0.1:5999/o",
+            "0,3,UNOBS,coap://127.0.0.1:5999/o", "0,4,OBS,coap://127.0.0.1:5999/o",
+            "1,5,UNOBS,coap://127.0.0.1:6000/o", "0,6,UNOBS,coap://127.0.0.1:5999/o?q=1",
+            "0,7,UNOBS,coap://127.0.0.1:5999/o"]
+    trace.write_text("\n".join(rows) + "\n")
+    plan = tmp_path / "plan.csv"
+    p = subprocess.run([str(ge_bin), "--trace", str(trace), "--dump-plan", str(plan), "--quiet"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert len(plan.read_text().splitlines()) == 1 + len(rows)
 
 
 def test_header_comments_spaces_crlf_accepted(ge_bin, tmp_path):
@@ -186,7 +242,7 @@ def one_line(p: subprocess.CompletedProcess[str], status: int, start: str) -> No
     assert len(lines) == 1 and lines[0].startswith(start), p.stderr
 
 
-@pytest.mark.parametrize("flag", ["--out", "--summary", "--dump-plan"])
+@pytest.mark.parametrize("flag", ["--out", "--summary", "--notify-out", "--dump-plan"])
 def test_output_that_is_the_trace_is_refused_and_the_trace_kept(flag, any_ge, tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text(OK + "\n")

@@ -8,7 +8,7 @@ import pytest
 from gehelpers import SEEDS
 
 
-@pytest.mark.parametrize("which", ["trace", "datagram", "http"])
+@pytest.mark.parametrize("which", ["trace", "datagram", "http", "obs"])
 def test_fuzzer_runs_clean(which, ge_fuzzers, tmp_path):
     fuzzer = next(f for f in ge_fuzzers if f.name.endswith(which))
     corpus = tmp_path / "corpus"

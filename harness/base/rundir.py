@@ -19,7 +19,8 @@ __all__ = [
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
     "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD",
     "FIGURES",
-    "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_rto", "ge_devices", "ge_trace", "ge_index", "RunDir",
+    "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_rto", "ge_notify", "ge_devices", "ge_trace", "ge_index",
+    "RunDir",
     "NODES", "PROBE", "TRACE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
 ]
 
@@ -80,6 +81,12 @@ def ge_summary(k: int) -> str:
 def ge_rto(k: int) -> str:
     """The per-exchange RTO log of workload GE k (its --rto-out; docs/formats.md)."""
     return f"rto-{k}.csv"
+
+
+def ge_notify(k: int) -> str:
+    """Notifications GE k received (``--notify-out``; Observe runs only). Not a
+    ``GE_OUTPUT_GLOB`` match: it is not a per-request output."""
+    return f"notify-{k}.csv"
 
 
 def ge_devices(k: int) -> str:
@@ -189,6 +196,9 @@ class RunDir:
 
     def ge_rto(self, k: int) -> Path:
         return self.root / GE / ge_rto(k)
+
+    def ge_notify(self, k: int) -> Path:
+        return self.root / GE / ge_notify(k)
 
     def ge_trace(self, k: int) -> Path:
         return self.root / WORKLOAD / ge_trace(k)

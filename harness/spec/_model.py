@@ -72,7 +72,8 @@ class Spec:
         cd = ContentionDetection.build(m.get("cd"), src, ("cd",))
         phases = Phases.build(m.get("phases"), src, ("phases",))
         workload = read_workload(m.get("workload"), tuple(g.workload for g in groups if g.workload),
-                                 phases.total_us if phases else None, cd.workload(), src)
+                                 phases.total_us if phases else None, cd.workload(), src,
+                                 (phases.warmup_us, phases.measure_us, phases.cooldown_us) if phases else None)
         if phases is None and workload.duration_us is not None:
             phases = Phases(0, workload.duration_us, 0)
         axes = Sweep.build_axes(m.get("sweep"), src, ("sweep",))

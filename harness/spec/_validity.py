@@ -8,6 +8,8 @@ key that is not itself a limit sets).
 
 - ``min_measure`` = ``30s``: the measurement phase is shorter
 - ``min_requests`` = ``1000``: fewer requests were intended in the measurement phase
+- ``min_notifications`` = ``1000``: an observe-only run (no polling ``rit``) received fewer
+  notifications in the measurement phase
 - ``rate_tolerance`` = ``5%``: a GE's achieved send rate deviates more from its target
 - ``rit_mean_tolerance`` = ``5%``: submitted mean RIT deviates more from the expected (per GE and
   per device)
@@ -78,6 +80,7 @@ class Thresholds:
 
     min_measure_us: float = 30e6
     min_requests: int = 1000
+    min_notifications: int = 1000
     rate_tolerance: float = 0.05
     rit_mean_tolerance: float = 0.05
     rit_p5_tolerance: float = 0.10

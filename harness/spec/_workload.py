@@ -16,6 +16,7 @@ from wotbench.base import units
 from wotbench.base.errors import UserError
 from wotbench.base.formats import MAX_PAYLOAD_BYTES, MAX_SERVICE_US, METHODS
 from wotbench.spec import _read as read
+from wotbench.spec._observe import ObserveSpec, read_observe
 from wotbench.spec._sums import numpy_sum
 from wotbench.spec._yaml import KeyPath, YamlSource
 from wotbench.spec.distributions import DistributionSpec, parse_distribution
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 #: Keys of a ``devices`` group read here (``name`` and ``count`` are read with the group).
-GROUP_KEYS: frozenset[str] = frozenset({"rit", "service", "methods", "payload_bytes", "resources"})
+GROUP_KEYS: frozenset[str] = frozenset({"rit", "service", "methods", "payload_bytes", "resources", "observe"})
 #: Keys of the ``workload`` section.
 WORKLOAD_KEYS: frozenset[str] = frozenset({"seed", "duration", "requests", "rit_scope", "rit"})
 RIT_SCOPES = ("device", "gateway")
@@ -50,6 +51,8 @@ class GroupWorkload:
     payload_bytes: int = 0
     """Request payload size for PUT and POST."""
     resources: int = DEFAULT_RESOURCES
+    observe: ObserveSpec | None = None
+    """Observable resources /o/<j> of each device (RFC 7641); None: none."""
     resource_table_us: tuple[int, ...] = field(init=False, compare=False, repr=False)
     """Service time (us) of resource /r/<k>, ascending; see :func:`resource_service_times`."""
 
@@ -164,6 +167,9 @@ class WorkloadSpec:
     """None: the mean service time of the devices under test (weighted by request rate)."""
     cd_calibration_us: int = 0
     """The CD trace also covers this long CD-only period before the devices' t0."""
+    phase_us: tuple[int, int, int] | None = None
+    """(warmup, measure, cooldown) when the spec has phases: observations register
+    in the first half of warmup and deregister in the first half of cooldown."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", tuple(self.groups))
@@ -190,7 +196,8 @@ class WorkloadSpec:
             raise UserError(f"requests must be > 0, got {self.requests!r}", field="workload.requests")
 
     def _check_rits(self) -> None:
-        """The RITs are set where ``rit_scope`` says: once (gateway), or per group (device)."""
+        """The RITs are set where ``rit_scope`` says: once (gateway), or per group
+        (device; a group with ``observe`` may have none: it is then not polled)."""
         if self.rit_scope not in ("device", "gateway"):
             raise UserError(f"must be 'device' or 'gateway', got {self.rit_scope!r}", field="workload.rit_scope")
         if self.rit_scope == "gateway":
@@ -206,8 +213,12 @@ class WorkloadSpec:
                 raise UserError("workload.rit needs rit_scope: gateway (else give each group a rit)",
                                 field="workload.rit")
             for i, g in enumerate(self.groups):
-                if g.rit is None:
+                if g.rit is None and g.observe is None:
                     raise UserError("missing rit (per-device RIT distribution)", field=f"devices[{i}].rit")
+        if self.observed and self.requests is not None:
+            i = next(i for i, g in enumerate(self.groups) if g.observe is not None)
+            raise UserError("observe needs a duration (phases or workload.duration), not workload.requests",
+                            field=f"devices[{i}].observe")
 
     def _check_cd(self) -> None:
         if not _is_int(self.cd_rit_us, 1, bool_ok=True):
@@ -220,6 +231,25 @@ class WorkloadSpec:
     @property
     def n_devices(self) -> int:
         return sum(g.count for g in self.groups)
+
+    @property
+    def observed(self) -> bool:
+        """Whether some group has observable resources (OBS/UNOBS rows, /o/<j> resources)."""
+        return any(g.observe is not None for g in self.groups)
+
+    @property
+    def polled(self) -> bool:
+        """Whether the trace has polling rows (GET/PUT/POST/DELETE)."""
+        return self.rit_scope == "gateway" or any(g.rit is not None for g in self.groups)
+
+    def observations(self) -> int:
+        """Observations of the whole workload: one per (device, observable resource)."""
+        return sum(g.count * g.observe.resources for g in self.groups if g.observe is not None)
+
+    def notification_rate_per_us(self) -> float:
+        """Events (notifications) per us of all observations together."""
+        return numpy_sum([g.count * g.observe.resources / g.observe.mean_us
+                          for g in self.groups if g.observe is not None])
 
     @property
     def cd_device_id(self) -> int:
@@ -236,7 +266,7 @@ class WorkloadSpec:
             assert self.rit is not None
             per = 1.0 / self.rit.mean_us() / self.n_devices
             return (per,) * len(self.groups)
-        return tuple(1.0 / g.rit.mean_us() for g in self.groups)  # type: ignore[union-attr]
+        return tuple(0.0 if g.rit is None else 1.0 / g.rit.mean_us() for g in self.groups)
 
     def _group_rates(self) -> list[float]:
         """Intended request rate of each group (all its devices)."""
@@ -248,6 +278,8 @@ class WorkloadSpec:
     def mean_service_us(self) -> float:
         """Mean service time of a request over all devices (weighted by intended request rate)."""
         w = self._group_rates()
+        if not numpy_sum(w) > 0:        # observe only: no polling, every device alike
+            w = [float(g.count) for g in self.groups]
         return numpy_sum([wg * g.resource_mean_us for wg, g in zip(w, self.groups, strict=True)]) / numpy_sum(w)
 
     def cd_service_effective_us(self) -> int:
@@ -303,6 +335,8 @@ def read_group(item: Mapping[str, Any], name: str, count: int, src: YamlSource,
         kw["payload_bytes"] = read.value(parse_payload, item["payload_bytes"], src, at + ("payload_bytes",))
     if "resources" in item:
         kw["resources"] = read.integer(item["resources"], src, at + ("resources",), 1, MAX_RESOURCES)
+    if "observe" in item:
+        kw["observe"] = read_observe(item["observe"], src, at + ("observe",))
     try:
         return GroupWorkload(name, count, **kw)
     except UserError as err:
@@ -312,13 +346,17 @@ def read_group(item: Mapping[str, Any], name: str, count: int, src: YamlSource,
 
 
 def read_workload(v: Any, groups: tuple[GroupWorkload, ...], measured_us: int | None,
-                  cd: dict[str, Any], src: YamlSource) -> WorkloadSpec:
+                  cd: dict[str, Any], src: YamlSource, phase_us: tuple[int, int, int] | None = None
+                  ) -> WorkloadSpec:
     """The ``workload`` section. ``measured_us``: the length the ``phases``
     give (warmup + measure + cooldown), if any; ``cd``: the CD workload
-    (``cd_rit_us``, ``cd_service_us``, ``cd_calibration_us``) read with ``cd``."""
+    (``cd_rit_us``, ``cd_service_us``, ``cd_calibration_us``) read with ``cd``;
+    ``phase_us``: (warmup, measure, cooldown) of the phases, if any."""
     at: KeyPath = ("workload",)
     wl = read.mapping(v, src, at, WORKLOAD_KEYS)
     kw: dict[str, Any] = dict(cd)
+    if phase_us is not None and "requests" not in wl and any(g.observe is not None for g in groups):
+        kw["phase_us"] = phase_us
     if "seed" in wl:
         kw["seed"] = read.integer(wl["seed"], src, at + ("seed",), 0, 2**63 - 1)
     if "duration" in wl and "requests" in wl:

@@ -8,8 +8,11 @@ no host backs. Each used to pass ``plan`` and then exhaust memory or disk
 half-way through a run. :func:`check` computes, per test:
 
 - **requests**: the intended rate times the trace's length (or the
-  ``workload.requests`` given), plus the CD trace; at most
-  ``MAX_REQUESTS``;
+  ``workload.requests`` given), plus the CD trace and the OBS/UNOBS rows of
+  ``observe``; at most ``MAX_REQUESTS``;
+- **notifications** (``observe``): every observation's events over the
+  trace's length, at most ``MAX_REQUESTS``; their rows in the GEs' notify
+  CSVs count in the disk (``BYTES_PER_NOTIFICATION``);
 - **disk**: trace, GE output and Parquet cache at ``BYTES_PER_REQUEST``
   (measured: ~45 B of trace, ~110 B of GE CSV, ~25 B of Parquet per
   request), against the free space where the results go;
@@ -51,6 +54,8 @@ if TYPE_CHECKING:                     # the spec model imports this module (chec
 MAX_REQUESTS = 2**31
 #: Disk per request: trace line, GE output row and Parquet cache.
 BYTES_PER_REQUEST = 180
+#: Disk per notification: its notify CSV row (~75 B) and the analysis's copy.
+BYTES_PER_NOTIFICATION = 100
 #: Disk per device: its resource file (a block) and its rows in devices.csv (measured 4.3 KiB).
 BYTES_PER_DEVICE = 4608
 #: tracegen's memory per request and per device (measured: 45 B per request at 1-4 M requests,
@@ -99,6 +104,8 @@ class TraceCost:
     devices: int
     disk_bytes: float
     memory_bytes: float
+    notifications: float = 0.0
+    """Notifications expected of the observations (``observe``)."""
 
 
 def trace_cost(wl: WorkloadSpec, length_us: float | None = None, cd: bool = True) -> TraceCost:
@@ -110,9 +117,12 @@ def trace_cost(wl: WorkloadSpec, length_us: float | None = None, cd: bool = True
     requests = float(wl.requests) if wl.requests is not None else rate * length_us
     if cd:
         requests += (length_us + wl.cd_calibration_us) / wl.cd_rit_us
+    requests += 2 * wl.observations()
+    notifications = wl.notification_rate_per_us() * length_us + wl.observations()
     n = wl.n_devices
-    return TraceCost(requests, n, requests * BYTES_PER_REQUEST + n * BYTES_PER_DEVICE,
-                     requests * TRACEGEN_BYTES_PER_REQUEST + n * TRACEGEN_BYTES_PER_DEVICE)
+    return TraceCost(requests, n, requests * BYTES_PER_REQUEST + n * BYTES_PER_DEVICE
+                     + notifications * BYTES_PER_NOTIFICATION,
+                     requests * TRACEGEN_BYTES_PER_REQUEST + n * TRACEGEN_BYTES_PER_DEVICE, notifications)
 
 
 def _length_us(hs: Spec) -> float:
@@ -189,6 +199,10 @@ def _check_trace_cost(tc: TraceCost, rate_field: str, devices_field: str, result
                       host: Host | None) -> Host:
     """The budget of a trace: requests, disk where it goes, tracegen's memory.
     Returns the host read (``host`` or this host)."""
+    if tc.notifications > MAX_REQUESTS:
+        raise UserError(f"{tc.notifications:.3g} notifications in one test (observations x events x length): "
+                        f"more than {MAX_REQUESTS:,}; fewer observed resources, a longer observe.rit or shorter "
+                        "phases", field=devices_field.replace("count", "observe.rit"))
     if tc.requests > MAX_REQUESTS:
         raise UserError(f"{tc.requests:.3g} requests in one test (rate x length): more than the "
                         f"{MAX_REQUESTS:,} a test may have; lower the rate or shorten the phases",
@@ -237,7 +251,8 @@ def check(hs: Spec, results: Path | None, host: Host | None = None, *, swarm: bo
     """Raises UserError when the test ``hs`` is over budget; returns its cost."""
     c = cost(hs)
     if hs.workload is not None:
-        tc = TraceCost(c.requests, hs.device_count, c.disk_bytes, c.tracegen_bytes)
+        tc = TraceCost(c.requests, hs.device_count, c.disk_bytes, c.tracegen_bytes,
+                       trace_cost(hs.workload, _length_us(hs), hs.cd.enabled).notifications)
         host = _check_trace_cost(tc, _rate_field(hs), _devices_field(len(hs.groups)), results, host)
     if swarm:
         return c

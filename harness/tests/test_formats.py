@@ -39,6 +39,10 @@ C_MIRRORS: tuple[tuple[str, str, str], ...] = (
     (GE_H, "GE_RTO_EVENTS", "GE_RTO_EVENTS"),
     (GE_H, "GE_RTO_KINDS", "GE_RTO_KINDS"),
     (GE_H, "GE_METHODS", "METHODS"),
+    (GE_H, "GE_OBSERVE_METHODS", "OBSERVE_METHODS"),
+    (GE_H, "GE_NOTIFY_COLUMNS", "NOTIFY_COLUMNS"),
+    (GE_H, "GE_NOTIFY_STATUSES", "NOTIFY_STATUSES"),
+    (GE_H, "GE_OBS_LAST_SEQ_OPTION", "LAST_SEQ_OPTION"),
     (GE_H, "GE_SERVICE_TIME_OPTION", "SERVICE_TIME_OPTION"),
     (GE_H, "GE_DEFAULT_COAP_PORT", "DEFAULT_COAP_PORT"),
     (GE_H, "GE_MAX_PAYLOAD_BYTES", "MAX_PAYLOAD_BYTES"),
@@ -48,6 +52,8 @@ C_MIRRORS: tuple[tuple[str, str, str], ...] = (
     (GE_H, "GE_SUMMARY_FORMAT", "GE_SUMMARY_FORMAT"),
     (DEV_H, "DEV_RESOURCE_COLUMNS", "RESOURCE_COLUMNS"),
     (DEV_H, "DEV_RESOURCE_OPTIONAL_COLUMNS", "RESOURCE_OPTIONAL_COLUMNS"),
+    (DEV_H, "DEV_RESOURCE_OBSERVE_COLUMNS", "RESOURCE_OBSERVE_COLUMNS"),
+    (DEV_H, "DEV_LAST_SEQ_OPTION", "LAST_SEQ_OPTION"),
     (DEV_H, "DEV_METHODS", "METHODS"),
     (DEV_H, "DEV_SERVICE_TIME_OPTION", "SERVICE_TIME_OPTION"),
     (DEV_H, "DEV_DEFAULT_COAP_PORT", "DEFAULT_COAP_PORT"),
@@ -64,6 +70,7 @@ DOC_CSV = {
     "Resource CSV": ("RESOURCE_COLUMNS", "RESOURCE_OPTIONAL_COLUMNS"),
     "GE per-request output CSV": ("GE_OUTPUT_COLUMNS", None),
     "GE RTO log CSV": ("GE_RTO_COLUMNS", None),
+    "GE notify CSV": ("NOTIFY_COLUMNS", None),
 }
 
 
@@ -174,6 +181,11 @@ def check_doc_columns(s: Sources) -> list[str]:
             problems.append(f"{DOC}: {title}: {got_req} != formats.{req}")
         if got_opt != (s.py.get(opt) if opt else ()):
             problems.append(f"{DOC}: {title}: optional {got_opt} != formats.{opt}")
+    res = re.search(r"^    (\S+)$", sections.get("Resource CSV", ""), re.M)
+    cols = s.py.get("RESOURCE_OBSERVE_COLUMNS")
+    group = "[," + ",".join(str(c) for c in cols) + "]" if isinstance(cols, tuple) else "[,]"
+    if res and group not in res.group(1):
+        problems.append(f"{DOC}: Resource CSV: no {group} (formats.RESOURCE_OBSERVE_COLUMNS)")
     return problems
 
 
@@ -185,7 +197,8 @@ def check_doc_values(s: Sources) -> list[str]:
     for title, field, name in (("Trace CSV", "method", "METHODS"),
                                ("GE per-request output CSV", "status", "GE_STATUSES"),
                                ("GE RTO log CSV", "event", "GE_RTO_EVENTS"),
-                               ("GE RTO log CSV", "kind", "GE_RTO_KINDS")):
+                               ("GE RTO log CSV", "kind", "GE_RTO_KINDS"),
+                               ("GE notify CSV", "status", "NOTIFY_STATUSES")):
         item = doc_item(sections.get(title, ""), field)
         got = tuple(re.findall(r"`([^`]+)`", item)) if item is not None else None
         if got != s.py.get(name):
@@ -210,7 +223,7 @@ def check_doc_constants(s: Sources) -> list[str]:
 #: a new one must be added on purpose, not slip in by editing formats alone.
 DEVICE_STATS_FIELDS = ("format", "cpus")
 #: ... and the time histograms after the counters (JSON only).
-DEVICE_STATS_HISTOGRAMS = ("residence_us", "queue_wait_us")
+DEVICE_STATS_HISTOGRAMS = ("residence_us", "queue_wait_us", "notify_lag_us")
 
 
 def check_device_stats(s: Sources) -> list[str]:
@@ -337,6 +350,7 @@ DRIFTS: dict[Callable[[Sources], list[str]], dict[str, Drift]] = {
         "doc trace optional": edit(DOC, "method,uri[,payload]", "method,uri"),
         "doc hosts header": edit(DOC, "    host,address", "    host,address,port"),
         "doc resource header": edit(DOC, "service_us[,payload_bytes]", "service_us[,size]"),
+        "doc resource observe columns": edit(DOC, "notify_type,max_age", "max_age,notify_type"),
         "doc output order": edit(DOC, "response_us,latency_intended_us",
                                  "latency_intended_us,response_us"),
         "doc output header gone": edit(DOC, "    " + ",".join(OUT), ""),

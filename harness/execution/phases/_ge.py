@@ -176,6 +176,8 @@ def ge_spec(ctx: RunContext, plan: Plan, wl: Workload, k: int, trace: Path, star
                    hosts=f"{OUT}/{layout.HOSTS}", out=f"{OUT}/{layout.ge_output(k)}",
                    summary=f"{OUT}/{layout.ge_summary(k)}", start_at_us=start_at_us, late_us=wl.late_us,
                    cpu=core, rt_budget=budget)
+    if wl.gen.observations:            # Observe: the notifications received, one row each
+        argv += ["--notify-out", f"{OUT}/{layout.ge_notify(k)}"]
     gut, gw = ctx.hs.gateway_under_test, ctx.gateway
     if gut is not None and gw is not None and gw.address:     # every request through the gateway
         argv += north_args(gut, gw.address)
