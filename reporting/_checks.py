@@ -10,6 +10,7 @@ report, Markdown and HTML all show the verdict computed here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -110,12 +111,13 @@ def check_rate(a: A, th: Thresholds) -> Check:
 
 
 def _rate_by_nstart(g: A) -> bool:
-    """Whether a GE's rate deviation is no more requests than NSTART held
-    (sent later than their time, some past the measurement phase's end)."""
+    """Whether a GE's rate deviation is a shortfall of no more requests than
+    NSTART held (sent later than their time, some past the measurement
+    phase's end); sending more than the target is never excused."""
     h = _nstart(g)
     if not h or g["target_rate"] is None:
         return False
-    return bool(abs(g["rate_dev"]) * g["target_rate"] * g["duration_s"] <= h["held"])
+    return bool(g["rate_dev"] < 0 and -g["rate_dev"] * g["target_rate"] * g["duration_s"] <= h["held"])
 
 
 def check_rit(a: A, th: Thresholds) -> Check:
@@ -213,23 +215,47 @@ def _impairment_text(g: dict[str, Any]) -> str:
     return " and ".join(parts)
 
 
+def _explained(d: A, g: A, exchange: A) -> int:
+    """How many of device d's timeouts its group's impairment g can explain.
+    Loss p of exchanges: a CON exchange times out when all its 1 +
+    MAX_RETRANSMIT transmissions are lost (p^(1+R)), a NON one when its one
+    is (p); at most E + 4 sqrt(E) + 1 of the device's requests (E the
+    expected count), so a device that hangs or a GE that drops what it
+    received is not excused. A rate limit (tbf) drops what its queue cannot
+    hold, which no formula bounds: its timeouts are excused up to the
+    device's answered requests (a device that lost more than it answered
+    stopped answering, it was not rate-limited)."""
+    t, loss = int(d["timeouts"]), float(g.get("loss") or 0.0)
+    if g.get("rate_bps"):
+        return min(t, int(d["ok"]))
+    con = exchange.get("type") == "con"
+    q = loss ** (1 + int(exchange.get("max_retransmit") or 0)) if con else loss
+    e = int(d["requests"]) * q
+    return min(t, int(e + 4 * math.sqrt(e) + 1))
+
+
 def _impaired_timeouts(a: A) -> tuple[int, str]:
-    """The measurement phase's timeouts the configured impairment explains:
-    those of devices in a group with loss or a rate limit (lost exchanges
-    are what such a run measures: results, not failures). A device of such
-    a group that answered none of its requests is not excused (cut off, not
-    lossy), nor are timeouts of unimpaired devices or any other error."""
+    """The measurement phase's timeouts the configured impairment explains
+    (_explained): lost exchanges are what such a run measures, results and
+    not failures, as far as the configured loss or rate limit accounts for
+    them. A device of such a group that answered none of its requests is
+    not excused (cut off, not lossy), nor are timeouts of unimpaired
+    devices, timeouts beyond what the impairment explains, or any other
+    error."""
     groups = _impaired_groups(a)
     if not groups:
         return 0, ""
+    exchange = {g.get("ge"): g.get("exchange") or {} for g in a.get("ges") or ()}
     devs = [d for d in a.get("devices") or () if d.get("group") in groups and d.get("timeouts")
             and (d["ok"] > 0 or (groups[d["group"]].get("loss") or 0) >= 1)]
-    n = sum(int(d["timeouts"]) for d in devs)
+    n = sum(_explained(d, groups[d["group"]], exchange.get(d.get("ge")) or {}) for d in devs)
     if not n:
         return 0, ""
     named = "; ".join(f"{name}: {_impairment_text(g)}" for name, g in sorted(groups.items()))
+    left = sum(int(d["timeouts"]) for d in devs) - n
+    beyond = f"; {left} more than it explains are counted" if left else ""
     return n, (f"{n} timeouts of devices under the configured impairment ({named}) are its results, "
-               "not failures")
+               f"not failures{beyond}")
 
 
 def _testbed_errors(tg: A, th: Thresholds) -> Check:
@@ -449,6 +475,16 @@ def check_analysis(a: A, th: Thresholds) -> Check:
     return False, f"the run's data could not be analysed: {a['analysis_error']}"
 
 
+def check_congestion_evidence(a: A, th: Thresholds) -> Check | None:
+    """The per-exchange RTO logs the GEs were asked for (--rto-out) are
+    whole: a missing or unreadable one fails (missing evidence); left out
+    when every log asked for is there."""
+    c = a.get("congestion")
+    if not c or c.get("complete", True):
+        return None
+    return False, "MISSING EVIDENCE: " + "; ".join(str(p) for p in c.get("problems") or ["an RTO log"])
+
+
 CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check | None]], ...] = (
     ("harness", check_harness),
     ("output", check_output),
@@ -463,6 +499,7 @@ CHECKS: tuple[tuple[str, Callable[[A, Thresholds], Check | None]], ...] = (
     ("monitor", check_monitor),
     ("placement", check_placement),
     ("observe", check_observe),        # only in a run with observations (Observe, RFC 7641)
+    ("congestion", check_congestion_evidence),   # only when an RTO log the GEs were asked for is not whole
 )
 
 #: The verdict of a run whose data could not be analysed: its records alone.

@@ -319,17 +319,28 @@ def holds_section(g: GeData, doc: dict[str, Any] | None, rto: pd.DataFrame | Non
     """The requests of the measurement phase NSTART held (None when the GE
     ran without NSTART or held none): how many, the devices they were
     for, and the send lag of the others (p99, late sends): what the GE did
-    where it was free to send on time."""
+    where it was free to send on time. The holds are reconstructed from
+    the rows' times and the RTO log, so they excuse nothing (None) when
+    they cannot be trusted: no RTO log of a CON run, more rows "held"
+    than the GE counted holds (the GE's own lateness), or no row left
+    that the GE was free to send."""
     cfg = _config(doc)
     nstart, held = cfg.get("nstart"), cfg.get("held") or {}
     if not isinstance(nstart, int) or not (held.get("nstart_waits") or held.get("probing_waits")):
         return None
     north = (doc or {}).get("north") or {}
     one_peer = bool(north.get("gateway")) and north.get("sockets", "one") == "one"
+    if rto is None and (doc or {}).get("type") == "con":
+        return None     # no RTO log: give-ups unknown, the holds cannot be told (never an excuse)
     mask = nstart_holds(g, nstart, one_peer, rto)
+    counted = int(held.get("nstart_waits") or 0) + int(held.get("probing_waits") or 0)
+    if int(mask.sum()) > counted + max(10, counted // 10):
+        return None     # more "held" than the GE held: lateness of its own, never an excuse
     t = pd.concat([b.to_pandas() for b in g.batches(["device_id", "intended_us", "send_lag_us"])], ignore_index=True)
     inside = ((t["intended_us"] >= window[0]) & (t["intended_us"] < window[1])).to_numpy()
     free = inside & ~mask
+    if not free.any():
+        return None     # nothing the GE was free to send: no evidence to judge it by, so no excuse
     lag = t["send_lag_us"].to_numpy(np.float64)[free]
     lag = lag[np.isfinite(lag)]
     return {"held": int((inside & mask).sum()), "free": int(free.sum()),

@@ -261,16 +261,10 @@ def _row(name: str, exp: dict[str, Any], cnt: pd.DataFrame, meas: pd.DataFrame, 
     }
 
 
-def check_observe(a: dict[str, Any], th: Thresholds) -> tuple[bool, str] | None:
-    """Only in a run with observations (None otherwise). Fails when the testbed
-    did not set up or generate the asked workload: a refused registration or a
-    full table, a device missing its stats, the devices' notification lag p99
-    above ``send_lag_p99_max``, or their events off the expected count by more
-    than max(rate_tolerance x E, 4 sqrt(E)). Missing evidence fails."""
-    o = a.get("observe")
-    if o is None:
-        return None
-    t, miss, bad = o["total"], o["missing"], []
+def _missing_evidence(o: dict[str, Any]) -> list[str]:
+    """What the observe check cannot judge without: device stats, notify
+    CSVs, the GEs' observe objects, notification rows a GE dropped."""
+    miss, bad = o["missing"], []
     if miss["device_stats"]:
         bad.append(f"{len(miss['device_stats'])} observed device(s) wrote no observe counters "
                    f"(e.g. {', '.join(miss['device_stats'][:3])})")
@@ -279,6 +273,28 @@ def check_observe(a: dict[str, Any], th: Thresholds) -> tuple[bool, str] | None:
                    + ", ".join(miss["notify_csv"]))
     if miss["ge_summary_observe"]:
         bad.append("no observe object in the summary of GE " + ", ".join(map(str, miss["ge_summary_observe"])))
+    dropped = sum(int(g.get("rows_dropped") or 0) for g in o["ges"])
+    if dropped:
+        bad.append(f"{dropped} notification rows dropped by the GEs (ring and buffer full): the notify "
+                   "CSVs are incomplete")
+    return bad
+
+
+def check_observe(a: dict[str, Any], th: Thresholds) -> tuple[bool, str] | None:
+    """Only in a run with observations (None otherwise). Fails when the testbed
+    did not set up or generate the asked workload: a refused registration or a
+    full table, a device missing its stats, the devices' notification lag p99
+    above ``send_lag_p99_max``, or their events off the expected count by more
+    than max(rate_tolerance x E, 4 sqrt(E)). Missing evidence fails: also a GE
+    that registered observations without an expected workload to judge them
+    by, and notification rows a GE dropped."""
+    o = a.get("observe")
+    if o is None:
+        if any(g.get("observes") for g in a.get("ges") or ()):
+            return False, ("a GE registered observations but the workload's expected.json has no readable "
+                           "observe object: no expected workload to judge them by (missing evidence)")
+        return None
+    t, bad = o["total"], _missing_evidence(o)
     refused_ge = sum(int(g.get("refused") or 0) for g in o["ges"])
     if refused_ge or t["refused"]:
         bad.append(f"registrations refused: {refused_ge} at the GEs, {t['refused'] or 0} at the devices "

@@ -142,6 +142,36 @@ def test_timeouts_under_configured_loss_are_results_not_failures(make_run):
     assert not {c["check"]: c for c in analyze(lossy).result["checks"]}["errors"]["ok"]
 
 
+def test_only_the_timeouts_the_loss_explains_are_excused(make_run):
+    """CON with 4 retransmissions at 20 % loss times out one exchange in
+    0.2^5: 5 % of the requests timing out is not the loss (a device that
+    hangs, a GE that drops what it received), so most are counted."""
+    lossy = make_run("con-lossy", error_rate=0.05)
+    rd = layout.RunDir(lossy)
+    _edit_json(rd.ge_summary(0), type="con", max_retransmit=4)
+    _impaired(lossy, {"s": {"loss": 0.2, "delay_us": 0, "jitter_us": 0, "rate_bps": None}})
+    errors = {c["check"]: c for c in analyze(lossy).result["checks"]}["errors"]
+    assert not errors["ok"], errors["reason"]
+    assert "more than it explains are counted" in errors["reason"]
+    # At 80 % loss the same timeouts are what the loss explains (0.8^5 = 33 %).
+    _impaired(lossy, {"s": {"loss": 0.8, "delay_us": 0, "jitter_us": 0, "rate_bps": None}})
+    assert {c["check"]: c for c in analyze(lossy).result["checks"]}["errors"]["ok"]
+
+
+def test_a_rate_limit_excuses_no_more_timeouts_than_the_device_answered(make_run):
+    dead = make_run("rate-dead", error_rate=0.6)     # most requests time out: the device stopped answering
+    _impaired(dead, {"s": {"loss": 0.0, "delay_us": 0, "jitter_us": 0, "rate_bps": 8000}})
+    errors = {c["check"]: c for c in analyze(dead).result["checks"]}["errors"]
+    assert not errors["ok"], errors["reason"]
+
+
+def test_an_incomplete_rto_log_fails_the_verdict(make_run):
+    an = analyze(_congestion_run(make_run, "norto-verdict", rto=False))
+    check = {c["check"]: c for c in an.result["checks"]}.get("congestion")
+    assert check is not None and not check["ok"] and "MISSING EVIDENCE" in check["reason"]
+    assert an.result["verdict"] == "invalid"
+
+
 def _ge_files(tmp_path: Path, rows: list[tuple[int, float, float, float | None, str]]) -> Path:
     """A folder of one GE output alone: (device, intended, sent, recv, status) per row."""
     df = pd.DataFrame(rows, columns=["device_id", "intended_us", "sent_us", "recv_us", "status"])
@@ -178,6 +208,45 @@ def test_nstart_holds_are_the_requests_whose_peer_was_busy(tmp_path):
     # A request the log never saw sent (held past its timeout) was never in flight.
     never = log[~((log["row"] == 3) & (log["event"] == "send"))]
     assert cc.nstart_holds(g, 1, False, never).tolist() == [False, True, False, False, False, False]
+
+
+def test_holds_excuse_nothing_when_they_cannot_be_trusted(tmp_path):
+    """The holds are reconstructed from the rows' times, so lateness of the
+    GE's own could pose as NSTART: more rows "held" than the GE counted, no
+    RTO log of a CON run, or no row left free to judge: no excuse (None)."""
+    run = _ge_files(tmp_path, [
+        (1, 0, 0, 500, "ok"), (1, 100, 500, 600, "ok"), (2, 150, 150, 160, "ok"),
+        (1, 1000, 1000, None, "timeout"), (1, 2000, 9000, 9100, "ok"), (1, 9500, 9500, 9600, "ok")])
+    g = ge_data(find_files(run))[0]
+    log = pd.DataFrame({"row": [0, 1, 2, 3, 4, 5, 3], "event": ["send"] * 6 + ["timeout"],
+                        "t_us": [0, 500, 150, 1000, 9000, 9500, 9000], "peer": "p", "rto_us": 1000})
+
+    def doc(waits: int) -> dict[str, object]:
+        return {"type": "con", "congestion": {"nstart": 1, "held": {"nstart_waits": waits, "probing_waits": 0}}}
+
+    got = cc.holds_section(g, doc(2), log, (0, 10_000), 1000)
+    assert got is not None and got["held"] == 2 and got["free"] == 4
+    # A window whose every row was held leaves nothing to judge the GE by; without the RTO log the give-ups
+    # are unknown.
+    assert cc.holds_section(g, doc(2), log, (100, 101), 1000) is None
+    assert cc.holds_section(g, doc(2), None, (0, 10_000), 1000) is None
+
+
+def test_holds_beyond_the_ge_s_own_count_are_its_lateness(tmp_path):
+    """30 requests whose responses all come 5 ms late (a GE behind, say):
+    by the times alone 29 of them "waited" for NSTART 1; a GE that counted
+    1 hold did not hold them, so nothing is excused."""
+    run = _ge_files(tmp_path, [(1, 100 * i, 100 * i, 100 * i + 5000, "ok") for i in range(30)])
+    g = ge_data(find_files(run))[0]
+    log = pd.DataFrame({"row": list(range(30)), "event": ["send"] * 30, "t_us": [100 * i for i in range(30)],
+                        "peer": "p", "rto_us": 1000})
+
+    def doc(waits: int) -> dict[str, object]:
+        return {"type": "con", "congestion": {"nstart": 1, "held": {"nstart_waits": waits, "probing_waits": 0}}}
+
+    assert cc.holds_section(g, doc(1), log, (0, 1000), 1000) is None
+    got = cc.holds_section(g, doc(29), log, (0, 1000), 1000)
+    assert got is not None and got["held_whole_run"] == 29
 
 
 def test_the_sweep_puts_the_strategies_side_by_side_per_condition():

@@ -71,7 +71,8 @@ def _lag_hist(p99_us: int) -> dict[str, Any]:
 
 
 def _add_observe(run: Path, *, events: int | None = None, refused: int = 0, lag_p99: int = 200,
-                 drop_stats: bool = False, summary: bool = True, notify: bool = True) -> dict[str, int]:
+                 drop_stats: bool = False, summary: bool = True, notify: bool = True,
+                 rows_dropped: int = 0) -> dict[str, int]:
     rd = RunDir(run)
     rng = np.random.default_rng(3)
     rows, truth = _notify_rows(rng)
@@ -103,7 +104,7 @@ def _add_observe(run: Path, *, events: int | None = None, refused: int = 0, lag_
     if summary:
         s = json.loads(rd.ge_summary(0).read_text())
         s["observe"] = {"observations": n_obs, "registered": n_obs, "refused": 0, "lost": truth["lost"] + 2,
-                        "tail_unknown": 0}
+                        "tail_unknown": 0, "rows_dropped": rows_dropped}
         rd.ge_summary(0).write_text(json.dumps(s))
     return truth
 
@@ -160,6 +161,7 @@ def test_loss_is_a_result_not_a_failure(observe_run):
     ({"drop_stats": True}, "wrote no observe counters"),
     ({"summary": False}, "no observe object in the summary of GE 0"),
     ({"notify": False}, "no notification output (--notify-out) of a GE with observed devices: notify-0.csv"),
+    ({"rows_dropped": 7}, "7 notification rows dropped by the GEs"),
 ])
 def test_check_fails(observe_run, kw, words):
     r = analyze_run(observe_run(**kw))
@@ -173,6 +175,16 @@ def test_events_within_tolerance_pass(observe_run):
     e = n_obs * 420 + n_obs
     r = analyze_run(observe_run(events=int(e * 1.04)))
     assert _check(r)["ok"], _check(r)["reason"]
+
+
+def test_observations_without_an_expected_workload_fail(observe_run):
+    """A GE that registered observations, and a workload whose expected.json
+    lost its observe object: no check to leave out, missing evidence."""
+    run = observe_run()
+    (RunDir(run).workload / "expected.json").write_text(json.dumps({"requests": 9999}))
+    r = analyze_run(run)
+    assert r["observe"] is None
+    assert not _check(r)["ok"] and "missing evidence" in _check(r)["reason"] and r["verdict"] == "invalid"
 
 
 def test_no_check_without_observations(make_run):
