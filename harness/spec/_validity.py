@@ -26,7 +26,7 @@ key that is not itself a limit sets).
 - ``max_late_sends`` = ``1%``: a GE's late sends are a larger share of its requests
 - ``max_send_errors`` = ``0``: a GE counted more send errors
 - ``max_error_rate`` = ``1%``: more requests timed out or failed (timeouts of devices under a
-  configured loss or rate limit are results, not counted)
+  configured loss or rate limit are results, not counted, as far as the impairment explains them)
 - ``allow_overload`` = ``false``: (when false) a device answered 5.03 (overload) in the measurement
   phase
 - ``cd_alpha`` = ``0.01``: (false-alarm probability of the contention test over the measurement
