@@ -198,7 +198,9 @@ def _ge_sections(files: RunFiles, th: Thresholds
         doc, summary_error = ge_summary(summary)
         sec["counters"] = ge_counters(doc)
         sec["sched"] = ge_sched(doc)
-        sec["exchange"] = {"type": (doc or {}).get("type"), "max_retransmit": (doc or {}).get("max_retransmit")}
+        cfg = (doc or {}).get("config") or {}
+        sec["exchange"] = {"type": (doc or {}).get("type"),
+                           "max_retransmit": cfg.get("max_retransmit", (doc or {}).get("max_retransmit"))}
         sec["observes"] = (doc or {}).get("observe") is not None
         sec["evidence"] = _evidence(files, g, summary, summary_error, doc, trace, phases.measure)
         _target_from_trace(sec, sec["evidence"])

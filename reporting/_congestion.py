@@ -32,6 +32,7 @@ import pandas as pd
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.base.formats import GE_RTO_COLUMNS
+from wotbench.reporting import _stream
 from wotbench.reporting._load import GeData, Phases, RunFiles, read_json
 from wotbench.reporting._records import ge_summary
 from wotbench.reporting._sketch import GroupQuantiles
@@ -127,7 +128,7 @@ class _Tally:
         self.pooled = pooled
         self.n = self.ok = self.timeouts = self.sent = self.delivered = self.retx_sum = 0
         self.retx = np.zeros(MAX_RETX_SHOWN + 2, np.int64)     # requests with 0..4 retransmissions, more
-        self.resp = GroupQuantiles()
+        self.resp = GroupQuantiles(_stream.EXACT_MAX)     # the stream's exact budget: bounded memory
 
     def add(self, batch: Any) -> None:
         t = batch.to_pandas()
@@ -237,7 +238,7 @@ def congestion_section(files: RunFiles, data: Sequence[GeData], phases: Phases,
     problems: list[str] = []
     dur_s = (phases.measure[1] - phases.measure[0]) / 1e6
     tallies, per_ge, frames = [], [], []
-    pooled = GroupQuantiles()
+    pooled = GroupQuantiles(_stream.EXACT_MAX)
     for g, summary in zip(data, files.ge_summaries, strict=True):
         doc, _ = ge_summary(summary)
         t = _Tally(phases.measure, pooled)

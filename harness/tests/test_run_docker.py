@@ -410,7 +410,10 @@ def test_killed_ge_run_is_reported_invalid_with_its_partial_output(live_run, doc
     rows = len(pd.read_csv(partial))
     assert rows > 0
     observed = json.loads((run_dir / "observed.json").read_text())
-    assert observed["partial"] == {"ge-0.csv.partial": rows}
+    # Its per-exchange RTO log (--rto-out) is kept as partial too, with its rows counted.
+    assert observed["partial"]["ge-0.csv.partial"] == rows and set(observed["partial"]) == {"ge-0.csv.partial",
+                                                                                           "rto-0.csv.partial"}
+    assert observed["partial"]["rto-0.csv.partial"] == len(pd.read_csv(run_dir / "ge" / "rto-0.csv.partial"))
     verdict, first = one_headline(run_dir)
     assert verdict == "INVALID" and first is not None and "ge-0" in first
     summary = json.loads((run_dir / "summary.json").read_text())
