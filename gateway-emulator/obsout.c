@@ -1,6 +1,5 @@
 /* The notify CSV (obsout.h): hand-rolled integer formatting (times are
  * whole us, signed where clocks may disagree), one row per record. */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -86,19 +85,12 @@ size_t ge_obs_out_format(const struct ge_plan *p, struct ge_obs_rt *rt,
 }
 
 int ge_obs_out_write(struct ge_notify_out *o, size_t max) {
-  size_t n = o->end - o->start < max ? o->end - o->start : max;
-  if (o->fd < 0 || !n || o->err)
+  if (o->fd < 0)
     return o->err ? -1 : 0;
-  ssize_t w = ge_write_piece(o->fd, o->buf + o->start, n);
-  if (w < 0) {
-    o->err = errno;
-    return -1;
-  }
-  o->start += (size_t)w;
-  if (o->start == o->end)
-    o->start = o->end = 0;
-  o->writes++;
-  return 0;
+  ssize_t w = ge_text_flush(o->fd, o->buf, &o->start, &o->end, max, &o->err);
+  if (w > 0)
+    o->writes++;
+  return w < 0 ? -1 : 0;
 }
 
 size_t ge_obs_out_pending(const struct ge_notify_out *o) {

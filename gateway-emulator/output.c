@@ -110,20 +110,12 @@ size_t ge_out_format(struct ge_loop *L, size_t max) {
 }
 
 int ge_out_write(struct ge_out *o, size_t max) {
-  size_t n = o->len - o->start < max ? o->len - o->start : max;
-  if (!n || o->err)
-    return o->err ? -1 : 0;
-  ssize_t r = ge_write_piece(o->fd, o->buf + o->start, n);
-  if (r < 0) {
-    o->err = errno;
-    return -1;
+  ssize_t w = ge_text_flush(o->fd, o->buf, &o->start, &o->len, max, &o->err);
+  if (w > 0) {
+    o->written += (uint64_t)w;
+    o->writes++;
   }
-  o->start += (size_t)r;
-  if (o->start == o->len) /* all out: format from the top again */
-    o->start = o->len = 0;
-  o->written += (uint64_t)r;
-  o->writes++;
-  return 0;
+  return w < 0 ? -1 : 0;
 }
 
 int ge_out_finish(struct ge_loop *L, struct ge_err *e) {

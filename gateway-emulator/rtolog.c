@@ -5,7 +5,6 @@
  * 256 KB buffer and writes it in the gaps of its schedule, and in front
  * of the sends only when the ring would otherwise overflow. Times are
  * whole us (ge_us), as in the per-request CSV. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,19 +122,10 @@ size_t ge_rto_format(struct ge_rto *r, const struct ge_plan *p, size_t max) {
 }
 
 int ge_rto_write(struct ge_rto *r, size_t max) {
-  size_t n = r->len - r->start < max ? r->len - r->start : max;
-  if (!n || r->err)
-    return r->err ? -1 : 0;
-  ssize_t w = ge_write_piece(r->fd, r->buf + r->start, n);
-  if (w < 0) {
-    r->err = errno;
-    return -1;
-  }
-  r->start += (size_t)w;
-  if (r->start == r->len) /* all out: format from the top again */
-    r->start = r->len = 0;
-  r->writes++;
-  return 0;
+  ssize_t w = ge_text_flush(r->fd, r->buf, &r->start, &r->len, max, &r->err);
+  if (w > 0)
+    r->writes++;
+  return w < 0 ? -1 : 0;
 }
 
 int ge_rto_make_room(struct ge_rto *r, const struct ge_plan *p, size_t need) {

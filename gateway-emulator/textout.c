@@ -23,10 +23,23 @@ char *ge_put_i64(char *p, int64_t v) {
   return ge_put_u64(p, (uint64_t)v);
 }
 
-ssize_t ge_write_piece(int fd, const char *buf, size_t n) {
+ssize_t ge_text_flush(int fd, char *buf, size_t *start, size_t *end, size_t max,
+                      int *err) {
+  if (*err)
+    return -1;
+  size_t n = *end - *start < max ? *end - *start : max;
+  if (!n)
+    return 0;
   ssize_t w;
   do
-    w = write(fd, buf, n);
+    w = write(fd, buf + *start, n);
   while (w < 0 && errno == EINTR);
+  if (w < 0) {
+    *err = errno;
+    return -1;
+  }
+  *start += (size_t)w;
+  if (*start == *end)
+    *start = *end = 0;
   return w;
 }

@@ -11,8 +11,12 @@
 char *ge_put_u64(char *p, uint64_t v);
 /* v in decimal at p, '-' first when negative; returns the end. */
 char *ge_put_i64(char *p, int64_t v);
-/* One write(2) of buf[0, n) to fd, retried on EINTR: the bytes written,
- * or -1 (errno). */
-ssize_t ge_write_piece(int fd, const char *buf, size_t n);
+/* One write(2) of at most max bytes of buf[*start, *end) to fd, retried
+ * on EINTR; *start advances, and both go back to 0 once all is out (the
+ * next rows are formatted from the top). Returns the bytes written, 0
+ * with nothing to write, or -1 with *err set (errno); an *err already
+ * set is returned again as -1. */
+ssize_t ge_text_flush(int fd, char *buf, size_t *start, size_t *end, size_t max,
+                      int *err);
 
 #endif

@@ -92,15 +92,14 @@ class Ledger:
         return self.held.pop(self.order[h[2]], [])
 
 
-class Relay:
+class UdpRelay:
     """client -> 127.0.0.1:port -> device at 127.0.0.1:device_port, and back,
-    under `script` (a LossScript, or a plain {index: drops} of requests);
-    stamps are time.monotonic_ns() at the relay's receipt."""
+    on a thread; what crosses is decided by a subclass's `from_client` and
+    `from_device` (stamps: time.monotonic_ns() at the relay's receipt).
+    A subclass sets its own state before calling this constructor, which
+    starts the thread."""
 
-    def __init__(self, device_port: int, script: LossScript | Mapping[int, int]) -> None:
-        if not isinstance(script, LossScript):
-            script = LossScript(dict(script))
-        self.ledger = Ledger(script)
+    def __init__(self, device_port: int) -> None:
         self.device_port = device_port
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.front.bind(("127.0.0.1", 0))
@@ -112,9 +111,14 @@ class Relay:
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
-    @property
-    def seen(self) -> dict[int, list[int]]:
-        return self.ledger.seen
+    def to_device(self, data: bytes) -> None:
+        self.back.sendto(data, ("127.0.0.1", self.device_port))
+
+    def from_client(self, data: bytes, addr: tuple[str, int], now: int) -> None:
+        raise NotImplementedError
+
+    def from_device(self, data: bytes, now: int) -> None:
+        raise NotImplementedError
 
     def run(self) -> None:
         sel = selectors.DefaultSelector()
@@ -127,12 +131,9 @@ class Relay:
                 now = time.monotonic_ns()
                 if sock is self.front:
                     self.client = addr
-                    for late in self.ledger.release(data):
-                        self.front.sendto(late, addr)
-                    if self.ledger.from_client(data, now):
-                        self.back.sendto(data, ("127.0.0.1", self.device_port))
-                elif self.client and self.ledger.from_device(data, now):
-                    self.front.sendto(data, self.client)
+                    self.from_client(data, addr, now)
+                elif self.client:
+                    self.from_device(data, now)
         sel.close()
 
     def close(self) -> None:
@@ -140,3 +141,28 @@ class Relay:
         self.thread.join(5)
         self.front.close()
         self.back.close()
+
+
+class Relay(UdpRelay):
+    """The scripted-loss relay: the Ledger decides, under `script` (a
+    LossScript, or a plain {index: drops} of requests)."""
+
+    def __init__(self, device_port: int, script: LossScript | Mapping[int, int]) -> None:
+        if not isinstance(script, LossScript):
+            script = LossScript(dict(script))
+        self.ledger = Ledger(script)
+        super().__init__(device_port)
+
+    @property
+    def seen(self) -> dict[int, list[int]]:
+        return self.ledger.seen
+
+    def from_client(self, data: bytes, addr: tuple[str, int], now: int) -> None:
+        for late in self.ledger.release(data):
+            self.front.sendto(late, addr)
+        if self.ledger.from_client(data, now):
+            self.to_device(data)
+
+    def from_device(self, data: bytes, now: int) -> None:
+        if self.client and self.ledger.from_device(data, now):
+            self.front.sendto(data, self.client)

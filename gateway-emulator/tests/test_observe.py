@@ -15,12 +15,8 @@ Both run the release and the ASan/UBSan binary."""
 from __future__ import annotations
 
 import json
-import selectors
 import signal
-import socket
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +24,7 @@ import pandas as pd
 import pytest
 from conftest import Device
 from gehelpers import SAN_ENV, run_ge, write_trace
+from lossrelay import UdpRelay
 
 SEQ0 = (1 << 24) - 20  # every observation wraps after 20 notifications
 OBSERVE, MAX_AGE = 6, 14
@@ -133,25 +130,15 @@ def test_pipeline(asan, ge_bin, ge_asan_bin, device_bin, tmp_path):
     assert o["latency_us"]["count"] == len(notes) and o["age_us"]["count"] == len(notes)
 
 
-@dataclass
-class Relay:
+class Relay(UdpRelay):
     """GE <-> relay <-> device, with notification faults (module doc)."""
 
-    device_port: int
-    drop: set[int] = field(default_factory=lambda: {5, 15})  # obs 0: notification ordinals
-    dup: int = 8
-    swap: int = 11  # with 12
-    replay: int = 3
-    withhold_from: int = 5  # obs 1: from this ordinal until the GE re-registers
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def __post_init__(self) -> None:
-        self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.front.bind(("127.0.0.1", 0))
-        self.back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.back.bind(("127.0.0.1", 0))
-        self.port = self.front.getsockname()[1]
-        self.client: tuple[str, int] | None = None
+    def __init__(self, device_port: int) -> None:
+        self.drop = {5, 15}  # obs 0: notification ordinals
+        self.dup = 8
+        self.swap = 11  # with 12
+        self.replay = 3
+        self.withhold_from = 5  # obs 1: from this ordinal until the GE re-registers
         self.tokens: list[bytes] = []  # the observations' tokens, in OBS order
         self.seen: dict[bytes, int] = {}  # notifications per token
         self.kept: dict[int, bytes] = {}  # obs 0's notifications by ordinal
@@ -161,16 +148,14 @@ class Relay:
         self.rereg_seen = 0
         self.rsts: list[int] = []
         self.forwarded = 0
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
+        super().__init__(device_port)
 
     def to_ge(self, data: bytes) -> None:
         assert self.client
         self.front.sendto(data, self.client)
         self.forwarded += 1
 
-    def from_ge(self, data: bytes, addr: tuple[str, int]) -> None:
-        self.client = addr
+    def from_client(self, data: bytes, addr: tuple[str, int], now: int) -> None:
         typ, tkl, code = data[0] >> 4 & 3, data[0] & 0x0F, data[1]
         if code == 0 and typ == 3:
             self.rsts.append(int.from_bytes(data[2:4], "big"))
@@ -181,7 +166,7 @@ class Relay:
         elif obs == b"" and typ == 1 and len(self.tokens) > 1 and tok == self.tokens[1]:
             self.rereg_seen += 1  # the re-registration: stop withholding
             self.withholding = False
-        self.back.sendto(data, ("127.0.0.1", self.device_port))
+        self.to_device(data)
 
     def notification(self, data: bytes, tok: bytes) -> None:
         k = self.seen[tok] = self.seen.get(tok, -1) + 1  # 0: the registration answer
@@ -208,7 +193,7 @@ class Relay:
         if k == self.swap + 1 and self.held:
             self.to_ge(self.held)
 
-    def from_device(self, data: bytes) -> None:
+    def from_device(self, data: bytes, now: int) -> None:
         tkl, code = data[0] & 0x0F, data[1]
         tok = data[4:4 + tkl]
         opts = options(data) if code else {}
@@ -219,26 +204,9 @@ class Relay:
         if code and self.tokens and tok == self.tokens[0] and 65001 in opts:
             self.to_ge(self.kept[self.replay])  # after its UNOBS answer: an old one again
 
-    def run(self) -> None:
-        sel = selectors.DefaultSelector()
-        sel.register(self.front, selectors.EVENT_READ)
-        sel.register(self.back, selectors.EVENT_READ)
-        while not self.stop.is_set():
-            for key, _ in sel.select(0.05):
-                sock: socket.socket = key.fileobj  # type: ignore[assignment]
-                data, addr = sock.recvfrom(4096)
-                if key.fileobj is self.front:
-                    self.from_ge(data, addr)
-                elif self.client:
-                    self.from_device(data)
-        sel.close()
-
     def close(self) -> None:
         time.sleep(0.2)  # the RST of the replay
-        self.stop.set()
-        self.thread.join(5)
-        self.front.close()
-        self.back.close()
+        super().close()
 
 
 @pytest.mark.parametrize("asan", [False, True])
