@@ -249,7 +249,7 @@ static void send_state(struct observe *o, uint32_t i, int64_t now, uint8_t type,
   ob->last_sent_ns = now;
   ob->pending = 0;
   if (type != WIRE_ACK)
-    o->mid_owner[m] = i + 1;
+    o->mid_owner[m] = (struct obs_mid){i + 1, ob->serial};
   emit(o, ob, type, m, ob->seq, t_us, e_us, ob->n, rx_ns, lag ? ob->ev_ns : -1);
   if (type != WIRE_CON)
     return;
@@ -398,6 +398,7 @@ static uint32_t create(struct observe *o, uint32_t s, const struct peer *p,
   ob->tkl = rc->tkl;
   memcpy(ob->token, rc->token, sizeof(ob->token));
   ob->live = 1;
+  ob->serial = ++o->serials;
   o->hash[s] = i + 1;
   o->live++;
   o->rng = notify_mix(o->rng);
@@ -468,16 +469,17 @@ int32_t obs_cancel(struct observe *o, const struct peer *p,
 
 int obs_ack(struct observe *o, const struct peer *p, uint16_t mid, int rst,
             int64_t now) {
-  uint32_t owner = o->mid_owner[mid];
+  uint32_t owner = o->mid_owner[mid].slot;
   struct obs *ob;
 
   if (owner == 0)
     return 0;
   ob = &o->v[owner - 1];
-  if (!ob->live || !peer_equal(&ob->peer, p))
+  if (!ob->live || ob->serial != o->mid_owner[mid].serial ||
+      !peer_equal(&ob->peer, p))
     return 0;
   if (rst) {
-    o->mid_owner[mid] = 0;
+    o->mid_owner[mid].slot = 0;
     o->c->obs_reset++;
     remove_obs(o, owner - 1);
     return 1;

@@ -28,9 +28,17 @@ struct obs {
   uint64_t n, if_n;
   uint32_t seq, if_seq; /* the last seq sent; the in-flight one */
   uint32_t gen, msgs, next_free;
+  uint32_t serial; /* the registration that created it (its MIDs' owner) */
   uint16_t if_mid;
   uint8_t token[8];
   uint8_t tkl, live, inflight, pending, tries;
+};
+
+/* A MID's owner: the slot (+ 1, 0: none) and the serial of the
+ * observation in it then, so that a late RST or ACK for an observation
+ * that is gone never reaches the one that reuses its slot. */
+struct obs_mid {
+  uint32_t slot, serial;
 };
 
 struct obs_due {
@@ -43,8 +51,9 @@ struct observe {
   uint32_t cap, high, live, free_head;
   uint32_t *hash; /* index + 1, 0 empty; open addressing */
   uint32_t hash_mask;
-  uint32_t *mid_owner; /* MID -> the observation that last used it, + 1 */
-  uint64_t *ordinal;   /* registrations per resource (seeds) */
+  struct obs_mid *mid_owner; /* MID -> the observation that last used it */
+  uint32_t serials;          /* observations created */
+  uint64_t *ordinal;         /* registrations per resource (seeds) */
   struct obs_due *heap;
   uint32_t heap_n, heap_cap;
   int64_t ack_timeout_ns, seq_start, rt_off_ns;

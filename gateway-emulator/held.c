@@ -91,9 +91,11 @@ int ge_held_expire(struct ge_loop *L, uint32_t peer, int64_t now) {
     if (now < due_ns(L, s) + L->cfg->timeout_ns)
       return 0;
     ge_ring_pop(&h->q);
-    /* given up: "sent" now, so its send lag is the wait (as the HTTP
-     * pool's queue timeouts); its MID is never used */
-    if (ge_state_sent(L, idx, now) || ge_state_take_rank(L, idx))
+    /* given up, never transmitted: no sent stamp (an empty sent_us and
+     * send_lag_us), not in the send lag or the submitted RITs; its rank
+     * is taken now so the later ones keep the MID plan, its MID unused */
+    s->sent_ns = GE_NOT_SENT;
+    if (ge_state_take_rank(L, idx, now - L->t0))
       return -1;
     L->held.queue_timeouts++;
     ge_state_finish(L, idx, GE_TIMEOUT);

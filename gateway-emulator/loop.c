@@ -206,7 +206,7 @@ static void rto_event(struct ge_loop *L, uint32_t idx, const struct ge_rec *s,
 static int send_now(struct ge_loop *L, uint32_t idx, int64_t now) {
   struct ge_rec *s = ge_win_at(&L->win, idx);
   uint32_t peer = L->plan->devs[s->dev].peer;
-  if (ge_state_sent(L, idx, now) || ge_state_take_rank(L, idx))
+  if (ge_state_sent(L, idx, now) || ge_state_take_rank(L, idx, s->sent_ns))
     return -1;
   s->state = GE_WAIT;
   ge_held_sent(L, idx, now); /* PROBING_RATE's pace */

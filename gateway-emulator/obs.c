@@ -40,18 +40,34 @@ static uint8_t older(struct ge_obs_seq *s, uint32_t k, bool *stale) {
   return GE_OBS_REORDERED;
 }
 
+/* Whether v, from a notification with `flags`, begins a new epoch
+ * (obs.h): the answer to a re-registration, or a first one (n=0) that is
+ * neither seen before nor a late one within the window. */
+static bool new_epoch(const struct ge_obs_seq *s, uint32_t v, unsigned flags) {
+  bool rereg = flags & GE_OBS_F_REREG, first = flags & GE_OBS_F_FIRST;
+  if (rereg && first)
+    return true;
+  if (!first && !(rereg && (flags & GE_OBS_F_NO_N)))
+    return false;
+  uint32_t d = (v - (uint32_t)s->hi) & (GE_OBS_SEQ_MOD - 1);
+  return d != 0 && (d < GE_OBS_SEQ_HALF || GE_OBS_SEQ_MOD - d > GE_OBS_WINDOW);
+}
+
 void ge_obs_classify(struct ge_obs_seq *s, uint32_t v, int64_t now_ns,
-                     bool rereg, bool ended, struct ge_obs_class *out) {
+                     unsigned flags, struct ge_obs_class *out) {
   v &= GE_OBS_SEQ_MOD - 1;
   *out = (struct ge_obs_class){0};
+  bool answer =
+      (flags & GE_OBS_F_REREG) && (flags & (GE_OBS_F_FIRST | GE_OBS_F_NO_N));
   if (!s->hi) {
     first_of_epoch(s, v, now_ns);
     out->status = GE_OBS_REGISTERED;
-  } else if (now_ns - s->last_fresh_ns > GE_OBS_FRESH_NS) {
+  } else if (now_ns - s->last_fresh_ns > GE_OBS_FRESH_NS ||
+             new_epoch(s, v, flags)) {
     s->span_before += s->hi - s->first + 1;
     first_of_epoch(s, v, now_ns);
     out->reset = true;
-    out->status = rereg ? GE_OBS_REREGISTERED : GE_OBS_FRESH;
+    out->status = answer ? GE_OBS_REREGISTERED : GE_OBS_FRESH;
   } else {
     uint32_t d = (v - (uint32_t)s->hi) & (GE_OBS_SEQ_MOD - 1);
     if (d == 0) {
@@ -59,12 +75,12 @@ void ge_obs_classify(struct ge_obs_seq *s, uint32_t v, int64_t now_ns,
     } else if (d < GE_OBS_SEQ_HALF) {
       newer(s, d, now_ns);
       out->gap = d - 1;
-      out->status = rereg ? GE_OBS_REREGISTERED : GE_OBS_FRESH;
+      out->status = GE_OBS_FRESH;
     } else {
       out->status = older(s, GE_OBS_SEQ_MOD - d, &out->stale);
     }
   }
-  if (ended)
+  if (flags & GE_OBS_F_ENDED)
     out->status = GE_OBS_AFTER_CANCEL;
 }
 

@@ -23,8 +23,8 @@
  * in this order). */
 enum ge_obs_status {
   GE_OBS_REGISTERED = 0, /* the first notification of the observation */
-  GE_OBS_FRESH,          /* newer than every earlier one */
-  GE_OBS_REREGISTERED,   /* newer, and it answers a re-registration */
+  GE_OBS_FRESH,          /* newer than every earlier one, or a new epoch */
+  GE_OBS_REREGISTERED,   /* it answers a re-registration: a new epoch */
   GE_OBS_REORDERED,      /* older, not seen before (a late hole filled) */
   GE_OBS_DUPLICATE,      /* a seq seen before */
   GE_OBS_AFTER_CANCEL,   /* any, after the GE deregistered (UNOBS sent) */
@@ -37,7 +37,7 @@ struct ge_obs_seq {
   uint64_t win;         /* bit i: hi - 1 - i was seen */
   uint64_t first;       /* lowest unwrapped seq of this epoch */
   uint64_t distinct;    /* registered, fresh, reregistered, reordered */
-  uint64_t span_before; /* seqs spanned by the epochs before a 128 s reset */
+  uint64_t span_before; /* seqs spanned by the epochs before this one */
   int64_t last_fresh_ns;
 };
 
@@ -46,15 +46,29 @@ struct ge_obs_class {
   uint8_t status; /* enum ge_obs_status */
   bool stale;     /* older by more than the window: counted reordered,
                      not distinct (it may be a duplicate) */
-  bool reset;     /* the 128 s rule restarted the bookkeeping */
+  bool reset;     /* a new epoch: the 128 s rule, or a first one (above) */
   uint32_t gap;   /* fresh, reregistered: seqs skipped below it */
 };
 
-/* Notification seq v (24 bits) at `now_ns`; rereg: the observation waits
- * for the answer to a re-registration; ended: deregistered (status
- * after_cancel, the bookkeeping still updated). */
+/* What is known of a notification besides its seq (ge_obs_classify's
+ * flags): a re-registration waits for its answer; deregistered (UNOBS
+ * sent); its payload says n=0, the first notification of an observation
+ * at the device; its payload has no n (not t=;e=;n=). */
+#define GE_OBS_F_REREG 1u
+#define GE_OBS_F_ENDED 2u
+#define GE_OBS_F_FIRST 4u
+#define GE_OBS_F_NO_N 8u
+
+/* Notification seq v (24 bits) at `now_ns` with `flags` (GE_OBS_F_*).
+ * Ended: status after_cancel, the bookkeeping still updated. A new epoch
+ * starts, with no gap and nothing stale, at the answer to a
+ * re-registration (rereg and first; rereg and no n: the first one that
+ * is neither a duplicate nor a late one within the window) and at any
+ * other first one (n=0) that is neither: a server may begin a new
+ * observation at any seq (RFC 7641 4.4), so the jump from the old epoch
+ * is no loss; the old epoch's unseen tail stays uncounted. */
 void ge_obs_classify(struct ge_obs_seq *s, uint32_t v, int64_t now_ns,
-                     bool rereg, bool ended, struct ge_obs_class *out);
+                     unsigned flags, struct ge_obs_class *out);
 
 /* Notifications lost: (last - first + 1) - distinct over every epoch,
  * never below 0. `last` is the device's last seq (option 65001) when

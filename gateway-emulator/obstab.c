@@ -176,21 +176,27 @@ static void notification(struct ge_loop *L, uint32_t obs, struct ge_obs *o,
     o->state = GE_OBS_ACTIVE; /* a (re-)registration answered late */
   }
   bool ended = o->state == GE_OBS_CANCELLING || o->state == GE_OBS_ENDED;
+  struct ge_notify_rec r = {.obs = obs, .seq = seq, .type = type};
+  stamps(L, &r, now);
+  unsigned flags = (o->rereg ? GE_OBS_F_REREG : 0) |
+                   (ended ? GE_OBS_F_ENDED : 0) |
+                   (!r.stamped ? GE_OBS_F_NO_N
+                    : r.n == 0 ? GE_OBS_F_FIRST
+                               : 0);
   struct ge_obs_class c;
-  ge_obs_classify(&o->seq, seq, now, o->rereg, ended, &c);
+  ge_obs_classify(&o->seq, seq, now, flags, &c);
   count_status(rt, &c);
+  r.gap = c.gap;
+  r.status = c.status;
   if (c.status == GE_OBS_REREGISTERED || c.status == GE_OBS_FRESH ||
       c.status == GE_OBS_REGISTERED) {
-    o->rereg = false;
+    o->rereg = o->rereg && c.status == GE_OBS_FRESH; /* not its answer */
     o->base_ns = now;
     bool has;
     uint32_t age = opt_uint(L->pdu, COAP_OPTION_MAXAGE, &has);
     o->max_age = has ? age : DEFAULT_MAX_AGE_S;
   }
   rt->c.con_notifications += type == GE_CON;
-  struct ge_notify_rec r = {
-      .obs = obs, .seq = seq, .gap = c.gap, .type = type, .status = c.status};
-  stamps(L, &r, now);
   if (r.stamped && c.status != GE_OBS_DUPLICATE) {
     int64_t age = r.latency_us + r.t_minus_e;
     if (ge_hist_add(&rt->latency,

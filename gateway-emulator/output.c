@@ -47,7 +47,8 @@ static char *row(char *q, const struct ge_plan *p, const struct ge_rec *s) {
   *q++ = ',';
   q = ge_put_u64(q, s->ts_us);
   *q++ = ',';
-  q = ge_put_u64(q, (uint64_t)sent);
+  if (s->sent_ns != GE_NOT_SENT)
+    q = ge_put_u64(q, (uint64_t)sent);
   *q++ = ',';
   if (s->recv_ns >= 0)
     q = ge_put_u64(q, (uint64_t)recv);
@@ -58,7 +59,8 @@ static char *row(char *q, const struct ge_plan *p, const struct ge_rec *s) {
   if (s->recv_ns >= 0)
     q = ge_put_u64(q, (uint64_t)(recv - intended));
   *q++ = ',';
-  q = ge_put_u64(q, (uint64_t)(sent - intended));
+  if (s->sent_ns != GE_NOT_SENT)
+    q = ge_put_u64(q, (uint64_t)(sent - intended));
   *q++ = ',';
   q = stpcpy(q, status[s->state]);
   *q++ = ',';

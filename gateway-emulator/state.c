@@ -100,7 +100,7 @@ int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now) {
   return 0;
 }
 
-int ge_state_take_rank(struct ge_loop *L, uint32_t idx) {
+int ge_state_take_rank(struct ge_loop *L, uint32_t idx, int64_t at_ns) {
   const struct ge_rec *s = ge_win_at(&L->win, idx);
   uint32_t peer = L->plan->devs[s->dev].peer;
   uint32_t rank = L->peer_sent[peer]++;
@@ -110,7 +110,7 @@ int ge_state_take_rank(struct ge_loop *L, uint32_t idx) {
   uint64_t cycle = (uint64_t)pr->k * GE_MID_SPACE;
   if (pr->count > cycle) {
     bool early;
-    if (ge_sentq_send(&L->sq[peer], rank, cycle, s->sent_ns, &early))
+    if (ge_sentq_send(&L->sq[peer], rank, cycle, at_ns, &early))
       return -1;
     if (early)
       L->c.mid_reuse_early++;

@@ -130,10 +130,11 @@ long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e);
  * send-lag and submitted inter-arrival distributions (in the order of the
  * sends), late_sends. 0, or -1 out of memory. */
 int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now);
-/* Request idx (sent_ns stamped) takes the next rank of its peer: its
- * (socket, MID) is in use from now, checked for early reuse. Each peer's
- * requests take their ranks in trace order. 0, or -1 out of memory. */
-int ge_state_take_rank(struct ge_loop *L, uint32_t idx);
+/* Request idx takes the next rank of its peer at at_ns (rel. t0: its
+ * sent_ns, or its give-up): its (socket, MID) is in use from then,
+ * checked for early reuse. Each peer's requests take their ranks in
+ * trace order. 0, or -1 out of memory. */
+int ge_state_take_rank(struct ge_loop *L, uint32_t idx, int64_t at_ns);
 /* A datagram came from `peer` at `now`: PROBING_RATE's silence ends. */
 void ge_state_heard(struct ge_loop *L, uint32_t peer, int64_t now);
 /* Request idx ends in `state` (GE_OK, GE_ERROR or GE_TIMEOUT). A CON

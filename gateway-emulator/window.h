@@ -19,10 +19,13 @@ enum ge_state {
   GE_TIMEOUT,
 };
 
+#define GE_NOT_SENT (-1)
+
 /* One request from the moment it is parsed (ahead of its send) until its
  * CSV row is written. */
 struct ge_rec {
-  int64_t sent_ns, recv_ns; /* relative to t0; recv < 0: none */
+  int64_t sent_ns, recv_ns; /* relative to t0; recv < 0: none; sent
+                               GE_NOT_SENT: given up while held */
   uint64_t ts_us, uri_off;
   uint32_t dev, tmpl, service_us; /* service_us UINT32_MAX: none; an
                                      OBS or UNOBS row's observation until

@@ -26,7 +26,7 @@ from wotbench.reporting._hostchecks import (
     swarm_problems,
     swarm_seen,
 )
-from wotbench.reporting._notify import check_observe
+from wotbench.reporting._notify import check_observe, impaired_groups
 from wotbench.spec import Thresholds
 
 __all__ = ["CHECKS", "RECORD_CHECKS", "Thresholds", "run_checks", "stability_warnings"]
@@ -194,11 +194,11 @@ def check_errors(a: A, th: Thresholds) -> Check:
         return _testbed_errors(a["through_gateway"], th)
     c = a["measure_counts"]
     excused, why = _impaired_timeouts(a)
-    queued = min(_queue_timeouts(a), c["timeouts"] - excused)
+    queued = int(c.get("never_sent") or 0)
     if queued > 0:
         excused += queued
-        why = "; ".join(x for x in (why, f"{queued} requests NSTART held past their timeout (the GEs' own "
-                                         "count; never sent) are the protocol's results, not failures") if x)
+        why = "; ".join(x for x in (why, f"{queued} requests NSTART held past their timeout (no sent stamp: "
+                                         "never sent) are the protocol's results, not failures") if x)
     left = c["timeouts"] - excused
     if excused and left > 0:
         why += f"; the other {left} timeouts are counted"
@@ -208,21 +208,6 @@ def check_errors(a: A, th: Thresholds) -> Check:
     if rate > th.max_error_rate:
         return False, f"{what} > {th.max_error_rate:.1%}" + _failing_devices(a.get("devices") or [])
     return True, what
-
-
-def _queue_timeouts(a: A) -> int:
-    """Requests the GEs' NSTART / PROBING_RATE held past their timeout and
-    gave up unsent (the GEs' own ``held.queue_timeouts``, whole run): what
-    the configured NSTART does to a lossy or slow peer, a result."""
-    c = a.get("congestion") or {}
-    return sum(int(((g.get("held") or {}).get("queue_timeouts")) or 0) for g in c.get("ges") or ())
-
-
-def _impaired_groups(a: A) -> dict[str, dict[str, Any]]:
-    """The device groups whose links the run impaired with loss or a rate
-    limit (observed.json: what was applied), by name."""
-    groups = ((a.get("harness") or {}).get("impairment") or {}).get("groups") or {}
-    return {str(n): g for n, g in groups.items() if isinstance(g, dict) and (g.get("loss") or g.get("rate_bps"))}
 
 
 def _impairment_text(g: dict[str, Any]) -> str:
@@ -241,7 +226,7 @@ def _explained(d: A, g: A, exchange: A) -> int:
     hold, which no formula bounds: its timeouts are excused up to the
     device's answered requests (a device that lost more than it answered
     stopped answering, it was not rate-limited)."""
-    t, loss = int(d["timeouts"]), float(g.get("loss") or 0.0)
+    t, loss = int(d["timeouts"]) - int(d.get("never_sent") or 0), float(g.get("loss") or 0.0)
     if g.get("rate_bps"):
         return min(t, int(d["ok"]))
     con = exchange.get("type") == "con"
@@ -259,7 +244,7 @@ def _impaired_timeouts(a: A) -> tuple[int, str]:
     not excused (cut off, not lossy), nor are timeouts of unimpaired
     devices, timeouts beyond what the impairment explains, or any other
     error."""
-    groups = _impaired_groups(a)
+    groups = impaired_groups(a)
     if not groups:
         return 0, ""
     exchange = {g.get("ge"): g.get("exchange") or {} for g in a.get("ges") or ()}

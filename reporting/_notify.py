@@ -8,9 +8,12 @@ total: observations, events expected, events drawn and messages sent by the
 devices, notifications received (distinct), lost and loss rate, reordered,
 duplicates, re-registrations, superseded events, CON retransmissions and
 give-ups; the notification latency and age in the measurement phase (by
-``recv_us``). Loss, reordering, duplicates and re-registrations are results,
-never failures: :func:`check_observe` fails only when the testbed did not set
-up or generate the asked workload (design: /work/coord/observe-design.md 4).
+``recv_us``). Loss, reordering, duplicates and re-registrations are results
+under a configured impairment: :func:`check_observe` fails when the testbed
+did not set up or generate the asked workload (design:
+/work/coord/observe-design.md 4), or when the GE lost notifications where
+nothing but its own receive path could lose them (docs/observe.md, "Which
+validity checks apply").
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from wotbench.reporting._load import RunFiles
 from wotbench.spec import Thresholds
 
 __all__ = ["ObservePlot", "observe_section", "check_observe", "observe_table", "OBSERVE_NOTE", "NOTIFY_COLUMNS",
-           "EXPECTED_JSON"]
+           "EXPECTED_JSON", "impaired_groups", "GE_OBSERVE_GRACE_US"]
 
 EXPECTED_JSON = "expected.json"
 _READ = ["device_id", "recv_us", "latency_us", "age_us", "status", "gap"]
@@ -42,6 +45,17 @@ _DEV_KEYS = ("obs_registered", "obs_reregistered", "obs_refused", "obs_table_ful
              "obs_gave_up", "obs_active", "notify_events", "notify_sent", "notify_con", "notify_retransmits",
              "notify_acked", "notify_superseded", "notify_refresh")
 _CHUNK_ROWS = 1 << 20
+#: The GE's --observe-grace-ms as the harness runs it (the GE's default; the harness does not pass it).
+GE_OBSERVE_GRACE_US = 2_000_000
+#: Allowed on top of Max-Age + grace per re-registration: the GE's sweep (every 100 ms) and the transit.
+_REREG_SLACK_US = 1_000_000
+#: The event-count band in standard deviations (two-sided tail ~6e-5) and, for
+#: the infinite-variance band (Hoeffding), the same tail probability.
+_Z = 4.0
+_DELTA = math.erfc(_Z / math.sqrt(2))
+#: A polling + Observe run must receive notifications in the measurement phase
+#: when the workload expects at least this many events there.
+_MIN_MEASURED_EVENTS = 10
 
 
 @dataclass(frozen=True)
@@ -184,6 +198,7 @@ def observe_section(files: RunFiles, window: tuple[float, float]
     counts, measured = [], []
     notify_missing = []
     observing = {k for k, groups in by_ge.items() if groups & groups_exp.keys()} if by_ge else None
+    received_by_ge: dict[int, int] = {}
     for i, ge_csv in enumerate(files.ge_csvs):
         k = layout.ge_index(ge_csv)
         path = ge_csv.parent / layout.ge_notify(k if k is not None else 0)
@@ -192,6 +207,7 @@ def observe_section(files: RunFiles, window: tuple[float, float]
                 notify_missing.append(path.name)
             continue
         c, m = _read_notify(path, window)
+        received_by_ge[i] = int(c["distinct"].sum()) if not c.empty else 0
         counts.append(c)
         measured.append(m)
     cnt = pd.concat(counts).groupby(level=0).sum() if counts else pd.DataFrame()
@@ -199,6 +215,9 @@ def observe_section(files: RunFiles, window: tuple[float, float]
     observed_containers = {n: g for n, g in by_name.items() if g in groups_exp}
     dev, dev_missing, lag = _device_stats(files, observed_containers)
     ges, ge_missing = _ge_observe(files, observing)
+    for g in ges:
+        g["received"] = received_by_ge.get(g["ge"])
+        g["groups"] = sorted(by_ge.get(g["ge"], set()) & groups_exp.keys())
     group_rows = []
     for name, e in groups_exp.items():
         ids = [i for i, g in by_id.items() if g == name]
@@ -212,6 +231,8 @@ def observe_section(files: RunFiles, window: tuple[float, float]
     section = {
         "observations": int(expected.get("observations") or 0),
         "expected_events": expected.get("expected_events"),
+        "expected_events_measure": expected.get("expected_events_measure"),
+        "live_max_us": _live_max(expected),
         "polling_requests": polling,
         "groups": group_rows, "total": total, "ges": ges,
         "missing": {"notify_csv": notify_missing, "ge_summary_observe": ge_missing, "device_stats": dev_missing},
@@ -235,6 +256,15 @@ def _expected(files: RunFiles) -> tuple[dict[str, Any] | None, int | None]:
     return obs, polling if isinstance(polling, int) else None
 
 
+def _live_max(expected: dict[str, Any]) -> float | None:
+    """The longest an observation was asked to live: its registration window's
+    start to its deregistration window's end (expected.json), None without them."""
+    try:
+        return float(expected["deregistration_us"][1]) - float(expected["registration_us"][0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
 def _row(name: str, exp: dict[str, Any], cnt: pd.DataFrame, meas: pd.DataFrame, dev: pd.DataFrame,
          lag: list[DeviceHist]) -> dict[str, Any]:
     def col(df: pd.DataFrame, c: str) -> int:
@@ -254,6 +284,10 @@ def _row(name: str, exp: dict[str, Any], cnt: pd.DataFrame, meas: pd.DataFrame, 
         "superseded": col(dev, "notify_superseded") if not dev.empty else None,
         "retransmits": col(dev, "notify_retransmits") if not dev.empty else None,
         "gave_up": col(dev, "obs_gave_up") if not dev.empty else None,
+        "reset": col(dev, "obs_reset") if not dev.empty else None,
+        "device_registered": col(dev, "obs_registered") if not dev.empty else None,
+        "device_reregistered": col(dev, "obs_reregistered") if not dev.empty else None,
+        "device_rit": exp.get("device_rit"), "rit_mean_us": exp.get("rit_mean_us"), "max_age_s": exp.get("max_age_s"),
         "refused": col(dev, "obs_refused") + col(dev, "obs_table_full") if not dev.empty else None,
         "latency_us": _dist(meas["latency"].to_numpy(np.float64)),
         "age_us": _dist(meas["age"].to_numpy(np.float64)),
@@ -280,14 +314,173 @@ def _missing_evidence(o: dict[str, Any]) -> list[str]:
     return bad
 
 
+def impaired_groups(a: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The device groups whose links the run impaired with loss or a rate
+    limit (observed.json: what was applied), by name; a delay alone loses
+    nothing. The errors check (reporting/_checks.py) and the observe check
+    read the same."""
+    groups = ((a.get("harness") or {}).get("impairment") or {}).get("groups") or {}
+    return {str(n): g for n, g in groups.items() if isinstance(g, dict) and (g.get("loss") or g.get("rate_bps"))}
+
+
+def _ge_loss(o: dict[str, Any], a: dict[str, Any], th: Thresholds) -> list[str]:
+    """Notifications lost where only the GE's own receive path can lose them:
+    per group without a configured impairment (the CSV's seq gaps), and per GE
+    whose observed groups are all unimpaired (its own count, the tail the
+    devices' last seq reveals included); above ``max_error_rate`` fails."""
+    imp, bad, failed = impaired_groups(a), [], set()
+    for g in o["groups"]:
+        lost, got = int(g["lost"]), int(g["received"])
+        if g["group"] not in imp and lost and lost / (lost + got) > th.max_error_rate:
+            failed.add(g["group"])
+            bad.append(f"group {g['group']} (no impairment): {lost:,} of {lost + got:,} notifications lost "
+                       f"({lost / (lost + got):.2%} > {th.max_error_rate:.1%})")
+    for ge in o["ges"]:
+        groups, got, lost = ge.get("groups") or [], ge.get("received"), int(ge.get("lost") or 0)
+        if not groups or got is None or set(groups) & (imp.keys() | failed):
+            continue
+        if lost and lost / (lost + got) > th.max_error_rate:
+            bad.append(f"GE {ge['ge']} (groups {', '.join(groups)}, no impairment): {lost:,} of {lost + got:,} "
+                       f"notifications lost, its own count with the tail ({lost / (lost + got):.2%} > "
+                       f"{th.max_error_rate:.1%})")
+    if bad:
+        bad[-1] += (": on a link without configured loss or rate limit only the GE's receive path loses "
+                    "notifications (a GE behind or not reading)")
+    t, e_meas = o["total"], o.get("expected_events_measure")
+    if o.get("polling_requests") != 0 and t["latency_us"]["n"] == 0 and (
+            e_meas is None or e_meas >= _MIN_MEASURED_EVENTS):
+        n = "an unknown number of" if e_meas is None else f"{e_meas:,.0f}"
+        bad.append(f"no notification received in the measurement phase ({n} events expected there): the GE did "
+                   "not receive the observations while it polled")
+    return bad
+
+
+@dataclass(frozen=True)
+class _Process:
+    """What the event count N(t) of one observation's renewal process allows
+    (t its live time, mean the time between events): ``cv2`` the squared CV of
+    that time (Var N(t) ~ cv2 t / mean; None: infinite variance), ``gap_us``
+    its least value (0: none), and [lo, hi] the bounds of E N(t) - t / mean
+    (Wald: >= -1; Lorden: <= cv2; exp exactly 0; det -1..0)."""
+
+    kind: str
+    mean_us: float
+    cv2: float | None
+    gap_us: float
+    lo: float
+    hi: float
+
+
+def _process(cell: Any) -> _Process | None:
+    """The process of the resource file's ``observe_rit`` cell (expected.json
+    ``device_rit``, docs/formats.md), None when it is not one."""
+    kind, _, rest = str(cell).partition(":")
+    try:
+        v = [float(x) for x in rest.split(":")]
+    except ValueError:
+        return None
+    if kind in ("exp", "det") and len(v) == 1 and v[0] > 0:
+        return _Process(kind, v[0], 1.0, 0.0, 0.0, 0.0) if kind == "exp" else _Process(kind, v[0], 0.0, v[0], -1, 0)
+    if len(v) != 2 or not v[0] > 0:
+        return None
+    if kind == "uniform":
+        mean = (v[0] + v[1]) / 2
+        cv2 = (v[1] - v[0]) ** 2 / 12 / mean**2
+        return _Process(kind, mean, cv2, v[0], -1.0, cv2)
+    if kind == "lognormal" and v[1] > 0:
+        return _Process(kind, v[0], v[1] ** 2, 0.0, -1.0, v[1] ** 2)
+    if kind == "pareto" and v[1] > 1:
+        c2 = 1 / (v[1] * (v[1] - 2)) if v[1] > 2 else None
+        return _Process(kind, v[0], c2, v[0] * (v[1] - 1) / v[1], -1.0, math.inf if c2 is None else c2)
+    return None
+
+
+def _dead_us(g: dict[str, Any], o: dict[str, Any], a: dict[str, Any]) -> tuple[float, str]:
+    """At most how long the group's observations were dead on the devices, on
+    the evidence: each observation a device removed without an UNOBS (CON
+    given up, RST: ``obs_gave_up`` + ``obs_reset``) and each registration its
+    GE never saw answered is dead until the GE's re-registration, which comes
+    at most Max-Age + grace (+ sweep and transit, + twice the group's delay
+    and jitter) after the last fresh notification; each re-registration left
+    unanswered (the GE's ``reregistrations`` - ``rereg_answered``) adds that
+    once more. No such episode, no dead time."""
+    ges = [x for x in o["ges"] if g["group"] in (x.get("groups") or ())]
+    episodes = int(g.get("gave_up") or 0) + int(g.get("reset") or 0)
+    unregistered = sum(max(0, int(x.get("observations") or 0) - int(x.get("registered") or 0)) for x in ges)
+    unanswered = sum(max(0, int(x.get("reregistrations") or 0) - int(x.get("rereg_answered") or 0)) for x in ges)
+    if episodes + unregistered == 0 or g.get("max_age_s") is None:
+        return 0.0, ""
+    imp = impaired_groups(a).get(g["group"]) or {}
+    w = (float(g["max_age_s"]) * 1e6 + GE_OBSERVE_GRACE_US + _REREG_SLACK_US
+         + 2 * (float(imp.get("delay_us") or 0) + float(imp.get("jitter_us") or 0)))
+    n = episodes + unregistered + unanswered
+    return n * w, (f"; dead until re-registered: {episodes} observations given up or reset, {unregistered} "
+                   f"registrations and {unanswered} re-registrations unanswered, x {w / 1e6:g} s (Max-Age + "
+                   "grace + 1 s) each")
+
+
+def _event_bounds(g: dict[str, Any], o: dict[str, Any], a: dict[str, Any], th: Thresholds
+                  ) -> tuple[float, float, str] | str:
+    """[low, high] of the events the group's devices may draw, and how they
+    were found; a string when the group's counts cannot be judged."""
+    e, n, p = g["expected_events"], int(g["observations"]), _process(g.get("device_rit"))
+    if e is None or g["device_events"] is None:
+        return f"group {g['group']}: no expected or device event counts to compare"
+    if p is None or n == 0:
+        return (f"group {g['group']}: expected.json gives no notification process (device_rit "
+                f"{g.get('device_rit')!r}) to judge its event count by (missing evidence)")
+    draws = max(0.0, e - n)                  # the renewals; each registration's event 0 is the + n
+    dead_us, why = _dead_us(g, o, a)
+    dead = min(draws, dead_us / p.mean_us)
+    # a re-registration draws its event 0 again: on a live observation, or one that a device re-created
+    extra = int(g.get("device_reregistered") or 0) + max(0, int(g.get("device_registered") or 0) - n)
+    floor = th.rate_tolerance * e
+    if p.cv2 is not None:
+        band = max(floor, _Z * math.sqrt(p.cv2 * draws))
+        how = f"max({th.rate_tolerance:.0%} x E, 4 sqrt(cv^2 E)), {p.kind} cv^2 {p.cv2:.3g}"
+        return e + n * p.lo - dead - band, e + n * p.hi + extra + band, how + why
+    # Infinite variance (pareto, alpha <= 2): no normal band. What holds: each
+    # observation draws at most live / x_m renewals, so the count is bounded
+    # above, and Hoeffding's bound on these bounded independent counts below.
+    live = o.get("live_max_us") or draws * p.mean_us / n
+    spread = live / p.gap_us * math.sqrt(n * math.log(2 / _DELTA) / 2)
+    high = draws * p.mean_us / p.gap_us * (1 + th.rate_tolerance) + n + extra
+    how = (f"{g['device_rit']} has infinite variance (pareto alpha <= 2): judged only within the bounds that "
+           "hold for it, at most live / x_m events per observation above, Hoeffding's bound below")
+    return e - n - dead - max(floor, spread), high, how + why
+
+
+def _events(o: dict[str, Any], a: dict[str, Any], th: Thresholds) -> tuple[list[str], list[str]]:
+    """Each group's devices' events (``notify_events``) against the workload's
+    expectation (_event_bounds): the failures, and what the passes allowed."""
+    bad, notes = [], []
+    for g in o["groups"]:
+        got = g["device_events"]
+        b = _event_bounds(g, o, a, th)
+        if isinstance(b, str):
+            bad.append(b)
+            continue
+        low, high, how = b
+        span = f"allowed {max(0.0, low):,.0f}..{high:,.0f}: {how}"
+        if not low <= got <= high:
+            bad.append(f"group {g['group']}: the devices drew {got:,} events vs {g['expected_events']:,.0f} "
+                       f"expected ({span})")
+        elif "infinite variance" in how or "dead until" in how:
+            notes.append(f"group {g['group']}: {got:,} events ({span})")
+    return bad, notes
+
+
 def check_observe(a: dict[str, Any], th: Thresholds) -> tuple[bool, str] | None:
     """Only in a run with observations (None otherwise). Fails when the testbed
     did not set up or generate the asked workload: a refused registration or a
     full table, a device missing its stats, the devices' notification lag p99
-    above ``send_lag_p99_max``, or their events off the expected count by more
-    than max(rate_tolerance x E, 4 sqrt(E)). Missing evidence fails: also a GE
-    that registered observations without an expected workload to judge them
-    by, and notification rows a GE dropped."""
+    above ``send_lag_p99_max``, or a group's events outside what its process
+    and the dead time of its observations allow (_event_bounds). Fails when
+    the GE lost more than ``max_error_rate`` of the notifications of a group
+    without a configured impairment, or, polling too, received none in the
+    measurement phase (_ge_loss). Missing evidence fails: also a GE that
+    registered observations without an expected workload to judge them by,
+    and notification rows a GE dropped."""
     o = a.get("observe")
     if o is None:
         if any(g.get("observes") for g in a.get("ges") or ()):
@@ -305,17 +498,19 @@ def check_observe(a: dict[str, Any], th: Thresholds) -> tuple[bool, str] | None:
     elif lag is not None and lag > th.send_lag_p99_max_us:
         bad.append(f"the devices' notification lag p99 {lag:.0f}us > {th.send_lag_p99_max_us:.0f}us: "
                    "the notification generators fell behind")
-    e, got = t["expected_events"], t["device_events"]
-    if e is None or got is None:
-        bad.append("no expected or device event counts to compare")
-    elif abs(got - e) > max(th.rate_tolerance * e, 4 * math.sqrt(e)):
-        bad.append(f"the devices drew {got} events vs {e:.0f} expected (tolerance "
-                   f"max({th.rate_tolerance:.0%}, 4 sqrt(E)))")
+    events_bad, notes = _events(o, a, th)
+    bad += events_bad + _ge_loss(o, a, th)
     if bad:
         return False, "; ".join(bad)
-    return True, (f"{o['observations']} observations set up; the devices drew {got} events ({e:.0f} expected), "
-                  f"notification lag p99 {lag:.0f}us; {t['received']} notifications received, "
-                  f"{t['lost']} lost (a result, not a failure)")
+    imp = impaired_groups(a)
+    plain = [g["group"] for g in o["groups"] if g["group"] not in imp]
+    under = [g["group"] for g in o["groups"] if g["group"] in imp]
+    loss = ([f"within {th.max_error_rate:.1%} in {', '.join(plain)} (no impairment)"] if plain else []) + (
+        [f"a result in {', '.join(under)} (configured impairment)"] if under else [])
+    return True, (f"{o['observations']} observations set up; the devices drew {t['device_events']} events "
+                  f"({t['expected_events']:.0f} expected{'; ' if notes else ''}{'; '.join(notes)}), notification "
+                  f"lag p99 {lag:.0f}us; {t['received']} notifications received, {t['lost']} lost "
+                  f"({'; '.join(loss)})")
 
 
 def _n(v: Any) -> str:
@@ -351,5 +546,6 @@ def observe_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None
 OBSERVE_NOTE = ("Counts cover the whole run, latency and age the notifications received in the measurement "
                 "phase (duplicates left out). Latency: the device's send stamp to the GE's kernel receive "
                 "stamp; age: the event to the receipt. Lost: sequence numbers never received (total: the GEs' "
-                "count, with the tail known from the deregistration answers). Loss, reordering and "
-                "re-registrations are results, not failures.")
+                "count, with the tail known from the deregistration answers). Loss under a configured "
+                "impairment, reordering and re-registrations are results, not failures; in a group without "
+                "one, only the GE loses notifications, and more than validity.max_error_rate fails the run.")

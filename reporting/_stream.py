@@ -166,9 +166,9 @@ class GeStream:
         self.slot_of: dict[int, int] = {}
         self.ids: list[int] = []
         z = np.zeros(0, np.int64)
-        self.req, self.okc, self.tmo = z.copy(), z.copy(), z.copy()
+        self.req, self.okc, self.tmo, self.unsent = z.copy(), z.copy(), z.copy(), z.copy()
         self.sum_r, self.sum_s = np.zeros(0), np.zeros(0)
-        self.n = self.n_ok = self.n_timeout = self.late = self.overloaded = self.sent_in = 0
+        self.n = self.n_ok = self.n_timeout = self.n_unsent = self.late = self.overloaded = self.sent_in = 0
         budget = EXACT_MAX if exact_max is None else exact_max
 
         def q() -> GroupQuantiles:
@@ -239,11 +239,12 @@ class GeStream:
         that keeps all is not applied): the same values in the same order
         as picking each statistic's own, in fewer passes."""
         a0, b0 = self.window
-        for name in ("req", "okc", "tmo", "sum_r", "sum_s"):
+        for name in ("req", "okc", "tmo", "unsent", "sum_r", "sum_s"):
             setattr(self, name, _grow(getattr(self, name), g))
         self.req[:g] += np.bincount(slot, minlength=g)
         self.okc[:g] += np.bincount(slot[a.ok], minlength=g)
         self.tmo[:g] += np.bincount(slot[a.timeout], minlength=g)
+        self.unsent[:g] += np.bincount(slot[a.timeout & ~np.isfinite(a.sent)], minlength=g)
         fin = a.ok & np.isfinite(a.response)
         s_ok, resp, li, serv, at = _kept(fin, slot, a.response, a.latency_intended, a.service, a.intended)
         self.resp.add(s_ok, resp)
@@ -269,6 +270,7 @@ class GeStream:
         self.n += len(a)
         self.n_ok += int(np.count_nonzero(a.ok))
         self.n_timeout += int(np.count_nonzero(a.timeout))
+        self.n_unsent += int(np.count_nonzero(a.timeout & ~np.isfinite(a.sent)))
         self.late += int(np.count_nonzero(a.send_lag > self.th.late_send_us))
         self.overloaded += int(np.count_nonzero(a.overload))
         self.sent_in += int(np.count_nonzero((a.sent >= a0) & (a.sent < b0)))
@@ -373,6 +375,7 @@ class GeStream:
         sr, ss = float(self.sum_r.sum()), float(self.sum_s.sum())
         ge = {
             "requests": n, "ok": n_ok, "timeouts": self.n_timeout, "errors": n - n_ok - self.n_timeout,
+            "never_sent": self.n_unsent,
             "error_rate": (n - n_ok) / n if n else None,
             "late_sends": self.late, "overloaded": self.overloaded, "devices": len(self.ids),
             "duration_s": dur_s,
@@ -418,6 +421,7 @@ class GeStream:
             exact = all(d is None or d.exact for d in (r, li, rdi, de[i], ds[i]))
             rows.append({
                 "device_id": self.ids[i], "requests": n, "ok": n_ok, "timeouts": int(self.tmo[i]),
+                "never_sent": int(self.unsent[i]),
                 "error_rate": (n - n_ok) / n,
                 "throughput": n_ok / dur_s if dur_s > 0 else None,
                 "response_mean_us": _num(r.mean) if r else None,

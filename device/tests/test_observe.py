@@ -3,7 +3,8 @@ registration (its answer is notification 0), NON and CON notifications of
 the event process with their stamps, deregistration with the last seq
 (option 65001), RST, retransmission, superseding and give-up, refresh
 before Max-Age, refusals, seq wrap, the resource CSV's observe cells and
-the samplers (--dump-notify)."""
+the samplers (--dump-notify), and a late RST that names a cancelled
+observation's MID."""
 
 from __future__ import annotations
 
@@ -153,6 +154,28 @@ def test_rst_to_a_notification_cancels(observed, raw_client, wire):
     assert collect(c, 0.3) == []
     clean_exit(dev)
     assert dev.counts["obs_reset"] == 1 and dev.counts["obs_active"] == 0
+
+
+@pytest.mark.parametrize("binary", ["release", "asan"])
+def test_a_late_rst_spares_the_observation_that_reuses_the_slot(observed, raw_client, wire, binary):
+    # A is cancelled; B, registered next by the same peer, takes A's slot (the
+    # free list); an RST with the MID of A's notification must not cancel B
+    dev = observed([("/o/0", 0, None, "det:30000", None, None, None)], binary=binary)
+    c = raw_client(dev.addr)
+    c.send(observe_req(wire, 1, b"A", "/o/0", mtype=wire.NON))
+    notes = collect(c, 3, until=lambda m: m.token == b"A" and stamps(m)[2] == 1)
+    a_mid = notes[-1][1].mid
+    c.send(observe_req(wire, 2, b"A", "/o/0", b"\x01", mtype=wire.NON))
+    collect(c, 3, until=lambda m: m.opt.observe is None)
+    c.send(observe_req(wire, 3, b"B", "/o/0", mtype=wire.NON))
+    assert collect(c, 3, until=lambda m: m.token == b"B")[-1][1].opt.observe is not None
+    c.send(wire.encode(wire.RST, 0, a_mid))
+    collect(c, 0.3)  # whatever was sent before the RST arrived
+    later = [m for _, m in collect(c, 0.3)]
+    assert later and all(m.token == b"B" and m.opt.observe is not None for m in later)
+    clean_exit(dev)
+    k = dev.counts
+    assert k["obs_reset"] == 0 and k["obs_cancelled"] == 1 and k["obs_registered"] == 2
 
 
 @pytest.mark.parametrize("binary", ["release", "asan"])

@@ -2,8 +2,10 @@
  * one a line; one line of results on stdout per event. Links only obs.o.
  *
  *   new                        -> ok  (a fresh observation)
- *   seq V NOW_MS [rereg] [ended]
+ *   seq V NOW_MS [rereg] [ended] [first] [non]
  *        -> STATUS gap G stale 0|1 reset 0|1 distinct D
+ *      (the flags GE_OBS_F_REREG, _ENDED, _FIRST: payload n=0, _NO_N:
+ *      payload without n)
  *   lost [LAST]                -> lost L
  *   stamps TEXT                -> t T e E n N   or   none
  *
@@ -30,18 +32,20 @@ static bool num_u64(const char *s, unsigned long long *v) {
 static const char *ev_seq(struct ge_obs_seq *s, char **a, int n) {
   unsigned long long v, ms;
   if (n < 3 || !num_u64(a[1], &v) || !num_u64(a[2], &ms))
-    return "usage: seq V NOW_MS [rereg] [ended]";
-  bool rereg = false, ended = false;
+    return "usage: seq V NOW_MS [rereg] [ended] [first] [non]";
+  static const char *const FLAG[] = {"rereg", "ended", "first", "non"};
+  unsigned flags = 0;
   for (int i = 3; i < n; i++) {
-    if (!strcmp(a[i], "rereg"))
-      rereg = true;
-    else if (!strcmp(a[i], "ended"))
-      ended = true;
-    else
+    unsigned f = 0;
+    for (unsigned k = 0; k < 4 && !f; k++)
+      if (!strcmp(a[i], FLAG[k]))
+        f = 1u << k;
+    if (!f)
       return "unknown flag";
+    flags |= f;
   }
   struct ge_obs_class c;
-  ge_obs_classify(s, (uint32_t)v, (int64_t)ms * 1000000, rereg, ended, &c);
+  ge_obs_classify(s, (uint32_t)v, (int64_t)ms * 1000000, flags, &c);
   printf("%s gap %u stale %d reset %d distinct %llu\n", STATUS[c.status], c.gap,
          c.stale, c.reset, (unsigned long long)s->distinct);
   return NULL;

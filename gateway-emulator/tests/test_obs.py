@@ -105,11 +105,52 @@ def test_128_s_rule(drv):
 
 
 def test_reregistered_and_after_cancel(drv):
-    out = replay(drv, ["seq 1 0", "seq 3 1 rereg", "seq 4 2 ended", "seq 4 3 ended", "lost 4"])
-    assert statuses(out) == [("registered", 0), ("reregistered", 1), ("after_cancel", 0),
+    # the answer to a re-registration (payload n=0) starts a new epoch: 2 was
+    # never seen, but it is the old epoch's tail, not counted
+    out = replay(drv, ["seq 1 0", "seq 3 1 rereg first", "seq 4 2 ended", "seq 4 3 ended", "lost 4"])
+    assert statuses(out) == [("registered", 0), ("reregistered", 0), ("after_cancel", 0),
                              ("after_cancel", 0)]
+    assert out[1] == "reregistered gap 0 stale 0 reset 1 distinct 2"
     assert out[3].endswith("distinct 3")  # the duplicate after cancel is not distinct
-    assert out[4] == "lost 1"
+    assert out[4] == "lost 0"
+
+
+@pytest.mark.parametrize("restart", [5_000_000, 10_000_000, 100, 107])
+def test_a_restarted_seq_after_a_re_registration_is_a_new_epoch(drv, restart):
+    # a device that dropped the observation (a CON give-up) answers the
+    # re-registration with a new one, at any seq: far newer (without the new
+    # epoch: a gap of ~5M lost), far older (stale, and every later one too),
+    # or the old epoch's own seqs (a fixed start: duplicates)
+    old = [f"seq {v} {v}" for v in range(100, 111)]
+    out = replay(drv, [*old, f"seq {restart} 500 rereg first", f"seq {restart + 1} 520",
+                       f"seq {restart + 3} 540", "lost", f"lost {restart + 4}"])
+    assert out[11] == "reregistered gap 0 stale 0 reset 1 distinct 12"
+    assert out[12] == "fresh gap 0 stale 0 reset 0 distinct 13"
+    assert out[13] == "fresh gap 1 stale 0 reset 0 distinct 14"   # loss in the new epoch counts
+    assert out[14] == "lost 1" and out[15] == "lost 2"
+
+
+def test_which_first_ones_start_an_epoch(drv):
+    base = ["seq 100 0", "seq 101 10", "seq 103 20"]
+    # n=0 without a re-registration: a fresh observation at the device, unless
+    # it is a duplicate or a late one within the window (then as any other)
+    out = replay(drv, [*base, "seq 9000000 30 first", "seq 9000001 40", "lost"])
+    assert out[3] == "fresh gap 0 stale 0 reset 1 distinct 4" and out[4].startswith("fresh gap 0 ")
+    assert out[5] == "lost 1"   # 102, the one gap of the first epoch
+    out = replay(drv, [*base, "seq 103 30 first", "seq 102 40 first", "seq 104 50 first", "lost"])
+    assert out[3].startswith("duplicate ") and out[4] == "reordered gap 0 stale 0 reset 0 distinct 4"
+    assert out[5] == "fresh gap 0 stale 0 reset 1 distinct 5" and out[6] == "lost 0"
+    # a re-registration pending: a stamped notification with n > 0 is not its answer
+    out = replay(drv, [*base, "seq 105 30 rereg", "seq 106 40 rereg first", "lost"])
+    assert out[3] == "fresh gap 1 stale 0 reset 0 distinct 4"
+    assert out[4] == "reregistered gap 0 stale 0 reset 1 distinct 5" and out[5] == "lost 2"
+    # no n in the payload (another server): the first one after the
+    # re-registration that is neither a duplicate nor late within the window
+    out = replay(drv, [*base, "seq 103 30 rereg non", "seq 102 40 rereg non", "seq 30 50 rereg non",
+                       "seq 31 60", "lost"])
+    assert out[3].startswith("duplicate ") and out[4].startswith("reordered gap 0 stale 0 reset 0 ")
+    assert out[5] == "reregistered gap 0 stale 0 reset 1 distinct 5" and out[6].startswith("fresh gap 0 ")
+    assert out[7] == "lost 0"
 
 
 @pytest.mark.parametrize("text, want", [

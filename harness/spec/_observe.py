@@ -26,6 +26,11 @@ OBSERVE_KINDS = ("det", "exp", "uniform", "lognormal", "pareto")
 #: The shortest mean (and uniform low) between events: RFC 7641 section 4.4 allows
 #: 2^23 sequence numbers per 256 s per observation, the device one per message.
 MIN_OBSERVE_RIT_US = 100
+#: The device's bounds on a process cell (device/notify.c: ``int_us`` <= NOTIFY_MAX_US, 11.6 days;
+#: ``decimal`` <= 1e6 and above its kind's minimum: lognormal CV > 0, pareto ALPHA > 1).
+MAX_OBSERVE_RIT_US = 10**12
+MAX_OBSERVE_SHAPE = 1e6
+_SHAPE_ABOVE = {"cv": 0.0, "alpha": 1.0}
 MAX_OBSERVE_RESOURCES = 65536
 MAX_AGE_S = 2**32 - 1
 DEFAULT_MAX_AGE_S = 60
@@ -57,6 +62,7 @@ class ObserveSpec:
             raise UserError(f"{self.rit.text}: the time between events must be at least {MIN_OBSERVE_RIT_US} us "
                             "(the mean; uniform: its low) for RFC 7641's sequence numbers",
                             field="observe.rit")
+        self._device_bounds()
         m = _TYPE_RE.fullmatch(self.type) if isinstance(self.type, str) else None  # type: ignore[redundant-expr]
         if m is None or (m.group(1) is not None and not 1 <= int(m.group(1)) <= 1000):
             raise UserError(f"expected non, con or non:N (N 1..1000), got {units.short(self.type)}",
@@ -66,6 +72,30 @@ class ObserveSpec:
                             field="observe.max_age")
         if not _int_in(self.service_us, 0, MAX_SERVICE_US):
             raise UserError(f"must be 0..{MAX_SERVICE_US} us, got {self.service_us!r}", field="observe.service")
+
+    def _device_bounds(self) -> None:
+        """What the device's parser refuses, refused here, before anything starts:
+        a mean (uniform: high) above MAX_OBSERVE_RIT_US, a shape above
+        MAX_OBSERVE_SHAPE, or one that the resource file's 6 decimals round to
+        the device's minimum or below (pareto:mean=1s,alpha=1.0000001 is written
+        as alpha 1)."""
+        r = self.rit
+        top = ("high", r.high) if isinstance(r, Uniform) else ("mean", r.mean_us())
+        if not round(top[1]) <= MAX_OBSERVE_RIT_US:
+            raise UserError(f"{r.text}: the {top[0]} must be at most {MAX_OBSERVE_RIT_US} us (11.6 days), the "
+                            "device's bound", field="observe.rit")
+        for shape, above in _SHAPE_ABOVE.items():
+            if not hasattr(r, shape):
+                continue
+            x = float(getattr(r, shape))
+            written = _decimal(x)
+            if not x <= MAX_OBSERVE_SHAPE:
+                raise UserError(f"{r.text}: {shape} must be at most {MAX_OBSERVE_SHAPE:.0f}, the device's bound",
+                                field="observe.rit")
+            if not float(written) > above:
+                raise UserError(f"{r.text}: {shape} {x!r} is written to the device with 6 decimals as {written}, "
+                                f"which the device refuses ({shape} must be above {above:g} after rounding)",
+                                field="observe.rit")
 
     @property
     def mean_us(self) -> float:

@@ -59,6 +59,7 @@ def ge_integrity(a: GeArrays, window: tuple[float, float], th: Thresholds) -> di
     rd = normalized_deviation(np.where(a.ok, a.response, np.nan), a.service)
     return {
         "requests": n, "ok": n_ok, "timeouts": n_timeout, "errors": n - n_ok - n_timeout,
+        "never_sent": int(np.count_nonzero(a.timeout & ~sent_ok)),
         "error_rate": (n - n_ok) / n if n else None,
         "late_sends": int(np.count_nonzero(a.send_lag > th.late_send_us)),
         "overloaded": int(np.count_nonzero(a.overload)),
@@ -116,6 +117,7 @@ def per_device(a: GeArrays, window: tuple[float, float], th: Thresholds) -> list
         rows.append({
             "device_id": int(dev[s]), "requests": int(e - s), "ok": n_ok,
             "timeouts": int(np.count_nonzero(tmo[sl])),
+            "never_sent": int(np.count_nonzero(tmo[sl] & ~np.isfinite(sent[sl]))),
             "error_rate": (int(e - s) - n_ok) / int(e - s),
             "throughput": n_ok / dur_s if dur_s > 0 else None,
             "response_mean_us": _num(rr.mean()) if rr.size else None,

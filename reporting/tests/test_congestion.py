@@ -341,3 +341,40 @@ def test_the_holds_found_are_those_the_ge_counted(tmp_path):
     assert c["strategy"] == "basic-rto" and c["nstart"] == 1 and c["complete"]
     assert c["rto"]["peers"] == 1 and c["rto"]["events_by_kind"]["send"] == 40
     assert c["rto"]["per_peer"][0]["rto_last_us"] >= 30_000        # RTO = 1.5 x RTT >= 1.5 x 30 ms
+
+
+def test_requests_given_up_unsent_are_the_rows_without_a_sent_stamp(make_run):
+    """The GE leaves `sent_us` and `send_lag_us` empty for a request NSTART
+    held past its timeout (never transmitted): the report counts such rows
+    as not sent (not in the achieved rate, not in the send lag) and the
+    errors check excuses exactly them, no more."""
+    run = make_run("unsent", error_rate=0.05)
+    rd = layout.RunDir(run)
+    before = analyze(run).result
+    t = pd.read_csv(rd.ge_csv(0), dtype={"code": str})
+    a, b = before["phases"]["measure"]
+    inside = t.index[(t.status == "timeout") & (t.intended_us >= a) & (t.intended_us < b)]
+    unsent = inside[: len(inside) // 2]      # half of them given up in the queue, the rest lost on the way
+    for col in ("sent_us", "send_lag_us"):
+        t[col] = t[col].astype("Int64")
+        t.loc[unsent, col] = pd.NA
+    t.to_csv(rd.ge_csv(0), index=False)
+    r = analyze(run).result
+    g0, g1 = before["ges"][0], r["ges"][0]
+    assert r["measure_counts"]["never_sent"] == g1["never_sent"] == len(unsent) > 10
+    assert sum(d["never_sent"] for d in r["devices"]) == len(unsent)
+    assert g1["achieved_rate"] == pytest.approx(g0["achieved_rate"] - len(unsent) / g1["duration_s"])
+    assert g1["send_lag_us"]["n"] == g0["send_lag_us"]["n"] - len(unsent)
+    assert g1["late_sends"] <= g0["late_sends"]
+    errors = {c["check"]: c for c in r["checks"]}["errors"]
+    n = r["measure_counts"]["timeouts"]
+    assert f"{len(unsent)} requests NSTART held past their timeout (no sent stamp: never sent) are the " \
+           "protocol's results, not failures" in errors["reason"]
+    assert f"the other {n - len(unsent)} timeouts are counted" in errors["reason"]
+    assert not errors["ok"]     # the ones that went out and were lost still fail the run
+    # Under configured loss, the impairment explains only the timeouts of requests that went out.
+    _impaired(run, {"s": {"loss": 0.8, "delay_us": 0, "jitter_us": 0, "rate_bps": None}})
+    errors = {c["check"]: c for c in analyze(run).result["checks"]}["errors"]
+    assert errors["ok"], errors["reason"]
+    assert f"{n - len(unsent)} timeouts of devices under the configured impairment" in errors["reason"]
+    assert f"{len(unsent)} requests NSTART held past their timeout" in errors["reason"]

@@ -160,6 +160,16 @@ OBS = "devices:\n  - {count: 2, service: det:0us, observe: {%s}}\nphases: {warmu
     ("resources: 3", "devices[0].observe.rit", "missing"),
     ("resources: 3, rit: exp:1s, colour: red", "devices[0].observe.colour", "unknown key"),
     ("resources: 3, rit: exp:1s, service: 2000s", "devices[0].observe.service", "us"),
+    # the device's bounds (device/notify.c), refused before anything starts
+    ("resources: 3, rit: 'pareto:mean=1s,alpha=1.0000001'", "devices[0].observe.rit",
+     "alpha 1.0000001 is written to the device with 6 decimals as 1, which the device refuses"),
+    ("resources: 3, rit: 'lognormal:mean=1s,cv=0.0000004'", "devices[0].observe.rit",
+     "cv 4e-07 is written to the device with 6 decimals as 0"),
+    ("resources: 3, rit: 'pareto:mean=1s,alpha=1000001'", "devices[0].observe.rit", "alpha must be at most 1000000"),
+    ("resources: 3, rit: 'lognormal:mean=1s,cv=2000000'", "devices[0].observe.rit", "cv must be at most 1000000"),
+    ("resources: 3, rit: exp:720h", "devices[0].observe.rit", "the mean must be at most 1000000000000 us"),
+    ("resources: 3, rit: det:1000000001s", "devices[0].observe.rit", "the mean must be at most"),
+    ("resources: 3, rit: 'uniform:1s,300h'", "devices[0].observe.rit", "the high must be at most"),
 ])
 def test_spec_errors(load_spec: Load, observe: str, field: str, needle: str) -> None:
     with pytest.raises(UserError) as ei:
@@ -167,6 +177,20 @@ def test_spec_errors(load_spec: Load, observe: str, field: str, needle: str) -> 
     err = ei.value
     assert err.field == field and needle in err.what and err.line == 2, str(err)
     assert "\n" not in str(err)
+
+
+@pytest.mark.parametrize("rit", ["pareto:mean=1s,alpha=1.000001", "lognormal:mean=1s,cv=0.000001",
+                                 "pareto:mean=1s,alpha=1000000", "exp:1000000s", "uniform:100us,277h"])
+def test_device_bounds_accept_their_edges(load_spec: Load, rit: str) -> None:
+    """The values at the device's bounds are written as it parses them."""
+    from wotbench.spec._observe import MAX_OBSERVE_RIT_US
+
+    o = load_spec(OBS % f"resources: 1, rit: '{rit}'").groups[0].observe
+    assert o is not None
+    kind, *params = o.device_rit().split(":")
+    assert kind == rit.split(":")[0] and 100 <= int(params[-1 if kind == "uniform" else 0]) <= MAX_OBSERVE_RIT_US
+    if kind in ("pareto", "lognormal"):
+        assert float(params[1]) > (1 if kind == "pareto" else 0) and float(params[1]) <= 1e6
 
 
 def test_rit_is_required_without_observe_and_requests_mode_is_refused(load_spec: Load) -> None:
