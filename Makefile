@@ -15,26 +15,41 @@ CSTD       := -std=c11 -D_GNU_SOURCE
 CWARN      := -Wall -Wextra -Werror
 CFLAGS     ?= -O2 -g
 ALL_CFLAGS := $(CSTD) $(CWARN) $(CFLAGS)
-# Release binaries are fully static so that they run in FROM-scratch images.
-STATIC_LDFLAGS := -static -pthread
+# Release binaries are fully static so that they run in FROM-scratch images;
+# a link warning (e.g. glibc's about a resolver in a static program) fails
+# the build, so that `make run` prints none.
+STATIC_LDFLAGS := -static -pthread -Wl,--fatal-warnings
 # Sanitizer builds cannot be static (ASan needs the dynamic loader); they
 # still link libcoap's static archive.
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
+
+# Quiet recipes: one line per step ("  CC  build/obj/..."); `make V=1`
+# shows every command. A failing step still prints its errors, and make
+# names the target.
+V ?= 0
+ifeq ($(V),1)
+  Q :=
+  say =
+else
+  Q := @
+  say = @printf '  %-4s %s\n' '$(1)' '$(2)';
+endif
 
 .PHONY: all setup build build-asan fuzz-build fuzz test check test-native run bench bench-ge bench-harness bench-swarm bench-report images clean-build venv images bench-harness bench-report
 
 all: build
 
 setup:
-	bash .ci/setup.sh
+	$(Q)bash .ci/setup.sh
 
+PIP_Q := $(if $(filter 1,$(V)),,-q) --disable-pip-version-check
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
-	touch $@
+	$(call say,VENV,$(VENV))python3 -m venv $(VENV)
+	$(Q)$(VENV)/bin/pip install $(PIP_Q) --upgrade pip
+	$(call say,PIP,-e .[test])$(VENV)/bin/pip install $(PIP_Q) -e '.[test]'
+	$(Q)touch $@
 
 include gateway-emulator/build.mk
 include device/build.mk
@@ -46,7 +61,7 @@ fuzz-build: $(FUZZERS)
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
 # and Docker end-to-end.
 test: setup build build-asan fuzz-build images images-swarm images-gateways
-	$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
+	$(Q)$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
 # check: the standard tools (ruff, import-linter, mypy: harness/tests/test_tools.py)
@@ -57,10 +72,10 @@ test: setup build build-asan fuzz-build images images-swarm images-gateways
 # ASan/UBSan, fuzz smoke) and the slow ones; no Docker. A test that reaches beyond its tier
 # fails, naming what it reached.
 check: venv
-	$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
+	$(Q)$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
 
 test-native: venv build build-asan fuzz-build
-	$(PY) -m pytest --tier native $(PYTEST_ARGS)
+	$(Q)$(PY) -m pytest --tier native $(PYTEST_ARGS)
 
 # Each fuzzer for FUZZ_RUNS executions (the closing notes quote 1e6+).
 # Fuzzers are named fuzz-<folder>-<what>; seeds live in <folder>/fuzz/seeds/<name>/.
@@ -77,7 +92,7 @@ CLANG_TIDY ?= clang-tidy
 TIDY_SRCS  := $(sort $(wildcard gateway-emulator/*.c gateway-emulator/*/*.c device/*.c device/*/*.c))
 .PHONY: tidy
 tidy:
-	$(CLANG_TIDY) --quiet $(TIDY_SRCS) -- $(CSTD) -Igateway-emulator -Idevice -I$(COAP_INC)
+	$(Q)$(CLANG_TIDY) --quiet $(TIDY_SRCS) -- $(CSTD) -Igateway-emulator -Idevice -I$(COAP_INC)
 
 # Every benchmark; each prints medians and writes JSON under build/bench/.
 bench: bench-ge bench-device bench-tracegen bench-report bench-harness bench-swarm
@@ -85,20 +100,20 @@ bench: bench-ge bench-device bench-tracegen bench-report bench-harness bench-swa
 # Docker images with no registry: static binaries FROM scratch, and a
 # debootstrap base (docker import) for the network-tools sidecar.
 images: build
-	bash docker/build-images.sh $(BIN)
+	$(Q)bash docker/build-images.sh $(BIN)
 
 # The Swarm lab's node image (docker/swarm-node.Dockerfile: the base plus
 # Debian's docker.io); skipped when it is up to date.
 .PHONY: images-swarm
 images-swarm: images
-	bash docker/build-images.sh $(BIN) --swarm-node
+	$(Q)bash docker/build-images.sh $(BIN) --swarm-node
 
 # The shipped gateways under test (docker/gw-*.Dockerfile: libcoap's and
 # aiocoap's CoAP forward proxies, a Node-RED HTTP-to-CoAP flow), FROM the
 # debootstrap base; each skipped when it is up to date.
 .PHONY: images-gateways
 images-gateways: images
-	bash docker/build-images.sh $(BIN) --gateways
+	$(Q)bash docker/build-images.sh $(BIN) --gateways
 
 # The quickstart experiment on this machine (about two minutes).
 run: setup build images
@@ -109,15 +124,15 @@ run: setup build images
 # Bring-up/teardown rate, where the time goes, and memory per device for 100,
 # 400 and 1,000 devices (harness/README.md).
 bench-harness: setup build images
-	$(PY) -m wotbench.studies.harness_bench --devices 100 400 1000 --out $(BUILD)/bench/harness.json
+	$(Q)$(PY) -m wotbench.studies.harness_bench --devices 100 400 1000 --out $(BUILD)/bench/harness.json
 
 # A two-node Swarm lab on this machine: start-up rate on 1 vs 2 nodes and
 # the cross-host path (docs/multi-host.md).
 bench-swarm: setup build images images-swarm
-	$(PY) -m wotbench.studies.harness_bench --swarm --devices 40 --reps 3 --out $(BUILD)/bench/swarm.json
+	$(Q)$(PY) -m wotbench.studies.harness_bench --swarm --devices 40 --reps 3 --out $(BUILD)/bench/swarm.json
 
 clean-build:
-	rm -rf $(BUILD)
+	$(Q)rm -rf $(BUILD)
 
 # The report of synthetic 10- and 100-million-request runs, out of core:
 # CSV -> Parquet conversion and the analysis timed apart, peak RSS of each,
@@ -125,7 +140,7 @@ clean-build:
 # PYTHONPATH root of older code> times it side by side on 10M (reporting/README.md).
 REPORT_RUNS ?= $(BUILD)/bench/report-runs
 bench-report: venv
-	$(PY) -m wotbench.reporting.bench.bench_report --requests 10000000 100000000 --dir $(REPORT_RUNS) \
+	$(Q)$(PY) -m wotbench.reporting.bench.bench_report --requests 10000000 100000000 --dir $(REPORT_RUNS) \
 		--out $(BUILD)/bench/report.json $(if $(REPORT_OLD),--old $(REPORT_OLD))
 
 # Rows/s and peak memory of `wotbench tracegen` writing a 10-million-request,
@@ -133,4 +148,4 @@ bench-report: venv
 .PHONY: bench-tracegen
 bench-tracegen: venv
 	@mkdir -p $(BUILD)/bench
-	$(PY) tracegen/bench/bench_tracegen.py --rows 10000000 --devices 1000 --dir $(BUILD)/bench --json $(BUILD)/bench/tracegen.json
+	$(Q)$(PY) tracegen/bench/bench_tracegen.py --rows 10000000 --devices 1000 --dir $(BUILD)/bench --json $(BUILD)/bench/tracegen.json

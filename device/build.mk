@@ -10,19 +10,22 @@ DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))
 
 $(BUILD)/obj/device/%.o: device/%.c $(DEV_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -I$(COAP_INC) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -I$(COAP_INC) -c $< -o $@
 
 $(BUILD)/obj/device/asan/%.o: device/%.c $(DEV_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(COAP_INC) -c $< -o $@
+	$(Q)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(COAP_INC) -c $< -o $@
 
-$(BIN)/wotbench-device: $(DEV_OBJS)
+# The static binary alone links the numeric-only resolver (noresolv.c:
+# keeps glibc's getaddrinfo.o, and its link warning, out); the ASan build is
+# dynamic and keeps glibc's.
+$(BIN)/wotbench-device: $(DEV_OBJS) $(BUILD)/obj/device/noresolv.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
 
 $(BUILD)/asan/wotbench-device: $(DEV_ASAN_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB) -lm
 
 # libFuzzer harnesses: the resource CSV parser, the request path (parse +
 # response build) and the --cpus LIST parser are the parsers of outside input.
@@ -31,35 +34,35 @@ FUZZERS += $(BUILD)/fuzz/fuzz-device-resources $(BUILD)/fuzz/fuzz-device-request
 
 $(BUILD)/fuzz/fuzz-device-resources: device/fuzz/fuzz_resources.c device/resources.c device/notify.c $(DEV_HDRS)
 	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_resources.c device/resources.c \
+	$(call say,LD,$@)$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_resources.c device/resources.c \
 	  device/notify.c -lm
 
 $(BUILD)/fuzz/fuzz-device-request: device/fuzz/fuzz_request.c device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c device/notify.c $(DEV_HDRS)
 	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
+	$(call say,LD,$@)$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -I$(COAP_INC) -o $@ device/fuzz/fuzz_request.c \
 	  device/wire.c device/tx.c device/hist.c device/registry.c device/resources.c device/notify.c \
 	  -pthread $(COAP_LIB) -lm
 
 $(BUILD)/fuzz/fuzz-device-cpulist: device/fuzz/fuzz_cpulist.c device/cpulist.c device/cpulist.h
 	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_cpulist.c device/cpulist.c
+	$(call say,LD,$@)$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -Idevice -o $@ device/fuzz/fuzz_cpulist.c device/cpulist.c
 
 # Load tools of the device benchmark: devload (closed loop, a window of
 # requests in flight) and devrate (open loop at one fixed rate).
 $(BIN)/devload: device/bench/devload.c device/bench/benchreq.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $<
 
 $(BIN)/devrate: device/bench/devrate.c device/bench/benchreq.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # The device at zero service time: capacity per worker-thread count
 # (closed loop, open-loop steps) and as the GE sees it at 200k/250k req/s
 # (README, "Benchmark"); JSON to build/bench/device.json.
 .PHONY: bench-device
 bench-device: $(BIN)/wotbench-device $(BIN)/devload $(BIN)/devrate $(BIN)/wotbench-ge venv
-	$(PY) device/bench/bench_device.py $(BENCH_DEVICE_ARGS)
+	$(Q)$(PY) device/bench/bench_device.py $(BENCH_DEVICE_ARGS)
 
 # wotbench-hog: the noisy neighbour of `interference:` (docs/interference.md),
 # shipped in the device image; built with `make build` / `make build-asan`.
@@ -72,11 +75,11 @@ $(HOG_OBJS) $(HOG_ASAN_OBJS): $(HOG_HDRS)
 
 $(BIN)/wotbench-hog: $(HOG_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS)
 
 $(BUILD)/asan/wotbench-hog: $(HOG_ASAN_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread
+	$(call say,LD,$@)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread
 
 build: $(BIN)/wotbench-hog
 build-asan: $(BUILD)/asan/wotbench-hog

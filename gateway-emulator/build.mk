@@ -26,31 +26,37 @@ GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o) \
 
 $(GE_OBJ)/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -I$(COAP_INC) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -I$(COAP_INC) -c $< -o $@
 
 $(GE_OBJ)/asan/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(COAP_INC) -c $< -o $@
+	$(Q)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(COAP_INC) -c $< -o $@
 
 $(GE_OBJ)/fuzz/%.o: $(GE_DIR)/%.c $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
+	$(Q)$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
 
 $(GE_OBJ)/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(GE_OBJ)/asan/cpulist.o: $(GE_CPULIST) $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -c $< -o $@
+	$(Q)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -c $< -o $@
 
-$(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o
+# The static binary links the device's numeric-only resolver
+# (device/noresolv.c: keeps glibc's getaddrinfo.o, and its link warning, out).
+$(GE_OBJ)/noresolv.o: device/noresolv.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o $(GE_OBJ)/noresolv.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
 
 $(BUILD)/asan/wotbench-ge: $(GE_ASAN_OBJS) $(GE_OBJ)/asan/main.o
 	@mkdir -p $(@D)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB) -lm
 
 # The congestion-control replay driver (tests/cc_vectors.c, run by
 # tests/test_cc.py): cc.o alone, release and ASan/UBSan, built by
@@ -62,11 +68,11 @@ build-asan: $(GE_CC_VECTORS_ASAN)
 
 $(GE_CC_VECTORS): $(GE_DIR)/tests/cc_vectors.c $(GE_OBJ)/cc.o $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/cc.o -lm
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/cc.o -lm
 
 $(GE_CC_VECTORS_ASAN): $(GE_DIR)/tests/cc_vectors.c $(GE_OBJ)/asan/cc.o $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/cc.o -lm
+	$(call say,LD,$@)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/cc.o -lm
 
 # The Observe classifier's replay driver (tests/obs_vectors.c, run by
 # tests/test_obs.py): obs.o alone, release and ASan/UBSan.
@@ -77,49 +83,49 @@ build-asan: $(GE_OBS_VECTORS_ASAN)
 
 $(GE_OBS_VECTORS): $(GE_DIR)/tests/obs_vectors.c $(GE_OBJ)/obs.o $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/obs.o
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/obs.o
 
 $(GE_OBS_VECTORS_ASAN): $(GE_DIR)/tests/obs_vectors.c $(GE_OBJ)/asan/obs.o $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/obs.o
+	$(call say,LD,$@)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -I$(GE_DIR) -o $@ $< $(GE_OBJ)/asan/obs.o
 
 $(BUILD)/fuzz/fuzz-gateway-emulator-trace: $(GE_OBJ)/fuzz/fuzz_trace.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_TRACE_MODS:=.o))
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
+	$(call say,LD,$@)$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB)
 
 $(BUILD)/fuzz/fuzz-gateway-emulator-datagram: $(GE_OBJ)/fuzz/fuzz_datagram.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o))
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CLANG) $(FUZZ_FLAGS) -o $@ $^ $(COAP_LIB) -lm
 
 # The Observe classifier and payload parser alone (pure).
 $(BUILD)/fuzz/fuzz-ge-obs: $(GE_OBJ)/fuzz/fuzz_obs.o $(GE_OBJ)/fuzz/obs.o
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $^
+	$(call say,LD,$@)$(CLANG) $(FUZZ_FLAGS) -o $@ $^
 
 $(BUILD)/fuzz/fuzz-ge-http: $(GE_OBJ)/fuzz/fuzz_http.o \
     $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_HTTP_MODS:=.o))
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $^
+	$(call say,LD,$@)$(CLANG) $(FUZZ_FLAGS) -o $@ $^
 
 $(GE_OBJ)/fuzz/fuzz_%.o: $(GE_DIR)/fuzz/fuzz_%.c $(GE_HDRS)
 	@mkdir -p $(@D)
-	$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
+	$(Q)$(CLANG) $(CSTD) $(CWARN) $(FUZZ_FLAGS) -I$(GE_DIR) -I$(COAP_INC) -c $< -o $@
 
 FUZZERS += $(BUILD)/fuzz/fuzz-gateway-emulator-trace $(BUILD)/fuzz/fuzz-gateway-emulator-datagram \
            $(BUILD)/fuzz/fuzz-ge-http $(BUILD)/fuzz/fuzz-ge-obs
 
 # Submitted-versus-expected inter-arrival times at rising rates (README).
 bench-ge: $(BIN)/wotbench-ge $(BIN)/wotbench-device $(BUILD)/bench/ge-httpd venv
-	$(PY) $(GE_DIR)/bench/bench_ge.py $(BENCH_GE_ARGS)
-	$(PY) $(GE_DIR)/bench/bench_ge_http.py $(BENCH_GE_HTTP_ARGS)   # --north http beside wrk
-	$(PY) $(GE_DIR)/bench/bench_ge_ct.py $(BENCH_GE_CT_ARGS)   # in containers (docs/bench-ge.md)
+	$(Q)$(PY) $(GE_DIR)/bench/bench_ge.py $(BENCH_GE_ARGS)
+	$(Q)$(PY) $(GE_DIR)/bench/bench_ge_http.py $(BENCH_GE_HTTP_ARGS)   # --north http beside wrk
+	$(Q)$(PY) $(GE_DIR)/bench/bench_ge_ct.py $(BENCH_GE_CT_ARGS)   # in containers (docs/bench-ge.md)
 
 # bench-ge's trivial keep-alive HTTP server (bench/httpd.c).
 $(BUILD)/bench/ge-httpd: $(GE_DIR)/bench/httpd.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # Keep the fuzz objects (make would delete them as intermediates).
 .SECONDARY: $(GE_FUZZ_OBJS) $(GE_OBJ)/fuzz/fuzz_trace.o $(GE_OBJ)/fuzz/fuzz_datagram.o \
@@ -129,7 +135,7 @@ $(BUILD)/bench/ge-httpd: $(GE_DIR)/bench/httpd.c
 # before streaming (OLD=path/to/wotbench-ge) and this tree's, side by side.
 .PHONY: bench-ge-stream
 bench-ge-stream: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
-	$(PY) $(GE_DIR)/bench/bench_ge_stream.py --old $(OLD) $(BENCH_GE_STREAM_ARGS)
+	$(Q)$(PY) $(GE_DIR)/bench/bench_ge_stream.py --old $(OLD) $(BENCH_GE_STREAM_ARGS)
 
 # The GE's cocoa and rfc7252 beside Californium 3.14.0's COCOA and NULL, on
 # the wire of one scripted-loss relay in front of one device (issue 26 item 5;
@@ -138,9 +144,9 @@ bench-ge-stream: $(BIN)/wotbench-ge $(BIN)/wotbench-device venv
 # offline. A bench: not part of `make test` or CI (about ten minutes).
 CROSSCHECK_CF := $(GE_DIR)/bench/californium
 $(BUILD)/crosscheck-cc/classpath.txt: $(CROSSCHECK_CF)/pom.xml $(wildcard $(CROSSCHECK_CF)/src/main/java/*/*/*.java)
-	mvn -o -q -B -f $(CROSSCHECK_CF)/pom.xml package || mvn -q -B -f $(CROSSCHECK_CF)/pom.xml package
-	touch $@
+	$(Q)mvn -o -q -B -f $(CROSSCHECK_CF)/pom.xml package || mvn -q -B -f $(CROSSCHECK_CF)/pom.xml package
+	$(Q)touch $@
 
 .PHONY: crosscheck-cc
 crosscheck-cc: $(BIN)/wotbench-ge $(BIN)/wotbench-device $(BUILD)/crosscheck-cc/classpath.txt
-	python3 $(GE_DIR)/bench/crosscheck_cc.py $(CROSSCHECK_CC_ARGS)
+	$(Q)python3 $(GE_DIR)/bench/crosscheck_cc.py $(CROSSCHECK_CC_ARGS)

@@ -1,7 +1,10 @@
 """WoTbench: a containerized CoAP device-emulation testbed.
 
-The spec types and loaders are those of :mod:`wotbench.spec` (imported on
-first use, so that ``wotbench --help`` does not load NumPy)."""
+From Python: :func:`run` runs an experiment spec, :func:`load_run` loads a
+finished run (``help(wotbench.load_run)``), :func:`load_spec` checks a spec
+and returns its tests. The spec types and loaders are those of
+:mod:`wotbench.spec` (imported on first use, so that ``wotbench --help``
+does not load NumPy)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wotbench.base.errors import UserError
-from wotbench.base.version import __version__  # noqa: F401  (the package's version)
+from wotbench.base.version import __version__ as __version__  # the package's version (re-exported)
 
 if TYPE_CHECKING:
     from wotbench.reporting import Run
@@ -40,8 +43,20 @@ def run(spec: str | PathLike[str], results: str | PathLike[str] = "results",
 
 
 def load_run(path: str | PathLike[str]) -> Run:
-    """A finished run's DataFrames (requests, cd, monitor) and summary, for
-    notebooks (see :func:`wotbench.reporting.load_run`)."""
+    """A finished run's data for notebooks: its summary, its per-request rows
+    and its monitor and contention-detector frames (a :class:`Run`)::
+
+        import wotbench
+        run = wotbench.load_run("results/<run-id>")
+        print(run.summary.verdict)                   # "valid" or "invalid"; run.summary.reasons says why
+        m = run.measure                              # the measurement phase's requests: what the report uses
+        print(m[m.status == "ok"].response_us.quantile([.5, .99]))   # the report's p50 / p99
+
+    ``run.requests`` has every row, the warm-up and cool-down too;
+    ``run.ges[k]`` reads a GE's output lazily, for runs too big for one
+    DataFrame; ``run.cd`` and ``run.monitor`` are the contention detector's
+    requests and the host's monitor samples. The columns: docs/formats.md;
+    the run folder: docs/run-layout.md (see :func:`wotbench.reporting.load_run`)."""
     from wotbench.reporting import load_run as _load_run
 
     return _load_run(path)

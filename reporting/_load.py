@@ -43,18 +43,25 @@ class Phases:
     """Phase windows ``[a, b)`` in us relative to t0 (phases.json)."""
 
     measure: tuple[float, float]
+    """The measurement phase: the requests intended in it are the report's (``Run.measure``)."""
     calibration: tuple[float, float] | None = None
+    """The contention detector's calibration, before the workload (negative times); None without one."""
     warmup: tuple[float, float] | None = None
+    """The warm-up before the measurement; None without one."""
     cooldown: tuple[float, float] | None = None
+    """The cool-down after the measurement; None without one."""
     t0_epoch_us: int | None = None
+    """t0, the instant all the times are relative to, in us since the epoch; None when unknown."""
     inferred: bool = False
     """True when there was no phases.json and the measurement phase is the whole trace."""
 
     @property
     def measure_us(self) -> float:
+        """The measurement phase's length in us."""
         return self.measure[1] - self.measure[0]
 
     def to_dict(self) -> dict[str, Any]:
+        """The windows as phases.json writes them (lists, None where absent)."""
         return {"t0_epoch_us": self.t0_epoch_us, "inferred": self.inferred,
                 **{k: list(v) if v is not None else None for k, v in
                    (("calibration", self.calibration), ("warmup", self.warmup),
@@ -66,10 +73,15 @@ class RunSummary:
     """The run's summary.json in brief (``data`` keeps all of it)."""
 
     run_id: str
+    """The run's id (its folder's name under results/)."""
     complete: bool
+    """Whether the run finished (an interrupted run is not complete)."""
     verdict: str | None
+    """"valid" or "invalid" (None when the summary has none)."""
     reasons: tuple[str, ...]
+    """Why the run is invalid, one sentence per failed check (empty when valid)."""
     data: dict[str, Any] = field(repr=False, default_factory=dict)
+    """All of summary.json: the analysis sections the report is made of."""
 
 
 @dataclass(frozen=True)
@@ -186,10 +198,13 @@ class GeData:
     ge: int
     """The GE index k (``ge-<k>.csv``)."""
     csv: Path
+    """The GE's per-request CSV, as the GE wrote it."""
     parquet: Path
+    """Its Parquet cache, which every read here uses."""
 
     @property
     def num_rows(self) -> int:
+        """Its rows, every phase's (from the Parquet metadata, nothing read)."""
         return int(pq.read_metadata(self.parquet).num_rows)
 
     def batches(self, columns: list[str] | None = None, batch_size: int = ROW_GROUP) -> Iterator[pa.RecordBatch]:
@@ -208,6 +223,7 @@ class GeData:
         return self.dataset().to_table(columns=columns, filter=filter)
 
     def to_pandas(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """All its rows (or ``columns``) as one DataFrame, in memory: for outputs that fit."""
         df: pd.DataFrame = pq.read_table(self.parquet, columns=columns).to_pandas()
         return df
 
@@ -330,14 +346,37 @@ class RunHost:
     the probe's own start); None when missing."""
 
     hostname: str
+    """The swarm node's hostname."""
     cd: pd.DataFrame | None
+    """That host's CD-GE requests (GE output columns, on t0)."""
     monitor: pd.DataFrame | None
+    """That host's monitor samples (as ``Run.monitor``)."""
     probe: pd.DataFrame | None
+    """The GE node's probe of that host (intended_us relative to the probe's start)."""
 
 
 @dataclass
 class Run:
-    """A run for notebooks: its GE outputs (lazy), the small frames and the summary.
+    """A finished run for notebooks: its GE outputs (lazy), the small frames
+    and the summary, as :func:`load_run` returns it. ::
+
+        import wotbench
+        run = wotbench.load_run("results/<run-id>")
+        print(run.summary.verdict, run.summary.reasons)     # "valid" / "invalid", and why
+        m = run.measure                                     # the rows the report computes on
+        ok = m[m.status == "ok"]
+        print(ok.response_us.quantile([.5, .99]))          # the report's p50 / p99 (exact mode)
+
+    Attributes: ``path``, ``ges``, ``cd``, ``monitor``, ``containers``,
+    ``phases``, ``summary``, ``manifest``, ``observed``, ``hosts``; the
+    per-request rows: ``requests`` (every row), ``measure`` (the
+    measurement phase's), ``num_requests``. The columns are those of
+    docs/formats.md (GE output); the folder's files, docs/run-layout.md.
+
+    ``requests`` holds **every** row: the warm-up, the cool-down and the
+    drain after it too. The report's numbers are those of ``measure``
+    (the requests intended inside the measurement phase), and its
+    latencies those of its ``status == "ok"`` rows.
 
     ``ges`` gives each GE's per-request output lazily (:class:`GeData`:
     ``batches()``, ``dataset()``, ``table(filter=...)``): nothing of it is
@@ -349,13 +388,23 @@ class Run:
     """
 
     path: Path
+    """The run folder (or the folder of GE output files) that was loaded."""
     ges: tuple[GeData, ...]
+    """Each workload GE's per-request output, lazily (nothing read yet); in GE order."""
     cd: pd.DataFrame | None
+    """The CD-GE's requests (the contention detector's probe of the CD node;
+    GE output columns, calibration rows at negative ``intended_us``); None without a CD."""
     monitor: pd.DataFrame | None
+    """The host monitor's samples (collectl: ``t_us``, ``cpu<N>_idle``, memory, ...); None when missing."""
     containers: pd.DataFrame | None
+    """The cgroup sampler's rows (monitor/containers.csv: ``t_us``, ``container``,
+    ``role``, ``cpu_usage_us``, ``mem_bytes``); None when missing."""
     phases: Phases
+    """The phase windows (us from t0): calibration, warm-up, measure, cool-down (phases.json)."""
     summary: RunSummary | None
+    """summary.json in brief (verdict, reasons; ``.data`` all of it); None before the run finished."""
     manifest: dict[str, Any] | None
+    """manifest.json: what ran (spec, versions, placement, start-up times); None when missing."""
     observed: dict[str, Any] | None = None
     """observed.json: what the harness saw (container states, GE exits, ...)."""
     hosts: dict[str, RunHost] = field(default_factory=dict)
@@ -369,7 +418,11 @@ class Run:
 
     @cached_property
     def requests(self) -> pd.DataFrame:
-        """Every GE's rows in one DataFrame (runs of at most MAX_FRAME_ROWS rows)."""
+        """Every GE's rows in one DataFrame, of **every** phase (warm-up,
+        cool-down and the drain included; :attr:`measure` is the
+        measurement phase's, which the report uses): the GE output columns
+        of docs/formats.md plus ``ge``. For runs of at most MAX_FRAME_ROWS
+        rows (else a UserError: read ``ges[k]`` instead)."""
         n = self.num_requests
         if n > MAX_FRAME_ROWS:
             raise UserError(f"{n:,} requests are more than a DataFrame here takes ({MAX_FRAME_ROWS:,}): "
@@ -383,7 +436,9 @@ class Run:
 
     @property
     def measure(self) -> pd.DataFrame:
-        """Requests intended inside the measurement phase (of ``requests``)."""
+        """The rows of :attr:`requests` intended inside the measurement phase
+        (``phases.measure``): what the report computes on. Its latency
+        quantiles are those of the ``status == "ok"`` rows' ``response_us``."""
         a, b = self.phases.measure
         r = self.requests
         return r[(r["intended_us"] >= a) & (r["intended_us"] < b)]
@@ -396,8 +451,9 @@ MAX_FRAME_ROWS = 20_000_000
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load a run directory (or a folder of ge-*.csv files): the GE outputs
     as lazy handles (``Run.ges``; ``Run.requests`` materializes them for
-    small runs), the CD-GE, monitor and records as DataFrames and dicts.
-    Converts each GE CSV to its Parquet cache once (in bounded memory)."""
+    small runs, ``Run.measure`` the measurement phase's rows), the CD-GE,
+    monitor and records as DataFrames and dicts. Converts each GE CSV to
+    its Parquet cache once (in bounded memory). See :class:`Run`."""
     files = find_files(Path(path))
     ges = tuple(ge_data(files))
     cd = read_ge_table(files.cd_csv).to_pandas() if files.cd_csv else None

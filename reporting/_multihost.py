@@ -12,8 +12,11 @@ The cross-host path: the GE node probes each host's CD node before the
 measurement (``probe.csv``, CON, sequential, service time S). Its R - S
 beside the same host's CD-GE R - S during calibration (CD pair alone on
 that host, same S) gives the extra latency of the path (``extra_us``) that
-a device's R - S on that host is read against. Informational: only a probe
-without answers fails the run (the ``nodes`` check).
+a device's R - S on that host is read against, with its error
+(``extra_err_us``, about 95 %: 1.96 x the two medians' standard errors
+combined, each 0.93 x IQR / sqrt(n), the normal's), so a negative
+difference reads as noise. Informational: only a probe without answers
+fails the run (the ``nodes`` check).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ class SwarmRecords:
 
 _S, _I, _B, _0 = str, int, bool, type(None)
 _PLAN = Obj({"degraded": (_B, _0), "cores_shared": (_B, _0), "notes": (ListOf(_S), _0),
-             "cd_node_cpuset": (_S, _0)})
+             "cd_node_cpuset": (_S, _0), "ge_cores": (ListOf(_I), _0)})
 #: What reporting reads of manifest.json (docs/run-layout.md), and its types.
 MANIFEST = Obj({
     "swarm": (_B, _0), "ge_node": (_S, _0),
@@ -113,12 +116,15 @@ def _plan_brief(plan: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(plan, dict):
         return None
     return {"degraded": bool(plan.get("degraded", plan.get("cores_shared", False))),
-            "notes": [str(n) for n in plan.get("notes", []) or []]}
+            "notes": [str(n) for n in plan.get("notes", []) or []],
+            "ge_cores": [int(c) for c in plan.get("ge_cores", []) or []]}
 
 
 def placement_section(files: RunFiles) -> dict[str, Any] | None:
-    """manifest.json's placement in brief: ``degraded`` and ``notes``; a
-    cluster plan is degraded when any node's plan is (notes name the node)."""
+    """manifest.json's placement in brief: ``degraded``, ``notes`` and
+    ``ge_cores`` (the cores the GEs busy-poll); a cluster plan is degraded
+    when any node's plan is (notes name the node), and its ``ge_cores`` are
+    the GE node's (each host's own are in its ``hosts`` entry)."""
     m, error = _manifest(files)
     if error is not None:
         return {"degraded": None, "notes": [], "error": error}
@@ -128,8 +134,10 @@ def placement_section(files: RunFiles) -> dict[str, Any] | None:
     if not isinstance(p.get("nodes"), list):
         return _plan_brief(p)
     per = {h: _plan_brief(n.get("plan")) for h, n in _by_hostname(p["nodes"]).items()}
+    ge_node = per.get(str(m.get("ge_node"))) or {}
     return {"degraded": any(b["degraded"] for b in per.values() if b),
-            "notes": [f"{h}: {n}" for h, b in per.items() if b for n in b["notes"]]}
+            "notes": [f"{h}: {n}" for h, b in per.items() if b for n in b["notes"]],
+            "ge_cores": list(ge_node.get("ge_cores", []))}
 
 
 def _device_host(node: dict[str, Any], plan: dict[str, Any], hf: HostFiles) -> bool:
@@ -147,18 +155,35 @@ def _clock(node: dict[str, Any]) -> dict[str, Any] | None:
     return {"offset_us": float(c["offset_us"]), "uncertainty_us": c.get("uncertainty_us"), "how": c.get("how")}
 
 
+#: The standard error of a sample median over IQR / sqrt(n), for a normal sample (1.2533 / 1.349).
+_MEDIAN_SE_PER_IQR = 0.929
+#: The extra latency's error: this many of its standard errors (about 95 %).
+_EXTRA_Z = 1.96
+
+
+def _median_se(x: np.ndarray) -> float | None:
+    """The standard error of the median of the finite values of x (None: fewer than 2)."""
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return None
+    q1, q3 = np.percentile(x, [25, 75])
+    return float(_MEDIAN_SE_PER_IQR * (q3 - q1) / np.sqrt(x.size))
+
+
 def _probe(hf: HostFiles, s_us: float | None, record: dict[str, Any] | None) -> dict[str, Any]:
     """The GE node's probe of this host's CD node: its R - S (intended_us
     are the probe's own, so every request counts, no phase)."""
     rec = record if isinstance(record, dict) else {}
     out: dict[str, Any] = {"file": hf.probe_csv is not None, "requests": rec.get("rows"), "ok": rec.get("ok"),
-                           "exit_code": rec.get("exit_code"), "r_minus_s_us": None}
+                           "exit_code": rec.get("exit_code"), "r_minus_s_us": None, "median_se_us": None}
     if hf.probe_csv is None:
         return out
     p = GeArrays.from_table(read_ge_table(hf.probe_csv, ANALYSIS_COLUMNS))
     out.update(requests=len(p), ok=int(np.count_nonzero(p.ok)))
     if s_us is not None:
-        out["r_minus_s_us"] = dist(np.where(p.ok, p.response, np.nan) - s_us, LATENCY_QUANTILES)
+        rs = np.where(p.ok, p.response, np.nan) - s_us
+        out["r_minus_s_us"] = dist(rs, LATENCY_QUANTILES)
+        out["median_se_us"] = _median_se(rs)
     return out
 
 
@@ -177,14 +202,18 @@ def _cross_host(hf: HostFiles, cd: CdPlot | None, phases: Phases, spec_s_us: flo
                 record: dict[str, Any] | None, same_path: bool) -> dict[str, Any]:
     s_us, s_from = (spec_s_us, "spec") if spec_s_us is not None else (_echoed_s(hf, cd), "echoed")
     probe = _probe(hf, s_us, record)
-    same = None
+    same, same_se = None, None
     if cd is not None and s_us is not None:
         cal = phases.calibration if phases.calibration is not None else (-np.inf, 0.0)
-        same = dist(cd.response_us[(cd.t_us >= cal[0]) & (cd.t_us < cal[1])] - s_us, LATENCY_QUANTILES)
+        rs = cd.response_us[(cd.t_us >= cal[0]) & (cd.t_us < cal[1])] - s_us
+        same, same_se = dist(rs, LATENCY_QUANTILES), _median_se(rs)
     p50 = (probe["r_minus_s_us"] or {}).get("p50")
     extra = p50 - same["p50"] if p50 is not None and same is not None and same["p50"] is not None else None
+    se_probe = probe["median_se_us"]
+    err = (_EXTRA_Z * float(np.hypot(se_probe, same_se))
+           if extra is not None and se_probe is not None and same_se is not None else None)
     return {"service_us": s_us, "service_from": s_from if s_us is not None else None, "same_path": same_path,
-            "probe": probe, "same_host_r_minus_s_us": same, "extra_us": extra}
+            "probe": probe, "same_host_r_minus_s_us": same, "extra_us": extra, "extra_err_us": err}
 
 
 def _host(hf: HostFiles, rec: SwarmRecords, phases: Phases, th: Thresholds, harness: dict[str, Any],

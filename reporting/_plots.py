@@ -1,13 +1,19 @@
 """Figures, matching the paper's where there is one (Figs. 5b, 6, 7, 8, 9),
-as PNG bytes. Every axis says what and in which unit; distributions are
+as PNG bytes. Every axis says what and in which unit, every axes has a
+title, every legend sits outside the data (``_legend_outside``), and every
+figure comes with a caption that says what to look for; distributions are
 drawn from precomputed quantile grids, so a 10-million-request run draws
-as fast as a small one."""
+as fast as a small one.
+
+``run_figures``, ``host_figures`` and ``sweep_figures`` return
+``FigureEntry`` tuples: (file stem, caption, PNG, title), in reading order.
+"""
 
 from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import matplotlib
@@ -21,6 +27,7 @@ from matplotlib.figure import Figure
 
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
+from wotbench.base.units import fmt_duration_us
 from wotbench.reporting._analyze import QGRID, Analysis
 from wotbench.reporting._congestion import read_rto, rto_bins
 from wotbench.reporting._host import CdPlot
@@ -28,15 +35,32 @@ from wotbench.reporting._hostchecks import clock_note
 from wotbench.reporting._injected import mark_interference
 from wotbench.reporting._timeline import MEM_SERIES, run_timeline
 
-__all__ = ["run_figures", "host_figures", "sweep_figures", "mark_interference"]
+__all__ = ["FigureEntry", "run_figures", "host_figures", "sweep_figures", "mark_interference"]
+
+#: One figure of a report: (file stem, caption: what it shows and what to look for, PNG, title).
+FigureEntry = tuple[str, str, bytes, str]
 
 _PHASE_COLORS = {"calibration": "#d9e8f5", "warmup": "#f2f2f2", "measure": "#ffffff", "cooldown": "#f2f2f2"}
 _C_EXP, _C_SUB, _C_CD, _C_BAD = "#1f77b4", "#d62728", "#2ca02c", "#d62728"
 
 
-def _legend(ax: Axes, **kw: Any) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(**kw)
+def _legend_outside(ax: Axes, *twins: Axes, below: bool = False, **kw: Any) -> None:
+    """One legend for ``ax`` (and the twin axes drawn over it), outside the
+    data: right of the axes, or below the whole figure (``below``: a twin's
+    axis labels take the right side). Each label once; none: no legend."""
+    seen: dict[str, Any] = {}
+    for a in (ax, *twins):
+        for h, lbl in zip(*a.get_legend_handles_labels(), strict=True):
+            seen.setdefault(lbl, h)
+    if not seen:
+        return
+    kw.setdefault("fontsize", 7)
+    if below:
+        ax.figure.legend(list(seen.values()), list(seen.keys()), loc="outside lower center",
+                         ncol=min(3, len(seen)), **kw)
+    else:
+        ax.legend(list(seen.values()), list(seen.keys()), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0, **kw)
 
 
 def _fig(w: float = 7.5, h: float = 4.2) -> tuple[Figure, Axes]:
@@ -80,7 +104,7 @@ def fig_rit_cdf(an: Analysis, k: int) -> bytes | None:
     ax.set_xlabel("request inter-arrival time (us, log scale)")
     ax.set_ylabel("cumulative fraction of requests")
     ax.set_title(f"GE {g.ge}: RIT, expected vs submitted")
-    ax.legend(loc="lower right")
+    _legend_outside(ax, below=True, fontsize=8)
     lo = QGRID <= 0.1
     low = np.concatenate([g.rit_expected_q[lo], g.rit_submitted_q[lo]])
     xmax = float(np.max(low[np.isfinite(low)])) if np.isfinite(low).any() else 0.0
@@ -110,14 +134,14 @@ def fig_send_lag(an: Analysis) -> bytes | None:
     for g in an.ges:
         _ccdf(ax, g.send_lag_q, lw=1.8, label=f"GE {g.ge}")
     th = an.result["thresholds"]["send_lag_p99_max_us"]
-    ax.axvline(th, color=_C_BAD, ls=":", lw=1, label=f"p99 limit {th:.0f} us")
+    ax.axvline(th, color=_C_BAD, ls=":", lw=1, label=f"p99 limit {fmt_duration_us(th)}")
     ax.axhline(0.01, color="0.5", ls=":", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("send lag: actual minus intended send time (us, log scale)")
     ax.set_ylabel("fraction of requests later than x")
     ax.set_title("Send lag (measurement phase)")
-    ax.legend()
+    _legend_outside(ax)
     return _png(fig)
 
 
@@ -138,7 +162,7 @@ def fig_observe_cdf(an: Analysis) -> bytes | None:
     ax.set_xlabel("time (ms, log scale)")
     ax.set_ylabel("fraction of notifications")
     ax.set_title("Observe notifications (measurement phase)")
-    ax.legend()
+    _legend_outside(ax)
     return _png(fig)
 
 
@@ -155,8 +179,24 @@ def fig_response_dist(an: Analysis) -> bytes | None:
     ax.set_xlabel("time (us, log scale)")
     ax.set_ylabel("fraction of responses slower than x")
     ax.set_title("Response-time distribution (measurement phase)")
-    ax.legend(fontsize=8)
+    _legend_outside(ax, below=True)
     return _png(fig)
+
+
+def _workload_span_s(phases: dict[str, Any]) -> tuple[float, float]:
+    """The workload's span (warm-up start .. cool-down end, s since t0)."""
+    spans = [phases[k] for k in ("warmup", "measure", "cooldown") if phases.get(k)]
+    return min(w[0] for w in spans) / 1e6, max(w[1] for w in spans) / 1e6
+
+
+def whole_seconds(ps: pd.DataFrame, phases: dict[str, Any]) -> pd.DataFrame:
+    """The per-second rows of the seconds the workload fills whole: none of
+    the calibration seconds (no workload requests) and not the first or last
+    second when the workload starts or ends inside it."""
+    lo, hi = _workload_span_s(phases)
+    t = ps["t_s"].astype(float)
+    whole: pd.DataFrame = ps[(t >= np.ceil(lo - 1e-6)) & (t + 1 <= np.floor(hi + 1e-6))]
+    return whole
 
 
 def fig_timeline(an: Analysis) -> bytes | None:
@@ -164,20 +204,19 @@ def fig_timeline(an: Analysis) -> bytes | None:
         return None
     fig, ax = _fig(8.5, 4.8)
     ax2 = ax.twinx()
+    phases = an.result["phases"]
     for g in an.ges:
-        ps = g.per_second
+        ps = whole_seconds(g.per_second, phases)
         ax.step(ps["t_s"], ps["ok"], where="post", lw=1.2, label=f"GE {g.ge}: responses/s")
         ax2.plot(ps["t_s"] + 0.5, ps["response_mean_us"] / 1e3, ".", ms=3, color=_C_SUB,
                  label=f"GE {g.ge}: mean response time")
-    _shade_phases(ax, an.result["phases"])
+    _shade_phases(ax, phases)
     mark_interference(ax, an.result.get("interference"))
-    ax.set_xlabel("time since t0 (s)")
+    ax.set_xlabel("time since t0 (s); whole seconds of the workload only")
     ax.set_ylabel("throughput (responses/s)")
     ax2.set_ylabel("mean response time (ms)", color=_C_SUB)
     ax.set_title("Throughput and response time over the run")
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    fig.legend(h1 + h2, l1 + l2, fontsize=8, loc="outside lower center", ncol=3)
+    _legend_outside(ax, ax2, below=True, fontsize=8)
     ax.set_ylim(bottom=0)
     return _png(fig)
 
@@ -199,8 +238,9 @@ def _fig_cd(cd: CdPlot, sec: dict[str, Any], phases: dict[str, Any], who: str,
     base = c["baseline"]["median"]
     if base is not None:
         ax.axhline(base, color=_C_EXP, lw=1.2, label=f"calibration baseline (median {base:.3f})")
-        ax.axhline(base + c["min_effect"], color=_C_EXP, lw=0.8, ls="--",
-                   label=f"baseline + min effect {c['min_effect']:g}")
+    tau = cd_threshold(c)
+    if tau is not None:
+        ax.axhline(tau[0], color=_C_BAD, lw=1.0, ls="--", label=tau[1])
     last = float(np.nanmax(cd.t_us)) / 1e6 if cd.t_us.size else 0.0
     for i, w in enumerate(c["windows"]):
         ax.hlines(w["median_rd"], w["start_us"] / 1e6, min(w["end_us"] / 1e6, last), lw=2.5,
@@ -211,6 +251,7 @@ def _fig_cd(cd: CdPlot, sec: dict[str, Any], phases: dict[str, Any], who: str,
     finite = cd.rd[np.isfinite(cd.rd)]
     if finite.size:
         lo, hi = np.percentile(finite, [0.5, 99.5])
+        hi = max(hi, tau[0]) if tau is not None else hi      # the threshold stays in view
         pad = 0.1 * (hi - lo + 1e-3)
         ax.set_ylim(min(lo, base if base is not None else lo) - pad, hi + pad)
     ax.set_xlabel("time since t0 (s)")
@@ -222,10 +263,22 @@ def _fig_cd(cd: CdPlot, sec: dict[str, Any], phases: dict[str, Any], who: str,
     elif c["p_value"] is not None:
         title += f" (whole-phase p = {c['p_value']:.2g})"
     ax.set_title(f"{who} R_d: {title}")
-    handles, labels = ax.get_legend_handles_labels()
-    uniq = dict(zip(labels, handles, strict=True))
-    ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left")
+    _legend_outside(ax)
     return _png(fig)
+
+
+def cd_threshold(c: dict[str, Any]) -> tuple[float, str] | None:
+    """The R_d level the contention check alarms above, and its label: the
+    CUSUM's tau (``contention.cusum.tau``), the one number the check used;
+    without a CUSUM design, the baseline median + min effect, saying so."""
+    tau = (c.get("cusum") or {}).get("tau")
+    if isinstance(tau, (int, float)):
+        return float(tau), f"alarm threshold tau {tau:.3f} (used by the check)"
+    base = c["baseline"]["median"]
+    if base is None:
+        return None
+    return (base + c["min_effect"],
+            f"baseline + min effect {c['min_effect']:g} (no alarm threshold: the check had no CUSUM design)")
 
 
 def fig_cpu(an: Analysis) -> bytes | None:
@@ -233,17 +286,29 @@ def fig_cpu(an: Analysis) -> bytes | None:
     if an.host_cpu is None:
         return None
     return _fig_cpu(an.host_cpu, an.result["phases"], an.container_cpu, "Host CPU utilisation",
-                    an.result.get("interference"))
+                    an.result.get("interference"), ge_cores(an.result.get("placement")))
+
+
+def ge_cores(placement: dict[str, Any] | None) -> set[int]:
+    """The cores a placement gave the GEs (which busy-poll them), from the
+    result's ``placement`` brief (empty when it does not say)."""
+    cores = (placement or {}).get("ge_cores") if isinstance(placement, dict) else None
+    return {int(c) for c in cores or () if isinstance(c, int)}
+
+
+def _cpu_label(col: str, ge: Collection[int]) -> str:
+    n = col[3:]
+    return f"{col} (GE core: busy-polls, 100 % is expected)" if n.isdigit() and int(n) in ge else col
 
 
 def _fig_cpu(h: pd.DataFrame, phases: dict[str, Any], containers: pd.DataFrame | None, title: str,
-             intervals: Sequence[dict[str, Any]] | None = None) -> bytes:
+             intervals: Sequence[dict[str, Any]] | None = None, ge: Collection[int] = ()) -> bytes:
     fig, ax = _fig(8.5, 4.2)
     _shade_phases(ax, phases)
     mark_interference(ax, intervals)
     for c in h.columns:
         if c.startswith("cpu"):
-            ax.plot(h["t_s"], h[c], lw=1, label=c)
+            ax.plot(h["t_s"], h[c], lw=1, label=_cpu_label(c, ge), ls="--" if _cpu_label(c, ge) != c else "-")
     ax.plot(h["t_s"], h["all"], lw=2.2, color="k", label="all CPUs")
     if containers is not None:
         for role, d in containers.groupby("role"):
@@ -253,7 +318,7 @@ def _fig_cpu(h: pd.DataFrame, phases: dict[str, Any], containers: pd.DataFrame |
     ax.set_xlabel("time since t0 (s)")
     ax.set_ylabel("CPU utilisation (%)")
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=2)
+    _legend_outside(ax)
     return _png(fig)
 
 
@@ -271,7 +336,7 @@ def fig_devices(an: Analysis) -> bytes | None:
     ax.set_xlabel("per-device throughput (responses/s)")
     ax.set_ylabel("response time (ms)")
     ax.set_title("Devices: response time vs throughput")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     rd = np.array([d["rd_ratio"] if d["rd_ratio"] is not None else np.nan for d in devs])
     ids = [d["device_id"] for d in devs]
     order = np.argsort(ids)
@@ -285,7 +350,7 @@ def fig_devices(an: Analysis) -> bytes | None:
         ax2.set_xticks(np.arange(len(devs)), [str(ids[i]) for i in order], fontsize=7)
     ax2.set_ylabel("R_d = (mean R - mean S) / mean S")
     ax2.set_title("Normalized response-time deviation")
-    ax2.legend(fontsize=8)
+    _legend_outside(ax2)
     return _png(fig)
 
 
@@ -297,21 +362,23 @@ def fig_soak(an: Analysis) -> bytes | None:
     w = tl.windows
     fig, axs = plt.subplots(4, 1, figsize=(7.5, 9.5), dpi=110, layout="constrained", sharex=True)
     x = w["t_s"] + tl.window_s / 2
-    axs[0].plot(x, w["rate_per_s"], label="sent/s")
-    axs[0].plot(x, w["ok_per_s"], ls="--", label="ok/s")
+    lo, hi = _workload_span_s(an.result["phases"])
+    partial = (w["t_s"] < lo - 1e-6) | (w["t_s"] + tl.window_s > hi + 1e-6)
+    axs[0].plot(x, w["rate_per_s"].mask(partial), label="sent/s")
+    axs[0].plot(x, w["ok_per_s"].mask(partial), ls="--", label="ok/s")
     axs[0].set_ylabel("requests/s")
+    axs[0].set_title("Requests per second, per window")
     for col, ls in (("lag_p50_ms", ":"), ("lag_p99_ms", "-"), ("rt_p50_ms", ":"), ("rt_p99_ms", "-")):
-        axs[1].plot(x, w[col], ls=ls, label=col.replace("_ms", "").replace("_", " "))
+        axs[1].plot(x, w[col].mask(partial), ls=ls, label=col.replace("_ms", "").replace("_", " "))
     axs[1].set_yscale("log")
     axs[1].set_ylabel("ms")
+    axs[1].set_title("Send lag and response time, per window")
     if "host_cpu_pct" in w:
         axs[2].plot(x, w["host_cpu_pct"], label="host CPU % (all cores)")
     axs[2].set_ylabel("%")
+    axs[2].set_title("Host CPU utilisation, per window")
     if "host_mem_mb" in w:
-        ax2 = axs[2].twinx()
-        ax2.plot(x, w["host_mem_mb"], color="C3", label="host memory used (MiB)")
-        ax2.set_ylabel("MiB")
-        _legend(ax2, loc="lower right")
+        axs[3].plot(x, w["host_mem_mb"], color="k", lw=1, label="host memory used")
     colour: dict[str, str] = {}
     for col, label in MEM_SERIES.items():     # anonymous memory dashed, in its series' colour
         base = col.removesuffix("_anon")
@@ -320,12 +387,12 @@ def fig_soak(an: Analysis) -> bytes | None:
             axs[3].plot(x, w[col], label=label, color=colour[base], linestyle="--" if col != base else "-")
     axs[3].set_ylabel("MiB")
     axs[3].set_yscale("log")
+    axs[3].set_title("Memory, per window (dashed: anonymous memory alone)")
     axs[3].set_xlabel(f"s since t0 ({tl.window_s:g} s windows)")
     for ax in axs:
         ax.grid(True, alpha=0.3)
         _shade_phases(ax, an.result["phases"], label=False)
-        if ax.get_legend_handles_labels()[0]:
-            _legend(ax, loc="upper left")
+        _legend_outside(ax)
     return _png(fig)
 
 
@@ -368,40 +435,60 @@ def fig_rto(an: Analysis) -> bytes | None:
     ax.set_title(f"RTO over time per peer ({an.result.get('congestion', {}).get('strategy') or 'strategy unknown'})")
     ax.grid(True, alpha=0.3)
     _shade_phases(ax, ph, label=False)
-    _legend(ax, loc="upper right", fontsize=7)
+    _legend_outside(ax)
     return _png(fig)
 
 
-def run_figures(an: Analysis) -> list[tuple[str, str, bytes]]:
-    """(file stem, caption, PNG) for one run, in reading order."""
-    out: list[tuple[str, str, bytes | None]] = [
-        ("timeline", "Throughput and mean response time per second; shaded: calibration, warm-up and "
-                     "cool-down phases (dotted lines bound the measurement phase) and injected "
-                     "interference, if any.", fig_timeline(an)),
+def run_figures(an: Analysis) -> list[FigureEntry]:
+    """(file stem, caption, PNG, title) for one run, in reading order; a
+    figure without data is left out."""
+    out: list[tuple[str, str, bytes | None, str]] = [
+        ("timeline", "Throughput and mean response time per second of the workload. Look for a flat line in the "
+                     "measurement phase (between the dotted lines): a dip or a climb there means the devices or "
+                     "the GE fell behind. Shaded: calibration, warm-up and cool-down, and injected interference, "
+                     "if any. Only whole seconds are drawn: the first and last seconds are partial, and "
+                     "calibration seconds have no workload requests.", fig_timeline(an),
+         "Throughput and response time over the run"),
     ]
     for k in range(len(an.ges)):
-        out.append((f"rit-cdf-ge{an.ges[k].ge}", "CDF of expected (trace) vs submitted (GE) request "
-                    "inter-arrival times, with the lowest decile enlarged (paper Fig. 6): a GE that "
-                    "cannot send faster than some minimum gap shows up as a vertical step.", fig_rit_cdf(an, k)))
+        ge = an.ges[k].ge
+        out.append((f"rit-cdf-ge{ge}", "CDF of expected (trace) vs submitted (GE) request inter-arrival times, "
+                    "with the lowest decile enlarged (paper Fig. 6). The two curves should lie on top of each "
+                    "other; a gap, or a vertical step at the left of the zoom, means the GE could not keep the "
+                    "schedule (it cannot send faster than some minimum gap).", fig_rit_cdf(an, k),
+                    f"GE {ge}: request inter-arrival times, expected vs submitted"))
     out += [
-        ("send-lag", "How late requests left the GE relative to the schedule (complementary CDF).",
-         fig_send_lag(an)),
-        ("response", "Response time as measured from the actual send, and latency from the intended "
-                     "send (coordinated-omission corrected, as wrk2 reports).", fig_response_dist(an)),
-        ("observe-cdf", "Observe: CDF of the notifications' latency (device send stamp to the GE's kernel "
-                        "receive stamp) and age (event to receipt), measurement phase.", fig_observe_cdf(an)),
-        ("cd-rd", "Contention detector: R_d of each CD request over time, the calibration baseline, "
-                  "and per-window medians (red: significantly above the baseline).", fig_cd(an)),
-        ("devices", "Per device: mean and p95 response time against throughput, and R_d.", fig_devices(an)),
-        ("cpu", "Host CPU utilisation from the resource monitor (collectl).", fig_cpu(an)),
+        ("send-lag", "How late requests left the GE relative to their schedule (complementary CDF). The curve "
+                     "should cross the 1 % line (dotted, horizontal) left of the p99 limit (red, vertical); a "
+                     "long tail to the right means the GE was late.", fig_send_lag(an), "Send lag"),
+        ("response", "Response time measured from the actual send, and latency from the intended send "
+                     "(coordinated-omission corrected, as wrk2 reports). Where the dashed curve leaves the solid "
+                     "one, requests waited in the GE before they were sent.", fig_response_dist(an),
+         "Response-time distribution"),
+        ("observe-cdf", "Observe: CDF of the notifications' latency (device send stamp to the GE's kernel receive "
+                        "stamp) and age (event to receipt), measurement phase. A long right tail means "
+                        "notifications queued.", fig_observe_cdf(an), "Observe notifications"),
+        ("cd-rd", "Contention detector: R_d of each CD request over time, the calibration baseline, the alarm "
+                  "threshold tau the check used, and the per-window medians. Look for window medians that stay "
+                  "above the threshold (red: flagged): that is contention; scattered points above it are "
+                  "normal.", fig_cd(an), "Contention detector"),
+        ("devices", "Per device: mean and p95 response time against throughput, and R_d. Devices should form "
+                    "one cloud and their R_d bars sit near the CD node's line; a device far above the rest was "
+                    "slowed by something the others were not.", fig_devices(an), "Devices"),
+        ("cpu", "Host CPU utilisation from the resource monitor (collectl). A GE's core (dashed, labelled) "
+                "busy-polls and sits at 100 % by design; look at the other cores: a device core near 100 % "
+                "means the devices ran out of CPU.", fig_cpu(an), "Host CPU utilisation"),
         ("rto", "Congestion control: the RTO estimate over time per peer (median per time bin of the GEs' "
-                "per-exchange RTO logs, ge/rto-<k>.csv); log scale.", fig_rto(an)),
-        ("soak", "Timeline per window: rate, send lag and response time (p50 dotted, p99 solid), host CPU "
-                 "and memory (collectl), memory of the GE, devices, CD pair and harness (see Timeline and "
-                 "drift).", fig_soak(an)),
+                "per-exchange RTO logs, ge/rto-<k>.csv); log scale. A climbing RTO means retransmissions "
+                "backed off.", fig_rto(an), "RTO over time"),
+        ("soak", "Timeline per window: rate, send lag and response time (p50 dotted, p99 solid; windows the "
+                 "workload fills whole only), host CPU and memory of the host, the GE, devices, CD pair and "
+                 "harness (see Timeline and drift). Look for a line that keeps rising in the measurement phase: "
+                 "a leak or a backlog.", fig_soak(an),
+         "Timeline per window"),
     ]
     out += host_figures(an)
-    return [(n, c, p) for n, c, p in out if p is not None]
+    return [(n, c, p, t) for n, c, p, t in out if p is not None]
 
 
 def _on_host(intervals: Sequence[dict[str, Any]] | None, hostname: str) -> list[dict[str, Any]]:
@@ -409,22 +496,29 @@ def _on_host(intervals: Sequence[dict[str, Any]] | None, hostname: str) -> list[
     return [e for e in intervals or () if e.get("node") in (None, hostname)]
 
 
-def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None]]:
-    """A run across a swarm: each host's CD R_d and CPU utilisation."""
-    out: list[tuple[str, str, bytes | None]] = []
+def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None, str]]:
+    """A run across a swarm: each host's CD R_d and CPU utilisation, as
+    (file stem, caption, PNG or None, title)."""
+    out: list[tuple[str, str, bytes | None, str]] = []
     phases = an.result["phases"]
     for hp in an.hosts:
         s = an.result["hosts"][hp.hostname]
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", hp.hostname)
         if hp.cd is not None and s["cd"] is not None:
             out.append((f"cd-rd-{slug}", f"Host {hp.hostname}: its CD node's R_d over time (its CD-GE's clock, "
-                        f"on t0{clock_note(s) or ' (the GE node)'}), baseline and window medians.",
+                        f"on t0{clock_note(s) or ' (the GE node)'}), baseline, alarm threshold tau and window "
+                        "medians. Window medians that stay above the threshold mean contention on this host.",
                         _fig_cd(hp.cd, s["cd"], phases, f"{hp.hostname}: CD node",
-                                _on_host(an.result.get("interference"), hp.hostname))))
+                                _on_host(an.result.get("interference"), hp.hostname)),
+                        f"Host {hp.hostname}: contention detector"))
         if hp.cpu is not None:
-            out.append((f"cpu-{slug}", f"Host {hp.hostname}: CPU utilisation (collectl on that host).",
+            ge = ge_cores(s.get("placement")) if s.get("ge_node") else set()
+            out.append((f"cpu-{slug}", f"Host {hp.hostname}: CPU utilisation (collectl on that host)."
+                        + (" A GE's core (dashed, labelled) busy-polls and sits at 100 % by design." if ge else "")
+                        + " A device core near 100 % means the devices ran out of CPU.",
                         _fig_cpu(hp.cpu, phases, None, f"Host {hp.hostname}: CPU utilisation",
-                                 _on_host(an.result.get("interference"), hp.hostname))))
+                                 _on_host(an.result.get("interference"), hp.hostname), ge),
+                        f"Host {hp.hostname}: CPU utilisation"))
     return out
 
 
@@ -445,8 +539,9 @@ def _series(ax: Axes, rows: Sequence[dict[str, Any]], x: str, y: str, scale: flo
             ax.plot(xs, ys, "o-", ms=5, label=f"{n} device{'s' if n != 1 else ''}")
 
 
-def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bytes]]:
-    """Multi-run figures from one row per run (see _render.sweep_row)."""
+def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[FigureEntry]:
+    """Multi-run figures from one row per run (see _render.sweep_row), as
+    (file stem, caption, PNG, title)."""
     out = []
     fig, ax = _fig()
     _series(ax, rows, "throughput_per_device", "response_mean_us", 1e-3)
@@ -454,9 +549,10 @@ def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bytes]
     ax.set_ylabel("mean response time (ms)")
     ax.set_ylim(bottom=0)
     ax.set_title("Devices: response time vs per-device throughput")
-    _legend(ax, title="configuration")
+    _legend_outside(ax, title="configuration")
     out.append(("sweep-response", "Mean device response time against per-device throughput, one line per "
-                "number of devices (paper Fig. 7): lines that part at high load point to contention.", _png(fig)))
+                "number of devices (paper Fig. 7): lines that part at high load point to contention.", _png(fig),
+                "Devices: response time vs throughput"))
     fig, ax = _fig()
     _series(ax, rows, "throughput_per_device", "cd_response_mean_us", 1e-3)
     svc = [r["cd_service_us"] for r in rows if r["cd_service_us"] is not None]
@@ -466,8 +562,10 @@ def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bytes]
     ax.set_ylabel("CD node mean response time (ms)")
     ax.set_ylim(bottom=0)
     ax.set_title("CD node: response time vs per-device throughput")
-    _legend(ax, title="configuration")
-    out.append(("sweep-cd", "The CD node's mean response time in the same runs (paper Fig. 8).", _png(fig)))
+    _legend_outside(ax, title="configuration")
+    out.append(("sweep-cd", "The CD node's mean response time in the same runs (paper Fig. 8). It should stay "
+                "near S (dotted) at every load; a rise with the devices' load means they share its CPU.", _png(fig),
+                "CD node: response time vs throughput"))
     fig, ax = _fig()
     rs = sorted(rows, key=lambda r: r["devices"])
     n = [r["devices"] for r in rs]
@@ -484,9 +582,11 @@ def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bytes]
     ax.set_xlabel("number of devices")
     ax.set_ylabel("R_d = (R - S) / S")
     ax.set_title("Normalized response-time deviation vs number of devices")
-    _legend(ax, fontsize=8)
+    _legend_outside(ax)
     out.append(("sweep-rd", "R_d of the devices and of the CD node against the number of devices "
-                "(paper Fig. 9); circled: runs where the CD module detected contention.", _png(fig)))
+                "(paper Fig. 9); circled: runs where the CD module detected contention. The CD node's line "
+                "should stay on its baseline (dotted); where it leaves it, the devices' numbers are the host's "
+                "limit, not theirs.", _png(fig), "R_d vs number of devices"))
     if any(r["cpu_util"] is not None for r in rows):
         fig, ax = _fig()
         ax.plot(n, [r["cpu_util"] if r["cpu_util"] is not None else np.nan for r in rs], "o-")
@@ -494,6 +594,7 @@ def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bytes]
         ax.set_xlabel("number of devices")
         ax.set_ylabel("mean CPU utilisation, all CPUs (%)")
         ax.set_title("Host CPU utilisation vs number of devices")
-        out.append(("sweep-cpu", "Mean host CPU utilisation during the measurement phase (paper Fig. 5b).",
-                    _png(fig)))
+        out.append(("sweep-cpu", "Mean host CPU utilisation during the measurement phase (paper Fig. 5b). "
+                    "Near 100 % the host, not the devices, sets the limit.", _png(fig),
+                    "Host CPU vs number of devices"))
     return out

@@ -1,37 +1,67 @@
 """The tables every report format shows (terminal, Markdown, HTML), as
-(header, rows) of strings; and the number formatting they share."""
+(header, rows) of strings (a ``Table``); the number formatting they share;
+and the one renderer of a table as text (``text_table``, the terminal) and
+as Markdown (``md_table``), each checking first that every row has as many
+cells as the header has columns (``check_table``: tabulate would otherwise
+pad the header and shift every column name)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from tabulate import tabulate
+
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
+from wotbench.base.units import MISSING, fmt_count, fmt_duration_us, fmt_num, fmt_rate, fmt_size
 from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._congestion import sweep_fields
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary
+from wotbench.reporting._plain import meaning
 
-__all__ = ["run_id", "run_notes", "APPROX_NOTE", "has_approx", "checks_table", "rit_table", "rate_table",
-           "latency_table", "cd_table", "cd_stats_line", "cd_blocks", "hosts_table", "HOSTS_NOTE", "device_table",
-           "group_table", "sweep_row", "sweep_table"]
+__all__ = ["Table", "check_table", "text_table", "md_table", "run_id", "run_notes", "APPROX_NOTE", "has_approx",
+           "checks_table", "rit_table", "rate_table", "latency_table", "cd_table", "cd_stats_line", "cd_blocks",
+           "hosts_table", "HOSTS_NOTE", "device_table", "group_table", "sweep_row", "sweep_table",
+           "thresholds_table", "threshold_value"]
+
+#: A table: its header and its rows, every cell a string.
+Table = tuple[list[str], list[list[str]]]
+
+
+def check_table(t: Table) -> Table:
+    """``t`` itself, when every row has one cell per header; else a
+    ValueError naming the table (its first header), the row and the counts."""
+    head, rows = t
+    for i, row in enumerate(rows):
+        if len(row) != len(head):
+            raise ValueError(f"table {head[0] if head else ''!r}: row {i} has {len(row)} cells for "
+                             f"{len(head)} headers")
+    return t
+
+
+def text_table(t: Table, maxcolwidths: list[int | None] | None = None) -> str:
+    """A table for the terminal (tabulate's ``simple``; cells are text, never
+    re-read as numbers), checked first."""
+    head, rows = check_table(t)
+    return tabulate(rows, head, tablefmt="simple", disable_numparse=True, maxcolwidths=maxcolwidths)
+
+
+def md_table(t: Table) -> str:
+    """A table in GitHub Markdown, checked first."""
+    head, rows = check_table(t)
+    return tabulate(rows, head, tablefmt="github", disable_numparse=True)
 
 
 # --- number formatting --------------------------------------------------------
 
 def _us(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:.2f} s"
-    if abs(v) >= 1e3:
-        return f"{v / 1e3:.2f} ms"
-    return f"{v:.0f} us"
+    return fmt_duration_us(v)
 
 
 def _pct(v: float | None, digits: int = 1) -> str:
-    return "-" if v is None else f"{v:+.{digits}%}"
+    return MISSING if v is None else f"{v:+.{digits}%}"
 
 
 def _uq(d: dict[str, Any], key: str) -> str:
@@ -59,11 +89,14 @@ def has_approx(r: dict[str, Any]) -> bool:
 
 
 def _f(v: float | None, fmt: str = ".3f") -> str:
-    return "-" if v is None else format(v, fmt)
+    return MISSING if v is None or v != v else format(v, fmt)
 
 
 def _p(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2g}"
+    """A p-value: two significant digits, never an exponent (below 0.0001: "< 0.0001")."""
+    if v is None or v != v:
+        return MISSING
+    return "< 0.0001" if 0 < v < 1e-4 else fmt_num(v, 2)
 
 
 # --- tables shared by every output format -------------------------------------------
@@ -100,12 +133,16 @@ def run_notes(an: Analysis) -> list[str]:
     return notes
 
 
-def checks_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    return ["check", "result", "detail"], [[c["check"], "PASS" if c["ok"] else "FAIL", c["reason"]]
-                                          for c in r["checks"]]
+def checks_table(r: dict[str, Any]) -> Table:
+    """One row per check: its name, PASS or FAIL, what that means for the
+    numbers in a plain sentence (_plain.meaning), and the statistics (the
+    check's own reason)."""
+    return ["check", "result", "what it means", "statistics"], [
+        [c["check"], "PASS" if c["ok"] else "FAIL", meaning(c["check"], bool(c["ok"]), r), c["reason"]]
+        for c in r["checks"]]
 
 
-def rit_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def rit_table(r: dict[str, Any]) -> Table:
     """Paper Table 1 (mean and p5 of expected vs submitted RIT) plus p50/p95/p99 and KS."""
     head = ["GE", "devices", "RIT", "mean", "p5", "p50", "p95", "p99", "KS D", "KS p", "ok"]
     rows = []
@@ -113,17 +150,17 @@ def rit_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         rit = g["rit"]
         for label, d in (("expected", rit["expected"]), ("submitted", rit["submitted"])):
             sub = label == "submitted"
-            rows.append([str(g["ge"]) if not sub else "", str(g["devices"]) if not sub else "", label,
+            rows.append([str(g["ge"]) if not sub else "", fmt_count(g["devices"]) if not sub else "", label,
                          _us(d["mean"]), _uq(d, "p5"), _uq(d, "p50"), _uq(d, "p95"), _uq(d, "p99"),
                          _f(rit["ks_d"]) if sub else "", _p(rit["ks_p"]) if sub else "",
                          ("yes" if rit["ok"] else "NO") if sub else ""])
     return head, rows
 
 
-def rate_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def rate_table(r: dict[str, Any]) -> Table:
     head = ["GE", "target rate", "achieved", "deviation", "send lag p50", "p99", "p99.9", "max",
             "errors", "scheduler"]
-    rows = [[str(g["ge"]), _f(g["target_rate"], ".1f") + "/s", _f(g["achieved_rate"], ".1f") + "/s",
+    rows = [[str(g["ge"]), fmt_rate(g["target_rate"]), fmt_rate(g["achieved_rate"]),
              _pct(g["rate_dev"], 2), _uq(g["send_lag_us"], "p50"), _uq(g["send_lag_us"], "p99"),
              _uq(g["send_lag_us"], "p99_9"), _us(g["send_lag_us"]["max"]),
              _pct(g["error_rate"], 2).lstrip("+"), sched_cell(g.get("sched"))] for g in r["ges"]]
@@ -134,7 +171,7 @@ def sched_cell(s: dict[str, Any] | None) -> str:
     """A GE's scheduler: FIFO with its RT budget, yields and stalls, or
     normal (and why, when FIFO was asked for and refused)."""
     if not s:
-        return "-"
+        return MISSING
     if s.get("policy") == "fifo":
         return (f"FIFO {s['budget_us'] / s['period_us']:.0%} budget, {s['yields']} yields, "
                 f"{s['stalls']} stalls")
@@ -143,7 +180,7 @@ def sched_cell(s: dict[str, Any] | None) -> str:
     return "normal"
 
 
-def latency_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def latency_table(r: dict[str, Any]) -> Table:
     head = ["GE", "latency", "mean", "p50", "p90", "p99", "p99.9", "max"]
     rows = []
     for g in r["ges"]:
@@ -155,16 +192,16 @@ def latency_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def cd_table(cd: dict[str, Any] | None) -> tuple[list[str], list[list[str]]] | None:
+def cd_table(cd: dict[str, Any] | None) -> Table | None:
     """One CD test: calibration against measurement."""
     if cd is None:
         return None
     c = cd["contention"]
     head = ["", "samples", "R_d median", "R_d mean", "R_d p95", "response p50", "response p99"]
-    rows = [["calibration (CD pair alone)", str(c["baseline"]["n"]), _f(c["baseline"]["median"], ".4f"),
+    rows = [["calibration (CD pair alone)", fmt_count(c["baseline"]["n"]), _f(c["baseline"]["median"], ".4f"),
              _f(c["baseline"]["mean"], ".4f"), _f(c["baseline"]["p95"], ".4f"),
              _us(cd["response_calibration_us"]["p50"]), _us(cd["response_calibration_us"]["p99"])],
-            ["measurement", str(c["measure"]["n"]), _f(c["measure"]["median"], ".4f"),
+            ["measurement", fmt_count(c["measure"]["n"]), _f(c["measure"]["median"], ".4f"),
              _f(c["measure"]["mean"], ".4f"), _f(c["measure"]["p95"], ".4f"),
              _us(cd["response_measure_us"]["p50"]), _us(cd["response_measure_us"]["p99"])]]
     return head, rows
@@ -195,28 +232,41 @@ def cd_blocks(r: dict[str, Any]) -> list[tuple[str | None, dict[str, Any] | None
             if s["device_host"] or s["cd"] is not None]
 
 
+def _extra_cell(x: dict[str, Any]) -> str:
+    """The path's extra latency with its error: ``+12 µs ± 30 µs``; within
+    its error of zero ``≈ 0 (-56 µs ± 80 µs)`` (a negative difference of two
+    medians is noise, not a path faster than none)."""
+    extra, err = x["extra_us"], x.get("extra_err_us")
+    if extra is None:
+        return MISSING
+    text = ("+" if extra >= 0 else "") + _us(extra)
+    if err is not None:
+        text += f" ± {fmt_duration_us(err, 2)}"
+        if abs(extra) <= err:
+            text = f"≈ 0 ({text})"
+    return text + (" (same host)" if x["same_path"] else "")
+
+
 def _probe_cells(x: dict[str, Any] | None) -> list[str]:
-    """probe R - S p50 and p99 (n), same-host R - S p50, extra latency of the path."""
+    """probe R - S p50 and p99 (n), same-host R - S p50, extra latency of the path (± its error)."""
     if x is None:
-        return ["-"] * 4
+        return [MISSING] * 3
     p, same = x["probe"], x["same_host_r_minus_s_us"] or {}
     rs = p["r_minus_s_us"] or {}
-    probe = ("NO ANSWERS" if p["requests"] and not p["ok"] else "-" if not rs.get("n")
+    probe = ("NO ANSWERS" if p["requests"] and not p["ok"] else MISSING if not rs.get("n")
              else f"{_us(rs['p50'])} / {_us(rs['p99'])} (n={rs['n']})")
-    extra = "-" if x["extra_us"] is None else ("+" if x["extra_us"] >= 0 else "") + _us(x["extra_us"])
-    return [probe, _us(same.get("p50")), extra + (" (same host)" if x["same_path"] and x["extra_us"] is not None
-                                                  else "")]
+    return [probe, _us(same.get("p50")), _extra_cell(x)]
 
 
 def _status(c: dict[str, Any] | None, device_host: bool) -> str:
     """A host's contention status; what fails the run in capitals."""
     if c is None:
-        return "NO CD DATA" if device_host else "-"
+        return "NO CD DATA" if device_host else MISSING
     status: str = c["status"]
     return status.upper() if status == "contention" else status
 
 
-def hosts_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+def hosts_table(r: dict[str, Any]) -> Table | None:
     """A run across a swarm, one row per host: what it ran, its CD verdict
     and R_d, the cross-host latency, its clock offset and CPU."""
     if not r.get("swarm"):
@@ -227,11 +277,12 @@ def hosts_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
     for h, s in r["hosts"].items():
         c = s["cd"]["contention"] if s["cd"] else None
         node = s["node"] or {}
-        roles = ", ".join(s["roles"]) or (f"{len(s['device_ids'])} devices" if s["device_ids"] else "-")
+        roles = ", ".join(s["roles"]) or (f"{len(s['device_ids'])} devices" if s["device_ids"] else MISSING)
         rows.append([h + (" (GE node)" if s["ge_node"] else ""), roles,
-                     "LOST" if node.get("lost") else str(node.get("state") or "-"),
+                     "LOST" if node.get("lost") else str(node.get("state") or MISSING),
                      _status(c, s["device_host"]),
-                     _f(c["baseline"]["median"], ".4f") if c else "-", _f(c["measure"]["median"], ".4f") if c else "-",
+                     _f(c["baseline"]["median"], ".4f") if c else MISSING,
+                     _f(c["measure"]["median"], ".4f") if c else MISSING,
                      *_probe_cells(s["cross_host"]), clock_offset(s) or "GE node's clock",
                      _f(s["monitor"]["cpu_util_mean"], ".1f") + " %" if s["monitor"]["present"] else "no data"])
     return head, rows
@@ -240,7 +291,9 @@ def hosts_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
 HOSTS_NOTE = ("R-S: response time minus the CD node's service time S, each from one GE's own clock. Probe: "
               "the GE node's requests to that host's CD node before the measurement; same-host: that host's "
               "CD-GE during calibration; extra: their medians' difference, the latency of the path from the "
-              "GE node, which every device's R-S on that host includes. Clock offset: that host's engine "
+              "GE node, which every device's R-S on that host includes, ± the error of that difference (the "
+              "two medians' standard errors combined): a negative extra is estimate noise, the path adds less "
+              "than that error, and shows as ≈ 0. Clock offset: that host's engine "
               "clock minus the GE node's (± half the round trip of the estimate); a remote host's CD windows "
               "are placed on the run's t0 with it.")
 
@@ -250,7 +303,7 @@ def device_table(r: dict[str, Any], limit: int = 40) -> tuple[list[str], list[li
     devs = sorted(r["devices"], key=lambda d: -(d["rd_ratio"] if d["rd_ratio"] is not None else -1e9))
     head = ["device", "GE", "requests", "throughput", "R mean", "R p95", "R p99", "R_d", "RIT mean exp/sub",
             "RIT p5 exp/sub", "KS D", "RIT ok"]
-    rows = [[str(d["device_id"]), str(d["ge"]), str(d["requests"]), _f(d["throughput"], ".2f") + "/s",
+    rows = [[str(d["device_id"]), str(d["ge"]), fmt_count(d["requests"]), fmt_rate(d["throughput"]),
              _us(d["response_mean_us"]), _dq(d, "response_p95_us"), _dq(d, "response_p99_us"),
              _f(d["rd_ratio"], ".4f"), f"{_us(d['rit_expected_mean_us'])} / {_us(d['rit_submitted_mean_us'])}",
              f"{_dq(d, 'rit_expected_p5_us')} / {_dq(d, 'rit_submitted_p5_us')}", _f(d["rit_ks_d"]),
@@ -258,15 +311,16 @@ def device_table(r: dict[str, Any], limit: int = 40) -> tuple[list[str], list[li
     if r.get("swarm"):       # which host each device ran on: read its R against that host's row
         head.insert(2, "host")
         for row, d in zip(rows, devs[:limit], strict=True):
-            row.insert(2, str(d.get("host") or "-"))
+            row.insert(2, str(d.get("host") or MISSING))
     return head, rows, len(devs)
 
 
-def group_table(r: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+def group_table(r: dict[str, Any]) -> Table | None:
     if len(r["groups"]) < 2:
         return None
     head = ["group", "devices", "requests", "throughput/device", "R mean", "R_d"]
-    return head, [[g["group"], str(g["devices"]), str(g["requests"]), _f(g["throughput_per_device_mean"], ".2f") + "/s",
+    return head, [[g["group"], fmt_count(g["devices"]), fmt_count(g["requests"]),
+                   fmt_rate(g["throughput_per_device_mean"]),
                    _us(g["response_mean_us"]), _f(g["rd_ratio_mean"], ".4f")] for g in r["groups"]]
 
 
@@ -291,11 +345,44 @@ def sweep_row(an: Analysis) -> dict[str, Any]:
     }
 
 
-def sweep_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def sweep_table(rows: Sequence[dict[str, Any]]) -> Table:
     head = ["run", "devices", "throughput/device", "R mean", "R_d devices", "R_d CD (baseline)",
             "contention (p)", "CPU %", "verdict"]
-    body = [[r["run"], str(r["devices"]), _f(r["throughput_per_device"], ".2f") + "/s", _us(r["response_mean_us"]),
+    body = [[r["run"], fmt_count(r["devices"]), fmt_rate(r["throughput_per_device"]), _us(r["response_mean_us"]),
              _f(r["rd_devices"], ".4f"), f"{_f(r['rd_cd'], '.4f')} ({_f(r['rd_cd_baseline'], '.4f')})",
-             f"{r['contention']} ({_p(r['contention_p'])})", _f(r["cpu_util"], ".1f"), r["verdict"].upper()]
+             f"{r['contention']} ({_p(r['contention_p'])})", _f(r["cpu_util"], ".1f") + " %"
+             if r["cpu_util"] is not None else MISSING, r["verdict"].upper()]
             for r in rows]
     return head, body
+
+
+# --- thresholds -----------------------------------------------------------------------
+
+#: Thresholds that are shares, shown as percentages (spec._validity's fractions but the KS distance).
+_PERCENT = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "max_late_sends", "max_error_rate",
+            "instability_cv", "cd_baseline_max_lost")
+
+
+def threshold_value(key: str, v: Any) -> str:
+    """One threshold's value as the spec would write it, in words: durations
+    (``_us``) as ``30 s``, sizes (``_bytes``) as ``64 MiB``, shares as
+    ``5 %``, booleans as yes/no, counts with separators."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if not isinstance(v, (int, float)):
+        return MISSING if v is None else str(v)
+    if key.endswith("_us"):
+        return fmt_duration_us(v)
+    if key.endswith("_bytes"):
+        return fmt_size(v)
+    if key in _PERCENT:
+        return f"{fmt_num(v * 100)} %"
+    return fmt_count(v) if isinstance(v, int) else fmt_num(v)
+
+
+def thresholds_table(r: dict[str, Any]) -> Table:
+    """The limits the run was judged by, one row each: the spec key that
+    sets it (``validity.min_measure``) and its value with its unit."""
+    rows = [[f"validity.{k.removesuffix('_us').removesuffix('_bytes')}", threshold_value(k, v)]
+            for k, v in (r.get("thresholds") or {}).items()]
+    return ["spec key", "value"], rows

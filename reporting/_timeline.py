@@ -33,12 +33,13 @@ import pyarrow.parquet as pq
 
 from wotbench.base import rundir as layout
 from wotbench.base.rundir import RunDir
+from wotbench.base.units import MISSING, fmt_count, fmt_duration_us, fmt_num, fmt_rate
 
 if TYPE_CHECKING:
     from wotbench.reporting._analyze import Analysis
 
 __all__ = ["WINDOW_S", "REL", "DRIFT_RULE", "Drift", "Timeline", "drift", "timeline", "run_timeline", "drift_table",
-           "timeline_table"]
+           "timeline_table", "TIMELINE_COLUMNS"]
 
 WINDOW_S = 10.0
 REL = 0.05
@@ -274,20 +275,55 @@ def run_timeline(an: Analysis) -> Timeline | None:
         return None
 
 
+def _in_unit(v: float, unit: str) -> str:
+    """A drift value in its series' unit: MiB with three significant digits, ms as a duration."""
+    if unit == "ms":
+        return fmt_duration_us(v * 1e3)
+    return f"{fmt_num(v if abs(v) >= 5e-4 else 0.0)} {unit}"   # below 0.5 KiB: float noise, "0"
+
+
 def drift_table(tl: Timeline | None) -> tuple[list[str], list[list[str]]] | None:
     """The drift verdicts of a run (None without data)."""
     if tl is None or not tl.drifts:
         return None
-    rows = [[d.series, f"{d.start:.3f}", f"{d.end:.3f}", f"{d.rise:+.3f}", f"{d.steady_rise:+.3f}",
-             f"{d.limit:.3f}", d.unit, str(d.points), "DRIFT" if d.flagged else "flat"] for d in tl.drifts]
-    return ["series", "fit at start", "fit at end", "rise", "steady-state rise", "limit", "unit", "points",
-            "verdict"], rows
+    rows = [[d.series, _in_unit(d.start, d.unit), _in_unit(d.end, d.unit),
+             ("+" if d.rise >= 0 else "") + _in_unit(d.rise, d.unit),
+             ("+" if d.steady_rise >= 0 else "") + _in_unit(d.steady_rise, d.unit),
+             _in_unit(d.limit, d.unit), fmt_count(d.points), "DRIFT" if d.flagged else "flat"] for d in tl.drifts]
+    return ["series", "fit at start", "fit at end", "rise", "steady-state rise", "limit", "points", "verdict"], rows
+
+
+#: A timeline column's label (with its unit) and how its values read; memory columns are MiB.
+TIMELINE_COLUMNS: dict[str, str] = {
+    "t_s": "window start (s since t0)", "rate_per_s": "sent", "ok_per_s": "answered ok",
+    "lag_p50_ms": "send lag p50", "lag_p99_ms": "send lag p99", "rt_p50_ms": "response p50",
+    "rt_p99_ms": "response p99", "host_cpu_pct": "host CPU", "host_mem_mb": "host memory used",
+    **{k: f"memory: {v}" for k, v in MEM_SERIES.items()},
+}
+
+
+def _cell(col: str, v: Any) -> str:
+    """One timeline value by its column's suffix: rates per second, ms as
+    durations, % and MiB with their unit; NaN (an empty window) as "–"."""
+    if not isinstance(v, (int, float)) or v != v:
+        return MISSING
+    if col == "t_s":
+        return fmt_num(v, 4)
+    if col.endswith("_per_s"):
+        return fmt_rate(v)
+    if col.endswith("_ms"):
+        return fmt_duration_us(v * 1e3)
+    if col.endswith("_pct"):
+        return f"{fmt_num(v)} %"
+    return f"{fmt_num(v)} MiB"          # host_mem_mb and the mem_* series
 
 
 def timeline_table(tl: Timeline, max_rows: int = 40) -> tuple[list[str], list[list[str]]]:
-    """Per window (every k-th when there are more than ``max_rows``)."""
+    """Per window (every k-th when there are more than ``max_rows``), each
+    column labelled with what it is and each value with its unit."""
     w = tl.windows
     step = max(1, int(np.ceil(len(w) / max_rows)))
     w = w.iloc[::step]
-    cols = [c for c in w.columns]
-    return cols, [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in row] for row in w.itertuples(index=False)]
+    cols = list(w.columns)
+    return ([TIMELINE_COLUMNS.get(c, c.replace("_", " ")) for c in cols],
+            [[_cell(c, v) for c, v in zip(cols, row, strict=True)] for row in w.itertuples(index=False)])

@@ -21,10 +21,17 @@ and line, see ``wotbench.spec``).
 Units are case-insensitive. This module imports nothing of the package but
 the error type, so that every reader (the spec model, the distributions,
 the CLIs) can use it without an import cycle.
+
+The ``fmt_*`` functions go the other way, for a person: a number in a base
+unit as a short text with its unit and no exponent (``fmt_duration_us(65e6)
+== "1 min 05 s"``, ``fmt_rate(12345) == "12.3 k/s"``); a missing value
+(None, NaN) is an en dash, "–". The report, ``plan`` and the budget's
+messages all use them, so one value reads the same everywhere.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from collections.abc import Mapping
@@ -32,7 +39,8 @@ from collections.abc import Mapping
 from wotbench.base.errors import UserError
 
 __all__ = ["TIME_UNITS_US", "NUMBER_RE", "short", "parse_number", "parse_time_us", "parse_duration", "parse_size",
-           "parse_fraction", "parse_rate", "parse_count"]
+           "parse_fraction", "parse_rate", "parse_count", "MISSING", "fmt_num", "fmt_count", "fmt_duration_us",
+           "fmt_rate", "fmt_size", "fmt_epoch_us", "plural"]
 
 TIME_UNITS_US: dict[str, float] = {
     "ns": 1e-3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6,
@@ -154,3 +162,98 @@ def parse_count(value: object, field: str | None = None, *, minimum: int = 0,
     if value > maximum:
         raise UserError(f"must be at most {maximum}, got {value}", field=field)
     return value
+
+
+#: How a missing value (None, NaN) is shown.
+MISSING = "–"
+
+
+def _sig(x: float, digits: int) -> str:
+    """``x`` with ``digits`` significant digits, fixed point (never an
+    exponent), trailing zeros after the point dropped: 0.000123, 12.3, 1000."""
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else ("∞" if x > 0 else "-∞")
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    text = f"{x:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def fmt_num(value: float | None, digits: int = 3) -> str:
+    """A plain number for a table: ``digits`` significant digits below
+    1,000 (``0.0789``, ``12.3``), a whole number with thousands separators
+    from 1,000 on (``3,980``); never an exponent; None or NaN is "–"."""
+    if value is None or math.isnan(value):
+        return MISSING
+    if not math.isfinite(value):
+        return "∞" if value > 0 else "-∞"
+    if abs(value) >= 10 ** max(digits, 3) - 0.5:
+        return f"{round(value):,}"
+    return _sig(value, digits)
+
+
+def fmt_count(value: float | None) -> str:
+    """A count with thousands separators: ``1,234``; None or NaN is "–"."""
+    if value is None or math.isnan(value):
+        return MISSING
+    return f"{round(value):,}"
+
+
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """``n`` and ``word``, in the plural unless n is 1: ``plural(1, "GE") ==
+    "1 GE"``, ``plural(2, "core") == "2 cores"``; ``many`` for an irregular
+    plural (``plural(2, "is", "are")``)."""
+    return f"{fmt_count(n)} {word if n == 1 else (many or word + 's')}"
+
+
+def fmt_duration_us(us: float | None, digits: int = 3) -> str:
+    """A duration in microseconds, in the unit that reads best: ``850 µs``,
+    ``12.3 ms``, ``4.5 s``, ``1 min 05 s``, ``2 h 03 min``; negative values
+    keep their sign; None or NaN is "–"."""
+    if us is None or math.isnan(us):
+        return MISSING
+    if not math.isfinite(us):
+        return "∞" if us > 0 else "-∞"
+    sign, a = ("-" if us < 0 else ""), abs(us)
+    if a < 999.5:
+        return f"{sign}{_sig(a, digits)} µs"
+    if a < 999.5e3:
+        return f"{sign}{_sig(a / 1e3, digits)} ms"
+    if a < 59.95e6:
+        return f"{sign}{_sig(a / 1e6, digits)} s"
+    s = round(a / 1e6)
+    if s < 3600:
+        return f"{sign}{s // 60} min {s % 60:02d} s"
+    m = round(a / 60e6)
+    return f"{sign}{m // 60} h {m % 60:02d} min"
+
+
+def fmt_rate(per_s: float | None, unit: str = "/s", digits: int = 3) -> str:
+    """A rate per second: ``99.4 /s``, ``12.3 k/s``, ``1.2 M/s`` (``unit``
+    names what is counted, e.g. ``" req/s"``); None or NaN is "–"."""
+    if per_s is None or math.isnan(per_s):
+        return MISSING
+    unit = unit.lstrip()
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(per_s) >= scale * 0.9995:
+            return f"{_sig(per_s / scale, digits)} {prefix}{unit}"
+    return f"{_sig(per_s, digits)} {unit}"
+
+
+def fmt_size(n: float) -> str:
+    """Bytes as the largest binary unit that keeps a number >= 1: ``1.5 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{_sig(n, 3)} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{_sig(n, 3)} EiB"  # pragma: no cover - the loop returns at PiB
+
+
+def fmt_epoch_us(us: float | None) -> str:
+    """Microseconds since the Unix epoch as a UTC time of day:
+    ``2026-11-26 18:20:41 UTC``; None or NaN is "–"."""
+    if us is None or math.isnan(us):
+        return MISSING
+    t = _dt.datetime.fromtimestamp(us / 1e6, tz=_dt.UTC)
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")

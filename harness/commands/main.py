@@ -2,7 +2,8 @@
 
 Each subpackage contributes its subcommands through a ``register(subparsers)``
 function that adds a parser and sets ``func`` to its ``cmd_*`` function.
-A :class:`wotbench.UserError` becomes ``error: <where>: <what>`` and exit 2;
+A :class:`wotbench.UserError` becomes ``error: <where>: <what>`` and exit 2
+(on a terminal a YAML syntax error adds its source line and a caret);
 a full, read-only or denied disk becomes ``error: <path>: <why>`` and exit 1.
 """
 
@@ -15,6 +16,7 @@ import typing
 from collections.abc import Sequence
 
 from wotbench.base.errors import UserError
+from wotbench.base.version import __version__
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="wotbench", description="Containerized CoAP device-emulation testbed."
     )
+    # argparse acts on --version before it checks for the required COMMAND.
+    parser.add_argument("--version", action="version", version=f"wotbench {__version__}")
     # The registrars only add parsers, which are _Parsers and so ArgumentParsers.
     sub = typing.cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                       parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
@@ -59,8 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-
-
 #: I/O errors reported in one line (exit 1) instead of a traceback.
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
@@ -75,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
+        # On a terminal, a YAML syntax error also shows its one source line
+        # with a caret; logs and pipes keep the one line (and no spec text).
+        excerpt = getattr(err, "excerpt", "")
+        if excerpt and sys.stderr.isatty():
+            print(excerpt, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

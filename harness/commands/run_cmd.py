@@ -46,11 +46,14 @@ def _cores(text: str) -> list[int]:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Prints each test's layout: this host's cores, or on a swarm manager
-    every node's (docs/spec.md, ``cluster``)."""
+    every node's (docs/spec.md, ``cluster``), and an estimate of its load
+    and time (wotbench.execution.estimate); exit status 0 even when the
+    estimate warns."""
     from dataclasses import replace
 
     from wotbench.base.errors import UserError
     from wotbench.engine.inventory import Inventory, read_inventory
+    from wotbench.execution import estimate
     from wotbench.execution.phases import decide_instances, layout_for, layout_of, render_schedule, schedule
     from wotbench.execution.placement import Plan
     from wotbench.spec import budget, load
@@ -83,6 +86,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
               else layout.render(hs.group_of(), [g.name for g in hs.groups]))
         if hogs:
             print(hogs)
+        print(estimate.of_plan(hs, layout, auto.calibration if auto is not None else None).render())
     return 0
 
 

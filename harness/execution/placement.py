@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wotbench.base.errors import UserError
+from wotbench.base.units import plural
 
 if TYPE_CHECKING:
     from wotbench.engine.inventory import Inventory, NodeInfo
@@ -46,6 +47,26 @@ if TYPE_CHECKING:
 #: small host), i.e. cause the contention it is there to detect. It blocks
 #: while its next send is more than this far away (wotbench-ge --spin-us).
 CD_GE_SPIN_US = 2000
+
+
+#: Where the reader of a plan should look for what shared cores cost (the
+#: report's twin of this sentence is reporting/_plain.py's degraded_sentence).
+SHARED_CORES_DOC = "docs/reading-the-report.md#shared-cores"
+#: Where a node's core count came from, in words (engine/inventory.py's CORES_*).
+_CORES_FROM = {"NanoCPUs": "as the engine reports", "sched_getaffinity": "this process's CPU affinity",
+               "--cores": "from --cores"}
+
+
+def shared_cores_sentence(have: int, needed: int) -> str:
+    """The plan's one wording of shared cores (``Plan.degraded``)."""
+    return (f"shared cores: this host has {have}, the paper's layout needs {needed}. The run is valid only if "
+            "the contention detector shows the sharing did not slow the devices down; such a run's numbers "
+            f"are this host's, not a dedicated-core testbed's (see {SHARED_CORES_DOC})")
+
+
+def cores_phrase(n: int, cores_from: str) -> str:
+    """``'1 core (as the engine reports)'``."""
+    return f"{plural(n, 'core')} ({_CORES_FROM.get(cores_from, cores_from)})"
 
 
 def cpuset(cores: Iterable[int]) -> str:
@@ -106,6 +127,15 @@ class Plan:
     def cores_shared(self) -> bool:
         return self.degraded
 
+    @property
+    def cores_needed(self) -> int:
+        """Cores of the paper's layout for this plan's parts: the reserve, a
+        core per GE, one for the CD-GE, one for the devices and the CD node,
+        and the gateway under test's own."""
+        cd = 1 if self.cd_ge_cpuset is not None else 0
+        dev = 1 if self.device_cpusets or cd else 0
+        return len(self.reserved) + len(self.ge_cores) + cd + dev + len(self.gateway_cores)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         # The per-device list is long; the summary keeps its shape readable.
@@ -135,7 +165,7 @@ class Plan:
             lines.append(f"  devices ({len(self.device_cpusets)}, {how}): "
                          + ", ".join(f"{n} on {cs}" for cs, n in sorted(per_core.items())))
         if self.degraded:
-            lines.append("  DEGRADED: cores are shared; results carry this note")
+            lines.append(f"  {shared_cores_sentence(len(self.available), self.cores_needed)}")
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  scheduler: {n}" for n in self.sched_why]
         return "\n".join(lines)
@@ -268,7 +298,7 @@ class NodePlan:
 
     def render(self, group_of: Sequence[int] = (), group_names: Sequence[str] = ()) -> str:
         n = self.node
-        about = ", ".join(x for x in (n.role, f"{len(n.cores)} cores ({n.cores_from})",
+        about = ", ".join(x for x in (n.role, cores_phrase(len(n.cores), n.cores_from),
                                       f"engine {n.engine_version}" if n.engine_version else "") if x)
         head = f"node {n.hostname} ({about}): {', '.join(self.roles())}"
         if self.device_ids:

@@ -27,7 +27,7 @@ from wotbench.base.errors import UserError
 from wotbench.base.rundir import RunDir
 from wotbench.engine import Backend, DockerBackend, SwarmBackend, dockerenv, reaper
 from wotbench.engine.inventory import Inventory, read_inventory
-from wotbench.execution import phases
+from wotbench.execution import estimate, phases
 from wotbench.execution.phases import Preflight, RunContext, RunOptions, plan_for
 from wotbench.execution.placement import Plan
 from wotbench.host import coreclaim
@@ -122,6 +122,8 @@ class Run:
         phases.adopt(ctx, pre)                    # gateway.instances: auto decided
         ctx.say(f"run {ctx.run_id} {ctx.rs.label}".rstrip())
         ctx.say(pre.layout.render(ctx.hs.group_of(), [g.name for g in ctx.hs.groups]))
+        ctx.say(estimate.of_plan(ctx.hs, pre.layout.cluster or pre.layout.parts[0].plan,
+                                 pre.auto.calibration if pre.auto is not None else None).render())
         self.dir.mkdir(parents=True)
         res.mark_incomplete(self.dir, "running")
         res.write_atomic(ctx.run.spec, ctx.rs.yaml())
@@ -164,6 +166,8 @@ class Run:
             self.torn_down = True
             phases.teardown(self.ctx)
             reaper.stop(self.reaper)
+            # The measured start rate, for the next plan's estimate.
+            estimate.remember_startup(self.ctx.manifest.get("startup"), self.ctx.run_id)
 
 
 def run_spec(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:

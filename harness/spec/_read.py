@@ -4,6 +4,7 @@ document and raises through it, so that every error reads
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -19,15 +20,37 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 
 
 def mapping(v: Any, src: YamlSource, at: KeyPath, allowed: Collection[str]) -> Mapping[str, Any]:
-    """A mapping (``None`` reads as empty) whose keys are all ``allowed``."""
+    """A mapping (``None`` reads as empty) whose keys are all ``allowed``;
+    an unknown key's error suggests the allowed key closest to it."""
     if v is None:
         return {}
     if not isinstance(v, Mapping):
         raise src.error(f"must be a mapping, got {type(v).__name__}", *at)
     for k in v:
         if k not in allowed:
-            raise src.error(f"unknown key (allowed: {', '.join(sorted(allowed))})", *at, k)
+            raise src.error(f"unknown key{did_you_mean(k, allowed)} (allowed: {', '.join(sorted(allowed))})",
+                            *at, k)
     return v
+
+
+def did_you_mean(key: object, allowed: Collection[str]) -> str:
+    """``": did you mean 'rit'?"`` for a key close to one of ``allowed``
+    (difflib's ratio >= 0.7, or one letter swapped, missing, extra or
+    wrong: 'rti' for 'rit'), else ``""``."""
+    k = str(key)
+    close = difflib.get_close_matches(k, sorted(allowed), n=1, cutoff=0.7)
+    close = close or [a for a in sorted(allowed) if _one_edit(k, a)][:1]
+    return f": did you mean {close[0]!r}?" if close else ""
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one adjacent swap, insertion, deletion or substitution."""
+    if a == b or abs(len(a) - len(b)) > 1 or min(len(a), len(b)) < 2:
+        return False
+    i = next((j for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:])
+    return a[i + 1:] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1:]
 
 
 def value(parse: Callable[[Any, str], T], v: Any, src: YamlSource, at: KeyPath) -> T:

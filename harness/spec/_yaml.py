@@ -39,7 +39,8 @@ import yaml
 from wotbench.base import inputfile
 from wotbench.base.errors import UserError
 
-__all__ = ["YamlSource", "load", "loads", "field_name", "parse_key_path", "KeyPath"]
+__all__ = ["YamlSource", "YamlSyntaxError", "load", "loads", "field_name", "parse_key_path", "KeyPath",
+           "syntax_error", "excerpt", "HINTS", "EXCERPT_CHARS"]
 
 KeyPath = tuple[str | int, ...]
 
@@ -250,9 +251,7 @@ def _compose(text: str, name: str) -> tuple[yaml.Node | None, Any, _Loader]:
             _expanded_nodes(node, name)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        what = exc.problem or exc.context or "invalid YAML"
-        raise UserError(f"invalid YAML: {what}", name, mark.line + 1 if mark is not None else None) from None
+        raise syntax_error(exc, text, name) from None
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {exc}", name) from None
     except RecursionError:
@@ -260,6 +259,81 @@ def _compose(text: str, name: str) -> tuple[yaml.Node | None, Any, _Loader]:
     finally:
         loader.dispose()
     return node, data, loader
+
+
+class YamlSyntaxError(UserError):
+    """A YAML syntax error: its one-line message (``FILE:LINE: invalid
+    YAML: <problem> (line L, column C): <hint>``) and, in ``excerpt``, the
+    one source line the parser names with a caret under the column (the
+    command line prints it after the message on a terminal only: a log
+    keeps the one line, and no text of the spec)."""
+
+    excerpt: str = ""
+
+    def __init__(self, what: str, file: str, line: int | None, excerpt: str = "") -> None:
+        super().__init__(what, file, line)
+        self.excerpt = excerpt
+
+
+#: PyYAML's problems in plain words: (a fragment of the problem, the hint).
+HINTS: tuple[tuple[str, str], ...] = (
+    ("mapping values are not allowed here",
+     "a 'key:' where a value was expected: indent this line like the keys above it "
+     "(a deeper indent continues the value above), or quote a value that contains ': '"),
+    ("expected <block end>", "this line is indented differently from the keys beside it "
+     "(indent with spaces, the same number for every key of one mapping or list)"),
+    ("did not find expected key", "this line is indented differently from the keys beside it "
+     "(indent with spaces, the same number for every key of one mapping or list)"),
+    ("could not find expected ':'", "a key without its ':', or a value that runs on to this line: "
+     "check the indentation and the quotes above"),
+    ("found character '\\t'", "tabs are not allowed in YAML indentation: use spaces"),
+    ("found unexpected end of stream", "a quote, bracket or brace is opened and never closed"),
+    ("expected ',' or ']'", "a [list] is not closed, or an item in it needs quotes"),
+    ("expected ',' or '}'", "a {mapping} is not closed, or an item in it needs quotes"),
+    ("found undefined alias", "an *alias names no &anchor defined above it"),
+    ("expected alphabetic or numeric character", "a '*' or '&' starts a value: quote it"),
+    ("found character '@'", "'@' and '`' cannot start a plain value: quote it"),
+    ("found character '`'", "'@' and '`' cannot start a plain value: quote it"),
+)
+
+#: The most characters of the source line an error shows.
+EXCERPT_CHARS = 120
+
+
+def syntax_error(exc: yaml.MarkedYAMLError, text: str, name: str) -> YamlSyntaxError:
+    """``exc`` as a one-line UserError with its line, column and a plain
+    hint, plus an excerpt of the one line the parser names (never more:
+    the spec's other lines may hold values nobody should see in a log)."""
+    mark = exc.problem_mark or exc.context_mark
+    what = exc.problem or exc.context or "invalid YAML"
+    if mark is None:
+        return YamlSyntaxError(f"invalid YAML: {what}", name, None)
+    line, col = mark.line + 1, mark.column + 1
+    hint = next((h for frag, h in HINTS if frag in what), "")
+    if "end of stream" in what and exc.context_mark is not None and exc.context_mark is not mark:
+        hint += f" (it opens at line {exc.context_mark.line + 1})"
+    msg = f"invalid YAML: {what} (line {line}, column {col})" + (f": {hint}" if hint else "")
+    return YamlSyntaxError(msg, name, line, excerpt(text, mark.line, mark.column))
+
+
+def excerpt(text: str, line0: int, col0: int) -> str:
+    """Line ``line0`` (0-based) of ``text``, cut to EXCERPT_CHARS around
+    column ``col0`` and made printable, with a caret under that column
+    (``""`` for a blank line)."""
+    lines = text.split("\n")
+    if not 0 <= line0 < len(lines):
+        return ""
+    src = lines[line0].rstrip("\r")
+    if not src.strip():                      # the end of the text: nothing to point at
+        return ""
+    start = max(0, min(col0 - EXCERPT_CHARS // 2, len(src) - EXCERPT_CHARS))
+    piece = src[start:start + EXCERPT_CHARS]
+    shown = "".join(ch if ch.isprintable() else ("\\t" if ch == "\t" else "?") for ch in piece)
+    # The caret's offset counts what is shown before it (a tab shows as two characters).
+    caret = sum(2 if ch == "\t" else 1 for ch in piece[:max(0, col0 - start)])
+    cut_l, cut_r = ("..." if start else ""), ("..." if start + EXCERPT_CHARS < len(src) else "")
+    gutter = f"{line0 + 1:>5} | "
+    return f"{gutter}{cut_l}{shown}{cut_r}\n{' ' * (len(gutter) - 2)}| {' ' * (len(cut_l) + caret)}^"
 
 
 def _record(

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wotbench.base.errors import UserError
+from wotbench.base.units import fmt_size
 
 if TYPE_CHECKING:                     # the spec model imports this module (check_tests)
     from wotbench.spec import Spec, WorkloadSpec
@@ -71,15 +72,8 @@ MAX_TESTS = 1000
 THREADS_PER_CONTAINER = 14
 #: Share of the host's thread and pid limits a run may take (the rest of the host needs some).
 HOST_SHARE = 0.8
-
-
-def format_size(n: float) -> str:
-    """Bytes as the largest binary unit that keeps a number >= 1: ``1.5 GiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} EiB"
+#: Bytes as ``1.5 GiB`` (the one size format, wotbench.base.units).
+format_size = fmt_size
 
 
 @dataclass(frozen=True)
@@ -210,13 +204,13 @@ def _check_trace_cost(tc: TraceCost, rate_field: str, devices_field: str, result
     heavier = devices_field if tc.devices * BYTES_PER_DEVICE > tc.requests * BYTES_PER_REQUEST else rate_field
     if results is not None and tc.disk_bytes > (free := _free_bytes(results)):
         raise UserError(f"{tc.requests:.3g} requests to {tc.devices:,} devices need about "
-                        f"{format_size(tc.disk_bytes)} of disk for trace and results, but {results} has "
-                        f"{format_size(free)} free", field=heavier)
+                        f"{fmt_size(tc.disk_bytes)} of disk for trace and results, but {results} has "
+                        f"{fmt_size(free)} free", field=heavier)
     host = host or Host.read()
     if tc.memory_bytes > HOST_SHARE * host.memory_bytes:
         raise UserError(f"{tc.requests:.3g} requests to {tc.devices:,} devices: tracegen would need about "
-                        f"{format_size(tc.memory_bytes)} of memory, more than {HOST_SHARE:.0%} of this host's "
-                        f"{format_size(host.memory_bytes)}",
+                        f"{fmt_size(tc.memory_bytes)} of memory, more than {HOST_SHARE:.0%} of this host's "
+                        f"{fmt_size(host.memory_bytes)}",
                         field=devices_field if tc.devices * TRACEGEN_BYTES_PER_DEVICE
                         > tc.requests * TRACEGEN_BYTES_PER_REQUEST else rate_field)
     return host
@@ -258,8 +252,8 @@ def check(hs: Spec, results: Path | None, host: Host | None = None, *, swarm: bo
         return c
     host = host or Host.read()
     if c.largest_memory_bytes > host.memory_bytes:
-        raise UserError(f"limit {format_size(c.largest_memory_bytes)} per container is more than this "
-                        f"host's {format_size(host.memory_bytes)} of memory", field=c.largest_memory_field)
+        raise UserError(f"limit {fmt_size(c.largest_memory_bytes)} per container is more than this "
+                        f"host's {fmt_size(host.memory_bytes)} of memory", field=c.largest_memory_field)
     _check_cpus(hs, host)
     limit = int(HOST_SHARE * min(host.threads_max, host.pid_max))
     if c.threads > limit:

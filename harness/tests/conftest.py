@@ -4,7 +4,6 @@ when it is missing and CI=true, and skip otherwise)."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -135,31 +134,35 @@ def run_objects(docker_client: Any) -> Callable[[str | None], tuple[list[Any], l
 
 
 def headlines(run_dir: Path, terminal: str) -> dict[str, tuple[str, str | None]]:
-    """(VERDICT, first reason) as summary.json, the terminal report, summary.md
-    and index.html each state it."""
+    """(VERDICT, the check of the first reason) as summary.json, the terminal
+    report, summary.md and index.html each state it (the outputs lead each
+    reason with its check and a plain sentence; summary.json keeps the
+    check's own reason)."""
     run = layout.RunDir(run_dir)
     summary = json.loads(run.summary.read_text())
-    term_reasons = re.findall(r"^   x (.*)$", terminal, re.M)
+    bad = [c["check"] for c in summary.get("checks", []) if not c["ok"]]
+    term_reasons = re.findall(r"^   x (\w+):", terminal, re.M)
     md = (run.report_dir / layout.REPORT_MD).read_text()
-    md_reasons = re.findall(r"^- (.*)$", md.split("Reasons:", 1)[1], re.M) if "Reasons:" in md else []
+    md_reasons = re.findall(r"^- (\w+):", md.split("Reasons:", 1)[1], re.M) if "Reasons:" in md else []
     page = (run.report_dir / layout.REPORT_HTML).read_text()
-    li = re.search(r'<ul class="reasons"><li>(.*?)</li>', page)
+    li = re.search(r'<ul class="reasons"><li><a href="#check-\w+">(\w+)</a>', page)
     return {
-        "summary.json": (summary["verdict"].upper(), (summary["reasons"] or [None])[0]),
+        "summary.json": (summary["verdict"].upper(), bad[0] if summary["reasons"] and bad else None),
         "terminal": (re.search(r"^== \S+: (\w+)$", terminal, re.M).group(1),   # type: ignore[union-attr]
                      term_reasons[0] if term_reasons else None),
         "summary.md": (re.search(r"\*\*Verdict: (\w+)\*\*", md).group(1),      # type: ignore[union-attr]
                        md_reasons[0] if md_reasons else None),
         "index.html": (re.search(r'<span class="verdict \w+">(\w+)</span>', page).group(1),  # type: ignore[union-attr]
-                       html.unescape(li.group(1)) if li else None),
+                       li.group(1) if li else None),
     }
 
 
 @pytest.fixture
 def one_headline(capsys: pytest.CaptureFixture[str]) -> Callable[[Path], tuple[str, str | None]]:
     """Runs `wotbench report RUN_DIR` (in-process: the command line itself is
-    tested end to end in reporting/tests/test_missing_evidence.py) and asserts
-    that the four outputs state the same verdict and first reason; returns them."""
+    tested end to end in reporting/tests/test_missing_evidence.py), asserts
+    that the four outputs state the same verdict and first failed check, and
+    returns summary.json's verdict and first reason."""
 
     def check(run_dir: Path) -> tuple[str, str | None]:
         from wotbench.commands.main import main
@@ -170,7 +173,8 @@ def one_headline(capsys: pytest.CaptureFixture[str]) -> Callable[[Path], tuple[s
         assert rc == 0, err
         got = headlines(run_dir, out)
         assert len(set(got.values())) == 1, got
-        return got["summary.json"]
+        summary = json.loads(layout.RunDir(run_dir).summary.read_text())
+        return summary["verdict"].upper(), (summary["reasons"] or [None])[0]
 
     return check
 

@@ -182,8 +182,8 @@ def test_the_plan_is_plain_data_and_renders_per_node():
     assert d["spread"] == "even" and [n["hostname"] for n in d["nodes"]] == ["mgr", "h2", "h3"]
     assert d["nodes"][1]["device_ids"] == [0, 1, 2, 6, 7] and d["nodes"][0]["plan"]["ge_cores"] == [1]
     text = p.render([0] * 6 + [1] * 4, ["s", "t"])
-    assert text.splitlines()[0] == "node mgr (manager, 4 cores (NanoCPUs), engine 20.10.24): GE"
-    assert "node h3 (worker, 4 cores (NanoCPUs), engine 20.10.24): CD pair, 5 devices" in text
+    assert text.splitlines()[0] == "node mgr (manager, 4 cores (as the engine reports), engine 20.10.24): GE"
+    assert "node h3 (worker, 4 cores (as the engine reports), engine 20.10.24): CD pair, 5 devices" in text
     assert "  device ids: s 3-5, t 8-9" in text and "\nwhy:\n" in text
 
 

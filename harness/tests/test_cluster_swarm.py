@@ -93,7 +93,7 @@ def test_inventory_and_plan_on_a_one_node_swarm(one_node_swarm, docker_client, s
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("GEs: 1 (auto: ")     # gateway.instances: auto says why first
     lines = r.stdout.splitlines()[1:]
-    assert lines[0].startswith(f"node {me.hostname} (manager, {len(me.cores)} cores (NanoCPUs), "
+    assert lines[0].startswith(f"node {me.hostname} (manager, {len(me.cores)} cores (as the engine reports), "
                                f"engine {me.engine_version}): GE, CD pair, 4 devices")
     assert lines[1] == "  device ids: s 0-3" and lines[2].startswith("  cores offered: ")
     assert "why:" in lines

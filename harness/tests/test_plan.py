@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import pytest
 
 from wotbench import UserError
-from wotbench.execution.placement import Plan, cpuset, make_plan
+from wotbench.execution.placement import Plan, cores_phrase, cpuset, make_plan
 
 
 def plan(cores: Iterable[int], *, reserve: Sequence[int] = (0,), ge_instances: int = 1, cd_enabled: bool = True,
@@ -58,7 +58,9 @@ def test_two_cores_degrade_visibly():
     assert p.ge_cores == (1,)                       # the workload GE keeps its core
     assert p.cd_ge_cpuset == "0" and set(p.device_cpusets) == {"0"}
     assert any("share" in n for n in p.notes)
-    assert "DEGRADED" in p.render()
+    assert "shared cores: this host has 2, the paper's layout needs 4" in p.render()
+    assert "docs/reading-the-report.md#shared-cores" in p.render()
+    assert "DEGRADED" not in p.render()
 
 
 def test_three_cores_keep_the_ge_dedicated_and_share_the_cd_ge():
@@ -117,3 +119,9 @@ def test_the_cd_ge_spin_is_a_planner_value_recorded_with_the_plan():
     assert p.cd_ge_spin_us == 2000 and p.to_dict()["cd_ge_spin_us"] == 2000
     assert "--spin-us 2000" in p.render()
     assert plan(range(8), cd_enabled=False).cd_ge_spin_us is None
+
+
+def test_a_node_names_its_core_count_and_where_it_came_from_in_words():
+    assert cores_phrase(1, "NanoCPUs") == "1 core (as the engine reports)"
+    assert cores_phrase(8, "--cores") == "8 cores (from --cores)"
+    assert cores_phrase(2, "sched_getaffinity") == "2 cores (this process's CPU affinity)"

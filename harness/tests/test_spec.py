@@ -159,3 +159,40 @@ def test_a_swept_key_needs_no_valid_value_in_the_body(spec_file):
     assert runs[0].experiment.sweep.key == "devices[0].rit" and runs[0].spec.sweep is None
     e = err(spec_file, text.replace("det:20ms", "det:20"))
     assert e.field == "devices[0].rit" and e.line == 15 and "has no unit" in e.what
+
+
+def test_unknown_key_suggests_the_close_one(spec_file):
+    e = err(spec_file, BASE.replace("    rit: exp:100ms\n", "    rti: exp:100ms\n"))
+    assert e.field == "devices[0].rti" and e.line == 6
+    assert e.what.startswith("unknown key: did you mean 'rit'? (allowed: ")
+    e = err(spec_file, BASE + "validity: {require_monitr: true}\n")
+    assert "did you mean 'require_monitor'?" in e.what
+    e = err(spec_file, BASE.replace("name: t\n", "name: t\ncolour: red\n"))  # nothing close ('cluster'?): no guess
+    assert e.field == "colour" and e.what.startswith("unknown key (allowed: ")
+
+
+def test_a_misindented_spec_names_line_column_and_the_fix(spec_file, capsys, monkeypatch):
+    import io
+    import sys
+
+    from wotbench.commands.main import main
+
+    text = BASE.replace("    count: 4\n", "     count: 4\n")          # one space too many
+    e = err(spec_file, text)
+    assert e.line == 5 and "(line 5, column 11)" in e.what and "indent this line" in e.what
+    assert e.what.startswith("invalid YAML: ")
+    # In a log or a pipe: the one line, no text of the spec.
+    assert main(["plan", str(spec_file(text))]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and ":5: invalid YAML: " in line and "count: 4" not in line
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    # On a terminal: the line, then only the offending source line and a caret under its column.
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["plan", str(spec_file(text))]) == 2
+    out = tty.getvalue().splitlines()
+    assert out[0] == line and out[1:] == ["    5 |      count: 4", "      |           ^"]

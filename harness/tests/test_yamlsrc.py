@@ -114,3 +114,39 @@ def test_with_value_keeps_the_original_and_points_at_the_override() -> None:
         src.with_value(("devices", 5, "count"), 1, ("over", "count"))
     assert ei.value.line == 10
     assert "over" not in src.without("over").data and src.without("over").line("over", "count") == 10
+
+
+@pytest.mark.parametrize("text, line, col, hint", [
+    ("a:\n  b: 1\n    c: 2\n", 3, 6, "indent this line like the keys above"),
+    ("a:\n    b: 1\n  c: 2\n", 3, 3, "indented differently"),
+    ("a: x: 1\n", 1, 5, "quote a value that contains ': '"),
+    ("a:\n\tb: 1\n", 2, 1, "tabs are not allowed"),
+    ("a: 'x\nb: 1\n", 3, 1, "never closed (it opens at line 1)"),
+])
+def test_syntax_error_names_column_and_gives_a_hint(text: str, line: int, col: int, hint: str) -> None:
+    with pytest.raises(yamlsrc.YamlSyntaxError) as ei:
+        yamlsrc.loads(text, "s.yaml")
+    e = ei.value
+    assert e.line == line and f"(line {line}, column {col})" in e.what and hint in e.what
+    assert e.what.startswith("invalid YAML: ") and "\n" not in str(e)
+
+
+def test_syntax_error_excerpt_is_the_one_named_line_cut_short() -> None:
+    secret = "token: " + "s" * 300
+    text = f"{secret}\na:\n  b: 1\n    c: 2 {'x' * 300}\n{secret}\n"
+    with pytest.raises(yamlsrc.YamlSyntaxError) as ei:
+        yamlsrc.loads(text, "s.yaml")
+    src, caret = ei.value.excerpt.split("\n")
+    assert src.startswith("    4 |     c: 2 xx") and src.endswith("...") and "s" * 10 not in src
+    assert len(src) <= len("    4 | ") + yamlsrc.EXCERPT_CHARS + 3
+    assert caret == "      | " + " " * 5 + "^"           # under column 6, the ':' after c
+    # Far along a line, the excerpt is the part around the column.
+    with pytest.raises(yamlsrc.YamlSyntaxError) as ei:
+        yamlsrc.loads("a: 1\nb: " + "x" * 200 + ": 3\n", "s.yaml")
+    src, caret = ei.value.excerpt.split("\n")
+    assert src.startswith("    2 | ...") and src.endswith(": 3")
+    assert caret.index("^") == src.index(": 3")
+    # A tab shows escaped, and the caret still points under it.
+    with pytest.raises(yamlsrc.YamlSyntaxError) as ei:
+        yamlsrc.loads("a:\n  b: 1\n  \tc: 2\n", "s.yaml")
+    assert ei.value.excerpt == "    3 |   \\tc: 2\n      |   ^"

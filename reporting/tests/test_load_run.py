@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 
@@ -31,3 +32,22 @@ def test_load_run_returns_frames_and_summary(make_run):
 def test_load_run_without_optional_parts(make_run):
     r = wotbench.load_run(make_run(cd=False, monitor=False))
     assert r.cd is None and r.monitor is None and r.summary is None
+
+
+def test_measure_ok_rows_give_the_reports_latency(make_run):
+    """What the docstrings promise a notebook: ``run.measure``'s ok rows are
+    what the report's latency quantiles are computed on, and
+    ``run.requests`` is every phase's rows."""
+    from wotbench.reporting import analyze_run
+
+    run = make_run(ges=2, devices=4)
+    r = wotbench.load_run(run)
+    result = analyze_run(run)
+    assert len(r.requests) > len(r.measure) > 0          # the warm-up and cool-down are in requests only
+    for sec in result["ges"]:
+        m = r.measure[r.measure["ge"] == sec["ge"]]
+        ok = m[m["status"] == "ok"]
+        assert sec["response_us"]["exact"] and sec["response_us"]["n"] == len(ok) > 0
+        for q, key in ((0.5, "p50"), (0.99, "p99")):
+            assert math.isclose(ok["response_us"].quantile(q), sec["response_us"][key], rel_tol=1e-12)
+        assert sec["requests"] == len(m)

@@ -16,6 +16,7 @@ import wotbench
 from wotbench.base.rundir import RunDir
 from wotbench.commands.main import main
 from wotbench.reporting import Thresholds, analyze_run, summarize_run
+from wotbench.reporting._tables import hosts_table
 from wotbench.reporting.bench.synth import SwarmSynth
 
 
@@ -129,6 +130,17 @@ def test_cross_host_latency_per_host_against_the_same_host_path(make_swarm):
     assert b["extra_us"] == pytest.approx(200, abs=15) and not b["same_path"]
     assert a["extra_us"] == pytest.approx(0, abs=15) and a["same_path"]
     assert b["probe"]["r_minus_s_us"]["p99"] >= b["probe"]["r_minus_s_us"]["p50"]
+
+
+def test_a_path_faster_than_none_reads_as_noise(make_swarm):
+    """The probe's median a little below the same host's (a path cannot be
+    faster than no path): the extra latency is within its error of zero and
+    the Hosts table says so, with the numbers."""
+    r = analyze_run(make_swarm(sw=SwarmSynth(cross_host_us=-3.0)))
+    b = r["hosts"]["node-b"]["cross_host"]
+    assert b["extra_us"] < 0 and abs(b["extra_us"]) <= b["extra_err_us"]
+    row = next(row for row in hosts_table(r)[1] if row[0] == "node-b")   # type: ignore[index]
+    assert row[8].startswith("≈ 0 (-") and " µs ± " in row[8], row
 
 
 def test_the_spec_gives_s_and_both_paths_use_the_same_one(make_swarm):

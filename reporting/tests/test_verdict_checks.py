@@ -1,7 +1,9 @@
 """How the run verdict uses the contention status: ``inconclusive`` fails
 the contention check unless ``validity.allow_inconclusive``, and never
 excuses a degraded placement (synthetic run folders, reporting._synth);
-the errors check names the devices whose requests failed."""
+the errors check names the devices whose requests failed; the harness
+check counts the CD-GE apart from the workload's GEs; shared cores the
+detector cleared pass, in the report's one wording of them."""
 
 from __future__ import annotations
 
@@ -64,3 +66,33 @@ def test_errors_check_names_the_devices_whose_requests_failed():
     devices[7] = {"device_id": 7, "requests": 90, "ok": 90}
     ok, why = check_errors(a, Thresholds())
     assert ok and "by device" not in why
+
+
+def test_harness_check_counts_the_cd_ge_apart(tmp_path: Path):
+    """'1 GE and 1 CD-GE exited 0', as the headline's '1 GE': the contention
+    detector's GE is not one of the workload's (issue 27 item 7); across a
+    swarm, one CD-GE per device host."""
+    import json
+
+    from wotbench.reporting._checks import _ge_count
+
+    run = synth_run(tmp_path / "quiet", replace(SPARSE, cd_rit_s=0.1, degraded=True))
+    n = analyze_run(run)["cd"]["requests"]
+    observed = json.loads((run / "observed.json").read_text())      # as the harness records its CD-GE
+    observed["ges"]["cd-ge"] = {"container": "wb-cd-ge", "exit_code": 0, "killed": False, "trace_lines": n, "rows": n}
+    (run / "observed.json").write_text(json.dumps(observed))
+    r = analyze_run(run)
+    assert r["verdict"] == "valid", r["reasons"]
+    assert "; 1 GE and 1 CD-GE exited 0 with one output row" in _check(r, "harness")["reason"]
+    assert _ge_count({"ge-0": {}, "ge-1": {}, "cd-ge-0": {}, "cd-ge-1": {}}) == "2 GEs and 2 CD-GEs"
+    assert _ge_count({"ge-0": {}}) == "1 GE"
+    # Shared cores the contention detector cleared: PASS, said plainly, once for the report.
+    from wotbench.reporting._plain import degraded_sentence, meaning
+
+    c = _check(r, "placement")
+    assert c["ok"] and c["reason"].startswith("cores were shared (placement degraded")
+    assert "the numbers hold for this host" in c["reason"] and "ruled contention out" in c["reason"]
+    said = degraded_sentence(r)
+    assert said == meaning("placement", True, r) and said.startswith("Cores were shared")
+    assert "did not slow the devices down" in said
+    assert degraded_sentence(analyze_run(synth_run(tmp_path / "dedicated", replace(SPARSE, cd_rit_s=0.1)))) is None

@@ -4,11 +4,16 @@ t0 (phases.json); then the wait for every GE."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TextIO
+
+from tqdm import tqdm
 
 from wotbench.base import results as res
 from wotbench.base.formats import DEFAULT_COAP_PORT as COAP_PORT
@@ -29,6 +34,10 @@ START_LEAD_S = 2.0
 PRIME_SLACK_S = 0.2
 #: Extra seconds the GEs get past trace end + timeout before being killed.
 FINISH_SLACK_S = 20.0
+
+#: The drain the progress bar expects after the last send (about a round
+#: trip when every answer comes; the wait's limit is drain_us, far longer).
+DRAIN_S = 1.0
 
 #: Samples per container the cgroup sampler takes at most: past 900 s of test its 1 s interval grows (1 h: 4 s).
 SAMPLES_PER_RUN = 900
@@ -146,6 +155,71 @@ def prime_targets(nodes: Sequence[str], gateway: tuple[str, int] | None) -> tupl
     return ([gateway], devices) if gateway is not None else (devices, [])
 
 
+#: Seconds between the progress bar's updates.
+TICK_S = 1.0
+#: The timeline's spans as a person names them (phases.json's keys).
+_SPAN_NAMES = (("calibration", "CD calibration"), ("warmup", "warm-up"), ("measure", "measure"),
+               ("cooldown", "cool-down"), ("drain", "drain"))
+
+
+def timeline(cal_us: int, windows: Mapping[str, Sequence[int]], drain_s: float) -> list[tuple[str, int, int]]:
+    """(name, start us, end us) of every non-empty span, relative to t0:
+    the CD calibration, the phases and the drain after the last send
+    (``drain_s``: what the wait expects, not its limit)."""
+    end = max((int(w[1]) for w in windows.values()), default=0)
+    spans = {"calibration": (-cal_us, 0), **{k: (int(v[0]), int(v[1])) for k, v in windows.items()},
+             "drain": (end, end + int(drain_s * 1e6))}
+    return [(name, *spans[key]) for key, name in _SPAN_NAMES if key in spans and spans[key][1] > spans[key][0]]
+
+
+def _span_at(spans: Sequence[tuple[str, int, int]], rel_us: int) -> str:
+    if spans and rel_us < spans[0][1]:
+        return "starting the GEs"
+    return next((name for name, a, b in spans if a <= rel_us < b), "waiting for the GEs to finish")
+
+
+@contextlib.contextmanager
+def ticker(spans: Sequence[tuple[str, int, int]], t0_us: int, progress: bool, out: TextIO,
+           say: Callable[[str], None], clock_us: Callable[[], int] = lambda: time.time_ns() // 1000,
+           ) -> Iterator[threading.Thread]:
+    """While the harness waits for the GEs: a progress bar on ``out`` (tqdm:
+    the current span, seconds done of the timeline and tqdm's time left)
+    when ``progress``, else one ``say`` line per span change. A daemon
+    thread ticks every :data:`TICK_S`; it is stopped and joined on the way
+    out, whatever ends the wait (an error, Ctrl-C). It only reads the
+    clock: the wait itself (``Backend.wait``, which kills on timeout) is
+    untouched."""
+    first, last = (spans[0][1], spans[-1][2]) if spans else (0, 0)
+    total_s = max(1, round((last - first) / 1e6))
+    bar = tqdm(total=total_s, desc="starting the GEs", unit="s", file=out, leave=False, dynamic_ncols=True,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}]",
+               disable=not progress)
+    stop = threading.Event()
+
+    def tick() -> None:
+        said = ""
+        while True:
+            rel = clock_us() - t0_us
+            name = _span_at(spans, rel)
+            if progress:
+                bar.set_description_str(name, refresh=False)
+                bar.update(min(total_s, max(0.0, (rel - first) / 1e6)) - bar.n)
+            elif name != said:
+                say(f"phase: {name}" + next((f" ({(b - a) / 1e6:.0f} s)" for n, a, b in spans if n == name), ""))
+            said = name
+            if stop.wait(TICK_S):
+                return
+
+    th = threading.Thread(target=tick, name="progress", daemon=True)
+    th.start()
+    try:
+        yield th
+    finally:
+        stop.set()
+        th.join()
+        bar.close()
+
+
 def _wait(ctx: RunContext, ges: Sequence[Started], deadline_s: float) -> None:
     for st in ges:
         code = ctx.backend.wait(st, max(1.0, deadline_s - time.time()))
@@ -198,5 +272,6 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
     ctx.say(f"test starts at t0 = {time.strftime('%H:%M:%S', time.gmtime(t0 / 1e6))} UTC"
             + (f" after {cal_us / 1e6:.0f} s of CD calibration" if cal_us else "")
             + f"; load for {end_us / 1e6:.0f} s")
-    _wait(ctx, ges, (t0 + end_us + drain_us(hs)) / 1e6 + FINISH_SLACK_S)
+    with ticker(timeline(cal_us, windows, DRAIN_S), t0, ctx.opts.progress, ctx.opts.log, ctx.say):
+        _wait(ctx, ges, (t0 + end_us + drain_us(hs)) / 1e6 + FINISH_SLACK_S)
     return Measured(t0, cal_us, tuple(zip(ges, outputs, strict=True)), tuple(monitors), tuple(hogs))
