@@ -49,10 +49,10 @@ def load_run(path: str | PathLike[str]) -> Run:
         import wotbench
         run = wotbench.load_run("results/<run-id>")
         print(run.summary.verdict)                   # "valid" or "invalid"; run.summary.reasons says why
-        m = run.measure                              # the measurement phase's requests: what the report uses
+        m = run.requests                             # the measurement phase's requests: what the report uses
         print(m[m.status == "ok"].response_us.quantile([.5, .99]))   # the report's p50 / p99
 
-    ``run.requests`` has every row, the warm-up and cool-down too;
+    ``run.all_requests`` has every row, the warm-up and cool-down too;
     ``run.ges[k]`` reads a GE's output lazily, for runs too big for one
     DataFrame; ``run.cd`` and ``run.monitor`` are the contention detector's
     requests and the host's monitor samples. The columns: docs/formats.md;

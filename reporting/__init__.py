@@ -7,8 +7,9 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
   or the verdict of the run's records alone when its data cannot be
   analysed (the harness calls it); ``late_send_us(run_dir)``: the GEs'
   --late-us.
-- ``load_run(path) -> Run``: each GE's requests as a lazy handle (``run.ges``; ``run.requests``
-  one DataFrame for small runs), the CD and monitor DataFrames and the summary.
+- ``load_run(path) -> Run``: each GE's requests as a lazy handle (``run.ges``; for small
+  runs ``run.requests`` the measurement phase's rows as one DataFrame, ``run.all_requests``
+  every row), the CD and monitor DataFrames and the summary.
 - ``Thresholds``: the validity limits the verdict applies (the spec's
   ``validity:``, see :mod:`wotbench.spec`), as ``analyze`` takes them.
 - ``write_reports(run_dirs, out_dir)``: terminal text, Markdown and HTML.

@@ -43,7 +43,7 @@ class Phases:
     """Phase windows ``[a, b)`` in us relative to t0 (phases.json)."""
 
     measure: tuple[float, float]
-    """The measurement phase: the requests intended in it are the report's (``Run.measure``)."""
+    """The measurement phase: the requests intended in it are the report's (``Run.requests``)."""
     calibration: tuple[float, float] | None = None
     """The contention detector's calibration, before the workload (negative times); None without one."""
     warmup: tuple[float, float] | None = None
@@ -363,28 +363,29 @@ class Run:
         import wotbench
         run = wotbench.load_run("results/<run-id>")
         print(run.summary.verdict, run.summary.reasons)     # "valid" / "invalid", and why
-        m = run.measure                                     # the rows the report computes on
-        ok = m[m.status == "ok"]
+        ok = run.requests[run.requests.status == "ok"]      # the measurement phase's answered requests
         print(ok.response_us.quantile([.5, .99]))          # the report's p50 / p99 (exact mode)
 
     Attributes: ``path``, ``ges``, ``cd``, ``monitor``, ``containers``,
     ``phases``, ``summary``, ``manifest``, ``observed``, ``hosts``; the
-    per-request rows: ``requests`` (every row), ``measure`` (the
-    measurement phase's), ``num_requests``. The columns are those of
-    docs/formats.md (GE output); the folder's files, docs/run-layout.md.
+    per-request rows: ``requests`` (the measurement phase's: what the
+    report computes on), ``all_requests`` (every row), ``num_requests``.
+    The columns are those of docs/formats.md (GE output); the folder's
+    files, docs/run-layout.md.
 
-    ``requests`` holds **every** row: the warm-up, the cool-down and the
-    drain after it too. The report's numbers are those of ``measure``
-    (the requests intended inside the measurement phase), and its
-    latencies those of its ``status == "ok"`` rows.
+    ``requests`` holds the requests intended inside the measurement phase
+    (``phases.measure``), so its quantiles are the report's; the warm-up,
+    the cool-down and the drain after it are in ``all_requests`` only.
+    ``measure`` is the same as ``requests`` (its name before 0.1.0's
+    report rework, kept for notebooks that use it).
 
     ``ges`` gives each GE's per-request output lazily (:class:`GeData`:
     ``batches()``, ``dataset()``, ``table(filter=...)``): nothing of it is
     read by :func:`load_run`, so a run of any size loads in bounded memory.
-    ``requests`` is the convenient path for runs that fit: every GE's rows
-    as one DataFrame (the GE columns of docs/formats.md plus ``ge``, the GE
-    index; strings categoricals, missing times NaN), built on first use
-    and refused (UserError) beyond ``MAX_FRAME_ROWS`` rows.
+    ``requests`` and ``all_requests`` are the convenient path for runs that
+    fit: every GE's rows as one DataFrame (the GE columns of docs/formats.md
+    plus ``ge``, the GE index; strings categoricals, missing times NaN),
+    built on first use and refused (UserError) beyond ``MAX_FRAME_ROWS`` rows.
     """
 
     path: Path
@@ -417,12 +418,11 @@ class Run:
         return sum(g.num_rows for g in self.ges)
 
     @cached_property
-    def requests(self) -> pd.DataFrame:
+    def all_requests(self) -> pd.DataFrame:
         """Every GE's rows in one DataFrame, of **every** phase (warm-up,
-        cool-down and the drain included; :attr:`measure` is the
-        measurement phase's, which the report uses): the GE output columns
-        of docs/formats.md plus ``ge``. For runs of at most MAX_FRAME_ROWS
-        rows (else a UserError: read ``ges[k]`` instead)."""
+        cool-down and the drain included): the GE output columns of
+        docs/formats.md plus ``ge``. For runs of at most MAX_FRAME_ROWS rows
+        (else a UserError: read ``ges[k]`` instead)."""
         n = self.num_requests
         if n > MAX_FRAME_ROWS:
             raise UserError(f"{n:,} requests are more than a DataFrame here takes ({MAX_FRAME_ROWS:,}): "
@@ -434,24 +434,30 @@ class Run:
             frames.append(df)
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
-    @property
-    def measure(self) -> pd.DataFrame:
-        """The rows of :attr:`requests` intended inside the measurement phase
-        (``phases.measure``): what the report computes on. Its latency
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """The rows of :attr:`all_requests` intended inside the measurement
+        phase (``phases.measure``): what the report computes on. Its latency
         quantiles are those of the ``status == "ok"`` rows' ``response_us``."""
         a, b = self.phases.measure
-        r = self.requests
+        r = self.all_requests
         return r[(r["intended_us"] >= a) & (r["intended_us"] < b)]
 
+    @property
+    def measure(self) -> pd.DataFrame:
+        """The same rows as :attr:`requests` (the measurement phase's; this
+        name is kept for notebooks written before ``requests`` meant it)."""
+        return self.requests
 
-#: The most rows ``Run.requests`` puts in one DataFrame (about 2 GB of it).
+
+#: The most rows ``Run.all_requests`` (and so ``Run.requests``) puts in one DataFrame (about 2 GB of it).
 MAX_FRAME_ROWS = 20_000_000
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load a run directory (or a folder of ge-*.csv files): the GE outputs
-    as lazy handles (``Run.ges``; ``Run.requests`` materializes them for
-    small runs, ``Run.measure`` the measurement phase's rows), the CD-GE,
+    as lazy handles (``Run.ges``; for small runs ``Run.requests``
+    materializes the measurement phase's rows, ``Run.all_requests`` every row), the CD-GE,
     monitor and records as DataFrames and dicts. Converts each GE CSV to
     its Parquet cache once (in bounded memory). See :class:`Run`."""
     files = find_files(Path(path))

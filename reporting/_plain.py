@@ -102,6 +102,21 @@ def _contention(ok: bool, r: R) -> str:
     return "The contention detector did not run, so nothing shows that the host left the devices alone."
 
 
+#: What one contention detector's status means, in a sentence (its statistics follow it).
+CD_STATUS: dict[str, str] = {
+    "none": "No contention: the CD node's response times stayed at their calibration level.",
+    "contention": "Contention: the CD node's response times rose above their calibration level, so something "
+                  "else on this host slowed the devices down.",
+    "disturbed": "Undecided: the detector's calibration was itself disturbed.",
+    "inconclusive": "Undecided: too few samples to tell; a longer run decides.",
+}
+
+
+def cd_status_sentence(status: object) -> str:
+    """The plain sentence for a contention detector's ``status``."""
+    return CD_STATUS.get(str(status), f"The contention detector's status is {status}.")
+
+
 def _placement(ok: bool, r: R) -> str:
     if degraded(r):
         return _shared(ok)

@@ -24,7 +24,16 @@ from wotbench.reporting._hostchecks import cd_sections
 from wotbench.reporting._injected import interference_table
 from wotbench.reporting._load import find_files, read_json
 from wotbench.reporting._notify import OBSERVE_NOTE, observe_table
-from wotbench.reporting._plain import ABOUT, DOC, GLOSSARY, check_anchor, degraded_sentence, glossary_anchor, meaning
+from wotbench.reporting._plain import (
+    ABOUT,
+    DOC,
+    GLOSSARY,
+    cd_status_sentence,
+    check_anchor,
+    degraded_sentence,
+    glossary_anchor,
+    meaning,
+)
 from wotbench.reporting._plots import run_figures, sweep_figures
 from wotbench.reporting._reportdir import check_outputs
 from wotbench.reporting._tables import (
@@ -174,6 +183,7 @@ def terminal_text(an: Analysis) -> str:
     for cd_title, cd in cd_blocks(r):
         ct = cd_table(cd)
         lines += ([cd_title] if cd_title else []) + ([text_table(ct)] if ct else [])
+        lines += [cd_status_sentence(cd["contention"].get("status"))] if cd is not None else []
         lines.append(cd_stats_line(cd))
     lines.append("")
     it = interference_table(r)
@@ -283,7 +293,8 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     for title, cd in cd_blocks(r):
         ct = cd_table(cd)
         out += ([f"### {title}", ""] if title else []) + ([_md_table(ct), ""] if ct else [])
-        out += [cd_stats_line(cd) if ct else "No CD data.", ""]
+        out += [f"{cd_status_sentence(cd['contention'].get('status'))} ({cd_stats_line(cd)})"
+                if ct and cd is not None else "No CD data.", ""]
     it = interference_table(r)
     if it:
         out += ["## Interference", "", "Injected noisy neighbours, seconds since t0:", "", _md_table(it), ""]
@@ -570,9 +581,10 @@ def html_page(an: Analysis, figures: Figures) -> str:
         if cd is None or ct is None:
             parts.append("<p>No CD data.</p>")
         else:
-            parts += [_html_table(ct, terms=terms), f"<p>{html.escape(cd_stats_line(cd))}</p>",
-                      f"<details><summary>statistics</summary><p>{html.escape(cd['contention']['reason'])}</p>"
-                      "</details>"]
+            parts += [_html_table(ct, terms=terms),
+                      f"<p>{html.escape(cd_status_sentence(cd['contention'].get('status')))}</p>",
+                      f"<details><summary>statistics</summary><p>{html.escape(cd_stats_line(cd))}</p>"
+                      f"<p>{html.escape(cd['contention']['reason'])}</p></details>"]
     it = interference_table(r)
     if it:
         parts += ["<h2>Interference</h2>", "<p>Injected noisy neighbours, seconds since t0.</p>", _html_table(it)]

@@ -67,6 +67,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         inventory = Inventory(inventory.swarm, tuple(local if n.local else n for n in inventory.nodes))
     # The host's memory and limits; its core count is the one planned for (--cores).
     host = replace(budget.Host.read(), cores=len(cores)) if cores is not None else None
+    total_s = 0.0
     for rs in runs:
         if rs.repetition > 1:
             continue
@@ -86,7 +87,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
               else layout.render(hs.group_of(), [g.name for g in hs.groups]))
         if hogs:
             print(hogs)
-        print(estimate.of_plan(hs, layout, auto.calibration if auto is not None else None).render())
+        est = estimate.of_plan(hs, layout, auto.calibration if auto is not None else None)
+        print(est.render())
+        # Every test is repeated as often (`repetitions`), each time as long as the first.
+        total_s += est.total_s * max(r.repetition for r in runs)
+    if len(runs) > 1:
+        from wotbench.base.units import fmt_duration_us
+
+        print(f"== all {len(runs)} tests: about {fmt_duration_us(total_s * 1e6)} in all (the estimates above)")
     return 0
 
 

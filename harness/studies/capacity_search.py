@@ -225,7 +225,7 @@ def evaluate(run_dir: Path, cap: CapacitySpec) -> ProbeResult:
     # Imported on use: `wotbench --help` loads this module (see register).
 
     summary = json.loads((run_dir / layout.SUMMARY).read_text())
-    measure = load_run(run_dir).measure
+    measure = load_run(run_dir).requests
     ok = measure[measure["status"] == "ok"]
     resp = ok["response_us"].to_numpy(dtype=np.float64)
     values = {o.stat: o.value_us(resp) for o in cap.objectives}

@@ -100,3 +100,19 @@ def test_plan_prints_the_estimate_and_exits_0_when_it_warns(capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "estimate (typical on this host class" in out and "WARNING: this run is unlikely to be valid" in out
     assert "shared cores: this host has 1, the paper's layout needs 4" in out
+
+
+def test_plan_of_a_sweep_totals_its_tests(capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep's plan ends with the time of all its tests: the sum of the
+    per-test estimates it printed."""
+    import re
+
+    from wotbench.base.units import fmt_duration_us
+
+    assert main(["plan", str(SCALE_1000.with_name("rd-vs-devices.yaml")), "--scale", "ci", "--cores", "0-1"]) == 0
+    out = capsys.readouterr().out
+    each = re.findall(r"test (\S+ \S+), teardown", out)
+    assert len(each) == 2, out
+    m = re.search(r"^== all 2 tests: about (.+) in all \(the estimates above\)$", out, re.M)
+    assert m is not None, out
+    assert m.group(1) != fmt_duration_us(0)

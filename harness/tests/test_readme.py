@@ -95,3 +95,55 @@ def test_the_swarm_lab_block_builds_its_images_first() -> None:
         assert any("--swarm-node" in r for r in recipes), f"no `make images-swarm` before: {b[up]}"
         assert any("--" not in r.split("build-images.sh", 1)[1] for r in recipes), \
             f"the device, GE and nettools images are not built before: {b[up]}"
+
+
+def test_the_durations_table_names_every_experiment_and_its_scales():
+    """README's "how long" answer points to docs/results.md's table: one row
+    per experiments/*.yaml, and every scale the spec defines in that row's
+    columns (full, small, ci, or "other scales")."""
+    import yaml
+
+    text = (REPO / "docs" / "results.md").read_text()
+    section = text.split("## How long each experiment takes", 1)[1].split("\n## ", 1)[0]
+    rows = {cells[0]: cells for line in section.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]] if cells[0] not in ("experiment", "---")}
+    names = sorted(p.stem for p in (REPO / "experiments").glob("*.yaml"))
+    assert sorted(rows) == names
+    for name in names:
+        scales = (yaml.safe_load((REPO / "experiments" / f"{name}.yaml").read_text()) or {}).get("scales") or {}
+        other = rows[name][-1]
+        for s in scales:
+            assert s in ("full", "small", "ci") or s in other, (name, s)
+        assert "#how-long-each-experiment-takes" in README.read_text()
+
+
+def test_the_python_example_uses_only_what_a_run_has(tmp_path):
+    """README's "From Python" block runs against a real (synthetic) run
+    folder: every attribute it names exists and the quantiles come out."""
+    import contextlib
+    import io
+
+    from wotbench.reporting.bench.synth import synth_run
+    from wotbench.reporting.tests.conftest import BASE
+
+    text = README.read_text().split("## From Python", 1)[1]
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    run = synth_run(tmp_path / "run", BASE)
+    (run / "summary.json").write_text('{"format": 1, "run_id": "r", "complete": true, "verdict": "valid", '
+                                      '"reasons": []}')
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code.replace("results/<run-id>", str(run)), {})    # README's own example, on a synthetic run
+    assert "0.99" in out.getvalue()
+
+
+def test_every_picture_the_docs_show_is_there_and_small():
+    """Each image a docs/*.md page links (docs/img/, the report's screenshots)
+    exists, is a PNG and stays under 250 KB; each transcript it links exists."""
+    for page in sorted((REPO / "docs").glob("*.md")):
+        for target in re.findall(r"\]\(((?:img|transcripts)/[^)\s]+)\)", page.read_text()):
+            path = REPO / "docs" / target
+            assert path.is_file(), f"{page.name}: {target} is missing"
+            if target.startswith("img/"):
+                assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{target}: not a PNG"
+                assert path.stat().st_size <= 250 * 1024, f"{target}: {path.stat().st_size // 1024} KB"

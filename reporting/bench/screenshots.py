@@ -5,7 +5,7 @@
 
 Headless Chromium opens a copy of the page with a small script added that
 records where each section starts and ends (an element's id, to the next
-``<h2>``), then takes one screenshot of the whole page, which is cut into
+``<h2>`` or ``<h3>``), then takes one screenshot of the whole page, which is cut into
 one PNG per section (palette PNG, at most ``--max-kb``). Not a test: it
 needs Chromium and a real run's report, and writes only the PNGs it names.
 """
@@ -29,7 +29,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--
 #: Writes {id: [top, bottom]} of every asked section, and the page height, into <body data-shots>.
 _SCRIPT = """<script>
 window.addEventListener('load', function () {
-  var ids = %s, out = {}, hs = Array.from(document.querySelectorAll('h2'));
+  var ids = %s, out = {}, hs = Array.from(document.querySelectorAll('h2, h3'));
   var H = document.documentElement.scrollHeight;
   ids.forEach(function (id) {
     var el = document.getElementById(id); if (!el) return;
@@ -103,7 +103,7 @@ def _save(img: Image.Image, target: Path, max_kb: int) -> None:
     pic = img.convert("RGB")
     while True:
         tmp = target.with_name(target.name + ".tmp")
-        pic.quantize(colors=128).save(tmp, optimize=True)
+        pic.quantize(colors=128).save(tmp, format="PNG", optimize=True)
         if tmp.stat().st_size <= max_kb * 1024 or pic.width < 600:
             tmp.replace(target)
             return
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("page", type=Path, help="a report's index.html")
     ap.add_argument("--out", type=Path, required=True, help="folder for the PNGs")
     ap.add_argument("--prefix", required=True, help="file names: PREFIX-SECTION.png")
-    ap.add_argument("--sections", nargs="+", required=True, help="element ids to shoot (to the next <h2>)")
+    ap.add_argument("--sections", nargs="+", required=True, help="element ids to shoot (to the next <h2> or <h3>)")
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--max-kb", type=int, default=250)
     a = ap.parse_args(argv)

@@ -197,7 +197,7 @@ def test_parquet_cache_is_built_once_and_rebuilt_when_csv_changes(make_run):
     csv.write_text("".join(lines[:-100]))
     analyze_run(run)
     assert cache.stat().st_mtime_ns != mtime
-    assert len(load_run(run).requests) == len(lines) - 1 - 100
+    assert len(load_run(run).all_requests) == len(lines) - 1 - 100
 
 
 def test_rd_of_devices_uses_echoed_service_time(make_run):

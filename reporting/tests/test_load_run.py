@@ -23,10 +23,10 @@ def test_load_run_returns_frames_and_summary(make_run):
     assert r.monitor is not None and "cpu0_idle" in r.monitor.columns
     assert r.summary is not None and r.summary.run_id == "20260101-000000-x-abcdef"
     assert r.summary.verdict == "invalid" and r.summary.reasons == ("monitor: no monitor data",)
-    m = r.measure
+    m = r.requests
     assert m["intended_us"].min() >= r.phases.measure[0] and m["intended_us"].max() < r.phases.measure[1]
     # Missing response times are missing, not zero.
-    assert r.requests["response_us"].isna().sum() == (r.requests["status"] != "ok").sum()
+    assert r.all_requests["response_us"].isna().sum() == (r.all_requests["status"] != "ok").sum()
 
 
 def test_load_run_without_optional_parts(make_run):
@@ -35,17 +35,18 @@ def test_load_run_without_optional_parts(make_run):
 
 
 def test_measure_ok_rows_give_the_reports_latency(make_run):
-    """What the docstrings promise a notebook: ``run.measure``'s ok rows are
-    what the report's latency quantiles are computed on, and
-    ``run.requests`` is every phase's rows."""
+    """What the docstrings promise a notebook: ``run.requests``' ok rows are
+    what the report's latency quantiles are computed on (``run.measure`` is
+    the same), and ``run.all_requests`` is every phase's rows."""
     from wotbench.reporting import analyze_run
 
     run = make_run(ges=2, devices=4)
     r = wotbench.load_run(run)
     result = analyze_run(run)
-    assert len(r.requests) > len(r.measure) > 0          # the warm-up and cool-down are in requests only
+    assert len(r.all_requests) > len(r.requests) > 0     # the warm-up and cool-down are in all_requests only
+    assert r.measure.equals(r.requests)
     for sec in result["ges"]:
-        m = r.measure[r.measure["ge"] == sec["ge"]]
+        m = r.requests[r.requests["ge"] == sec["ge"]]
         ok = m[m["status"] == "ok"]
         assert sec["response_us"]["exact"] and sec["response_us"]["n"] == len(ok) > 0
         for q, key in ((0.5, "p50"), (0.99, "p99")):

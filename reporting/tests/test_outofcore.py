@@ -226,15 +226,15 @@ def test_load_run_is_lazy_and_refuses_a_frame_too_big(make_run, monkeypatch) -> 
     run = make_run("lazy", ges=2)
     r = wotbench.load_run(run)
     assert [g.ge for g in r.ges] == [0, 1]
-    assert r.num_requests == sum(g.num_rows for g in r.ges) == len(r.requests)
+    assert r.num_requests == sum(g.num_rows for g in r.ges) == len(r.all_requests)
     first = next(r.ges[0].batches(["device_id", "intended_us"], batch_size=100))
     assert first.num_rows == 100
     import pyarrow.compute as pc
     dev1 = r.ges[1].table(["device_id"], filter=pc.field("device_id") == 1)
-    assert dev1.num_rows == int((r.requests["device_id"] == 1).sum()) > 0
+    assert dev1.num_rows == int((r.all_requests["device_id"] == 1).sum()) > 0
     monkeypatch.setattr(_load, "MAX_FRAME_ROWS", 10)
     with pytest.raises(UserError, match="batches"):
-        _ = wotbench.load_run(run).requests
+        _ = wotbench.load_run(run).all_requests
 
 
 _PEAK = """
