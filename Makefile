@@ -59,9 +59,12 @@ build-asan: $(BUILD)/asan/wotbench-ge $(BUILD)/asan/wotbench-device
 fuzz-build: $(FUZZERS)
 
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
-# and Docker end-to-end.
+# and Docker end-to-end. The check tier first, spread over the cores (as
+# `make check`: its tests share nothing), then every other test, one at a
+# time (the binaries' and Docker's tests measure time on a quiet host).
 test: setup build build-asan fuzz-build images images-swarm images-gateways
-	$(Q)$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
+	$(Q)$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
+	$(Q)$(PY) -m pytest --exclude-tier check --durations=30 $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
 # check: the standard tools (ruff, import-linter, mypy: harness/tests/test_tools.py)

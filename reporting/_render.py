@@ -241,9 +241,10 @@ def _protocol_md(r: dict[str, Any]) -> list[str]:
     return out
 
 
-#: Measurement windows (WINDOW_S each) a run needs before its drift analysis is shown: a soak's, and
-#: any other run's that drifted (a trend over a minute is warm-up, not drift: the 60 s quickstart shows none).
-DRIFT_WINDOWS_SOAK, DRIFT_WINDOWS_OTHER = 5, 30
+#: Measurement windows (WINDOW_S each) a run needs before its drift analysis is shown: a soak's (what a
+#: soak is for: even its 40 s ci scale), and any other run's that drifted (a trend over a minute is
+#: warm-up, not drift: the 60 s quickstart shows none).
+DRIFT_WINDOWS_SOAK, DRIFT_WINDOWS_OTHER = 3, 30
 
 
 def _drift_shown(an: Analysis, tl: Timeline | None) -> bool:

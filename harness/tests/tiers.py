@@ -382,6 +382,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--tier", choices=sorted(ALLOWED), default=None,
                      help="run one tier: check (no Docker, no built binary, no root, not slow), "
                           "native (adds the C binaries and the slow tests); default: every test")
+    parser.addoption("--exclude-tier", choices=sorted(ALLOWED), default=None,
+                     help="every test but those of one tier (make test: the check tier runs first, "
+                          "spread over the cores, then the rest with --exclude-tier check)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -405,13 +408,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reach = config.stash[_REACH]
     tier = config.getoption("--tier")
+    exclude = config.getoption("--exclude-tier")
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
         marks = tiers_of(item, reach)
         for mark in sorted(marks - {m.name for m in item.iter_markers()}):
             item.add_marker(mark)
-        (keep if tier is None or marks <= ALLOWED[tier] else drop).append(item)
+        wanted = (tier is None or marks <= ALLOWED[tier]) and (exclude is None or not marks <= ALLOWED[exclude])
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

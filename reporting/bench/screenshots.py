@@ -21,7 +21,7 @@ import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -98,6 +98,34 @@ def shoot(page: Path, out: Path, prefix: str, sections: list[str], width: int, m
         return written
 
 
+def annotate(png: Path, points: list[tuple[int, int]]) -> None:
+    """Numbered callouts (1, 2, ...) at ``points`` (pixels of ``png``), for
+    a doc that explains each number."""
+    with Image.open(png) as src:
+        img = src.convert("RGB")
+    draw = ImageDraw.Draw(img)
+    try:
+        font: ImageFont.FreeTypeFont | ImageFont.ImageFont = ImageFont.truetype("DejaVuSans-Bold.ttf", 15)
+    except OSError:
+        font = ImageFont.load_default()
+    for k, (x, y) in enumerate(points, 1):
+        draw.ellipse((x - 12, y - 12, x + 12, y + 12), fill=(198, 40, 40), outline=(255, 255, 255), width=2)
+        draw.text((x, y), str(k), fill=(255, 255, 255), font=font, anchor="mm")
+    _save(img, png, 250)
+
+
+def _points(spec: str) -> tuple[str, list[tuple[int, int]]]:
+    """``SECTION=X,Y;X,Y`` -> (SECTION, [(X, Y), ...])."""
+    name, _, rest = spec.partition("=")
+    pts = []
+    for pair in rest.split(";"):
+        x, _, y = pair.partition(",")
+        if not (x.strip().isdigit() and y.strip().isdigit()):
+            raise SystemExit(f"error: --mark {spec}: each point is X,Y in whole pixels")
+        pts.append((int(x), int(y)))
+    return name, pts
+
+
 def _save(img: Image.Image, target: Path, max_kb: int) -> None:
     """A palette PNG, scaled down until it fits ``max_kb``."""
     pic = img.convert("RGB")
@@ -118,12 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sections", nargs="+", required=True, help="element ids to shoot (to the next <h2> or <h3>)")
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--max-kb", type=int, default=250)
+    ap.add_argument("--mark", action="append", default=[], metavar="SECTION=X,Y;X,Y",
+                    help="numbered callouts on a section's PNG, in order (repeatable)")
     a = ap.parse_args(argv)
+    marks = dict(_points(m) for m in a.mark)
     if not a.page.is_file():
         print(f"error: {a.page}: no such file", file=sys.stderr)
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
-    for p in shoot(a.page, a.out, a.prefix, a.sections, a.width, a.max_kb):
+    for s, p in zip(a.sections, shoot(a.page, a.out, a.prefix, a.sections, a.width, a.max_kb), strict=True):
+        if s in marks:
+            annotate(p, marks[s])
         print(f"{p} {p.stat().st_size // 1024} KB")
     return 0
 
