@@ -24,6 +24,22 @@ STATIC_LDFLAGS := -static -pthread -Wl,--fatal-warnings
 SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 
+# Build facts compiled into wotbench-ge and wotbench-device (device/buildinfo.c,
+# `--build-info`; the run's manifest.json "disclosure" records them): each
+# program's compile and link flags, and the git commit and dirty state of the
+# C sources (BI_PATHS: harness/host/disclosure.py's C_SOURCES) when it was
+# built. build/gen/buildinfo.stamp changes with any of them, and only
+# buildinfo.o depends on it.
+BI_PATHS   := gateway-emulator device Makefile
+BI_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+BI_DIRTY   := $(shell s=$$(git status --porcelain -- $(BI_PATHS) 2>/dev/null) && { [ -z "$$s" ] && echo 0 || echo 1; } || echo -1)
+BI_STAMP   := $(BUILD)/gen/buildinfo.stamp
+# $(1) as a C string literal in a shell word: -DNAME=$(call bi_str,...).
+bi_str = '"$(subst ','\'',$(subst ",\",$(subst \,\\,$(1))))"'
+# The macros of one program's buildinfo.o: $(1) its compile flags, $(2) its link flags.
+bi_defs = -DWB_CFLAGS=$(call bi_str,$(1)) -DWB_LDFLAGS=$(call bi_str,$(2)) \
+          -DWB_GIT_COMMIT=$(call bi_str,$(BI_COMMIT)) -DWB_GIT_DIRTY=$(BI_DIRTY)
+
 # Quiet recipes: one line per step ("  CC  build/obj/..."); `make V=1`
 # shows every command. A failing step still prints its errors, and make
 # names the target.
@@ -53,6 +69,11 @@ $(VENV)/.installed: pyproject.toml
 
 include gateway-emulator/build.mk
 include device/build.mk
+
+ifneq ($(BI_GE) $(BI_GE_ASAN) $(BI_DEV) $(BI_DEV_ASAN),$(file < $(BI_STAMP)))
+$(shell mkdir -p $(dir $(BI_STAMP)))
+$(file > $(BI_STAMP),$(BI_GE) $(BI_GE_ASAN) $(BI_DEV) $(BI_DEV_ASAN))
+endif
 
 build: $(BIN)/wotbench-ge $(BIN)/wotbench-device
 build-asan: $(BUILD)/asan/wotbench-ge $(BUILD)/asan/wotbench-device

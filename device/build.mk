@@ -3,7 +3,7 @@
 DEV_SRCS := device/main.c device/cli.c device/cpulist.c device/resources.c device/registry.c \
             device/wire.c device/tx.c device/dedup.c device/sepresp.c device/service.c \
             device/workers.c device/loop.c device/dispatch.c device/counters.c \
-            device/hist.c device/notify.c device/observe.c
+            device/hist.c device/notify.c device/observe.c device/buildinfo.c
 DEV_HDRS := $(wildcard device/*.h)
 DEV_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/%.o,$(DEV_SRCS))
 DEV_ASAN_OBJS := $(patsubst device/%.c,$(BUILD)/obj/device/asan/%.o,$(DEV_SRCS))
@@ -19,13 +19,27 @@ $(BUILD)/obj/device/asan/%.o: device/%.c $(DEV_HDRS)
 # The static binary alone links the numeric-only resolver (noresolv.c:
 # keeps glibc's getaddrinfo.o, and its link warning, out); the ASan build is
 # dynamic and keeps glibc's.
+DEV_LDFLAGS := $(STATIC_LDFLAGS) $(COAP_LIB) -lm
+DEV_ASAN_LDFLAGS := -pthread $(COAP_LIB) -lm
 $(BIN)/wotbench-device: $(DEV_OBJS) $(BUILD)/obj/device/noresolv.o
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(DEV_LDFLAGS)
 
 $(BUILD)/asan/wotbench-device: $(DEV_ASAN_OBJS)
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ -pthread $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) -o $@ $^ $(DEV_ASAN_LDFLAGS)
+
+# --build-info (device/buildinfo.c): the flags above and the git state, as
+# macros of this one object (Makefile, BI_STAMP).
+BI_DEV := $(call bi_defs,$(ALL_CFLAGS),$(DEV_LDFLAGS))
+BI_DEV_ASAN := $(call bi_defs,$(CSTD) $(CWARN) $(SAN_FLAGS),$(DEV_ASAN_LDFLAGS))
+$(BUILD)/obj/device/buildinfo.o: device/buildinfo.c device/buildinfo.h $(BI_STAMP)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(BI_DEV) -c $< -o $@
+
+$(BUILD)/obj/device/asan/buildinfo.o: device/buildinfo.c device/buildinfo.h $(BI_STAMP)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) $(BI_DEV_ASAN) -c $< -o $@
 
 # libFuzzer harnesses: the resource CSV parser, the request path (parse +
 # response build) and the --cpus LIST parser are the parsers of outside input.

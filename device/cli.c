@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildinfo.h"
 #include "dedup.h"
 #include "dev_format.h"
 
@@ -50,7 +51,10 @@ static const char usage[] =
     "                         (default: random per observation; for tests)\n"
     "  --dump-notify PATH:N   print the first N inter-event times (ns) of "
     "PATH's first\n"
-    "                         observation, one a line, and exit\n";
+    "                         observation, one a line, and exit\n"
+    "  --build-info           print the compiler, flags and git commit this "
+    "binary was\n"
+    "                         built with, as one JSON line, and exit\n";
 
 static int bad(const char *field, const char *what, const char *value) {
   fprintf(stderr, "error: %s: %s '%s'\n", field, what, value);
@@ -177,6 +181,7 @@ static const struct option opts[] = {
     {"obs-seq-start", required_argument, NULL, 'S'},
     {"dump-notify", required_argument, NULL, 'D'},
     {"help", no_argument, NULL, 'h'},
+    {"build-info", no_argument, NULL, 'B'},
     {NULL, 0, NULL, 0},
 };
 
@@ -199,7 +204,7 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
 
   set_defaults(cfg);
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:x:s:c:o:a:S:D:h", opts,
+  while ((c = getopt_long(argc, argv, ":l:r:m:t:q:d:x:s:c:o:a:S:D:hB", opts,
                           NULL)) != -1) {
     switch (c) {
     case 'l': cfg->listen_text = optarg; break;
@@ -251,6 +256,10 @@ int cli_parse(int argc, char **argv, struct dev_config *cfg) {
       break;
     }
     case 'h': fputs(usage, stdout); return 1;
+    case 'B':
+      if (buildinfo_print(stdout, "wotbench-device") == 0)
+        return 1;
+      return bad("--build-info", "cannot write to", "stdout");
     case ':': return bad("option", "missing value for", argv[optind - 1]);
     default: return bad("option", "unknown option", argv[optind - 1]);
     }

@@ -111,10 +111,15 @@ fi
 
 build() {  # build NAME DOCKERFILE [BINARY...]
   rm -rf "${ctx:?}"/*
-  local b
+  local b labels=()
   for b in "${@:3}"; do strip -o "$ctx/$(basename "$b")" "$b"; done
+  # The first binary's own --build-info (compiler, flags, git commit), as a
+  # label that a run's manifest.json records (harness/host/disclosure.py).
+  if [[ $# -ge 3 ]]; then
+    labels=(--label "org.wotbench.build-info=$("$3" --build-info)") || exit 1
+  fi
   # The legacy builder warns on stderr about itself: show output only on failure.
-  if ! out=$(docker build -q -f "docker/$2" -t "wotbench/$1:$tag" "$ctx" 2>&1); then
+  if ! out=$(docker build -q -f "docker/$2" "${labels[@]}" -t "wotbench/$1:$tag" "$ctx" 2>&1); then
     echo "$out" >&2; exit 1
   fi
   printf 'images: wotbench/%-9s %s\n' "$1:$tag" "$(docker image inspect -f '{{.Size}}' "wotbench/$1:$tag" | numfmt --to=iec)"

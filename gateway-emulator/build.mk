@@ -10,10 +10,10 @@ GE_MODS := err json cli files hosts trace plan north hist wire timers ring \
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
 GE_CPULIST := device/cpulist.c
-GE_HDRS := $(wildcard $(GE_DIR)/*.h) device/cpulist.h
+GE_HDRS := $(wildcard $(GE_DIR)/*.h) device/cpulist.h device/buildinfo.h
 GE_OBJ  := $(BUILD)/obj/gateway-emulator
-GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_MODS:=.o) cpulist.o)
-GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o)
+GE_OBJS := $(addprefix $(GE_OBJ)/,$(GE_MODS:=.o) cpulist.o buildinfo.o)
+GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o buildinfo.o)
 # What each fuzzer links: the modules its entry points reach, no more
 # (neither main, cli, the socket loop nor the summary writer).
 GE_FUZZ_TRACE_MODS := err files hosts trace plan north wire hist
@@ -50,13 +50,27 @@ $(GE_OBJ)/noresolv.o: device/noresolv.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+GE_LDFLAGS := $(STATIC_LDFLAGS) $(COAP_LIB) -lm
+GE_ASAN_LDFLAGS := $(COAP_LIB) -lm
 $(BIN)/wotbench-ge: $(GE_OBJS) $(GE_OBJ)/main.o $(GE_OBJ)/noresolv.o
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(STATIC_LDFLAGS) $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $^ $(GE_LDFLAGS)
 
 $(BUILD)/asan/wotbench-ge: $(GE_ASAN_OBJS) $(GE_OBJ)/asan/main.o
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(SAN_FLAGS) -o $@ $^ $(COAP_LIB) -lm
+	$(call say,LD,$@)$(CC) $(SAN_FLAGS) -o $@ $^ $(GE_ASAN_LDFLAGS)
+
+# --build-info: the device's device/buildinfo.c, compiled here with the
+# GE's flags and link flags as macros (Makefile, BI_STAMP).
+BI_GE := $(call bi_defs,$(ALL_CFLAGS),$(GE_LDFLAGS))
+BI_GE_ASAN := $(call bi_defs,$(CSTD) $(CWARN) $(SAN_FLAGS),$(GE_ASAN_LDFLAGS))
+$(GE_OBJ)/buildinfo.o: device/buildinfo.c device/buildinfo.h $(BI_STAMP)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(BI_GE) -c $< -o $@
+
+$(GE_OBJ)/asan/buildinfo.o: device/buildinfo.c device/buildinfo.h $(BI_STAMP)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CSTD) $(CWARN) $(SAN_FLAGS) $(BI_GE_ASAN) -c $< -o $@
 
 # The congestion-control replay driver (tests/cc_vectors.c, run by
 # tests/test_cc.py): cc.o alone, release and ASan/UBSan, built by

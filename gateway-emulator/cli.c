@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../device/buildinfo.h" /* one --build-info for both programs */
 #include "cc.h"
 #include "cli.h"
 #include "hosts.h"
@@ -30,7 +31,10 @@ static const char usage[] =
     "peakhopper-rto]\n"
     "         [--ack-random-factor F] [--nstart N|unlimited]\n"
     "         [--probing-rate BYTES_PER_S] [--rto-out FILE]\n"
-    "         [--notify-out FILE] [--observe-grace-ms N]\n";
+    "         [--notify-out FILE] [--observe-grace-ms N]\n"
+    "       wotbench-ge --build-info   (the compiler, flags and git commit "
+    "it was built\n"
+    "                                   with, as one JSON line)\n";
 
 enum kind {
   K_PATH,   /* the value as given */
@@ -45,6 +49,7 @@ enum kind {
   K_REAL,   /* a decimal number in [lo, hi] (a double) */
   K_NSTART, /* --nstart N in [lo, hi], or unlimited (0) */
   K_HELP,
+  K_BUILD_INFO, /* --build-info: print device/buildinfo.h's line */
 };
 /* The type of the struct ge_config member at `off`. */
 enum store { S_NONE, S_STR, S_BOOL, S_U8, S_INT, S_UNS, S_I64, S_DBL };
@@ -122,6 +127,7 @@ static const struct opt table[] = {
     {"observe-grace-ms", K_NUM, S_I64, AT(observe_grace_ns), 0, DAY_MS, MS,
      NULL},
     {"help", K_HELP, S_NONE, 0, 0, 0, 1, NULL},
+    {"build-info", K_BUILD_INFO, S_NONE, 0, 0, 0, 1, NULL},
 };
 #undef AT
 #define NOPT (sizeof table / sizeof table[0])
@@ -285,7 +291,8 @@ static int budget(struct ge_config *cfg, const char *arg, struct ge_err *e) {
   return -1;
 }
 
-/* One option with its value: 0, 1 (help printed) or -1 (e). */
+/* One option with its value: 0, 1 (help or build info printed) or -1
+ * (e). */
 static int apply(struct ge_config *cfg, const struct opt *o, const char *arg,
                  struct ge_err *e) {
   char name[40];
@@ -295,6 +302,11 @@ static int apply(struct ge_config *cfg, const struct opt *o, const char *arg,
   case K_PATH: put(cfg, o, 0, arg); return 0;
   case K_FLAG: put(cfg, o, 1, NULL); return 0;
   case K_HELP: fputs(usage, stdout); return 1;
+  case K_BUILD_INFO:
+    if (buildinfo_print(stdout, "wotbench-ge") == 0)
+      return 1;
+    ge_err_set(e, NULL, 0, name, "cannot write to stdout");
+    return -1;
   case K_CHOICE: return choice(cfg, o, arg, name, e);
   case K_CPU:
   case K_CPUS: return cpus(cfg, o, arg, name, e);
@@ -382,11 +394,13 @@ int ge_cli_parse(int argc, char **argv, struct ge_config *cfg,
                  struct ge_err *e) {
   struct option opts[NOPT + 1];
   for (size_t i = 0; i < NOPT; i++)
-    opts[i] = (struct option){table[i].name,
-                              table[i].kind == K_FLAG || table[i].kind == K_HELP
-                                  ? no_argument
-                                  : required_argument,
-                              NULL, OPT_BASE + (int)i};
+    opts[i] =
+        (struct option){table[i].name,
+                        table[i].kind == K_FLAG || table[i].kind == K_HELP ||
+                                table[i].kind == K_BUILD_INFO
+                            ? no_argument
+                            : required_argument,
+                        NULL, OPT_BASE + (int)i};
   opts[NOPT] = (struct option){0};
   *cfg = (struct ge_config){
       .coap_type = GE_CON,

@@ -18,6 +18,7 @@ from wotbench.base.errors import UserError
 from wotbench.base.results import write_atomic
 from wotbench.reporting._analyze import Analysis, analysis_error, analyze, records_verdict, spec_for
 from wotbench.reporting._congestion import congestion_lines, congestion_table, shown, side_by_side
+from wotbench.reporting._disclosure import disclosure_rows, read_disclosure
 from wotbench.reporting._gatewayanswer import answer_line
 from wotbench.reporting._gatewaylatency import gateway_latency_table
 from wotbench.reporting._hostchecks import cd_sections
@@ -35,6 +36,14 @@ from wotbench.reporting._plain import (
     meaning,
 )
 from wotbench.reporting._plots import run_figures, sweep_figures
+from wotbench.reporting._repetitions import (
+    repetition_fields,
+    repetition_figures,
+    repetition_html,
+    repetition_md,
+    repetition_points,
+    repetition_text,
+)
 from wotbench.reporting._reportdir import check_outputs
 from wotbench.reporting._tables import (
     HOSTS_NOTE,
@@ -324,6 +333,7 @@ _SIDE_BY_SIDE = ("Congestion control, strategies side by side per condition (mea
 def sweep_markdown(rows: Sequence[dict[str, Any]], figures: Figures, fig_dir: str) -> str:
     sbs = side_by_side(rows)
     return "\n".join(["# WoTbench sweep", "", _md_table(sweep_table(rows)), ""]
+                     + repetition_md(repetition_points(rows))
                      + (["## Congestion control", "", _SIDE_BY_SIDE + ".", "", _md_table(sbs), ""] if sbs else [])
                      + _md_figures(figures, fig_dir))
 
@@ -511,6 +521,7 @@ def _metadata(an: Analysis) -> list[str]:
     if not isinstance(m, dict):
         return []
     rows = [row for k, v in m.items() if (row := _meta_row(str(k), v)) is not None]
+    rows += disclosure_rows(read_disclosure(files.manifest))      # manifest.json's disclosure
     return ['<h2 id="metadata">Run metadata</h2>', _html_table((["fact", "value"], rows), reason_col=1)] if rows else []
 
 
@@ -608,6 +619,7 @@ def sweep_html(rows: Sequence[dict[str, Any]], figures: Figures, links: Sequence
                    for r, link in zip(rows, links, strict=False))    # links=(): no list of runs
     sbs = side_by_side(rows)
     parts = [f"<h1>WoTbench sweep of {len(rows)} runs</h1>", _html_table(sweep_table(rows)),
+             *repetition_html(repetition_points(rows), _html_table, html.escape),
              *(['<h2 id="congestion">Congestion control</h2>', f"<p>{html.escape(_SIDE_BY_SIDE)}.</p>",
                 _html_table(sbs)] if sbs else []),
              f"<p>Per-run reports:</p><ul>{runs}</ul>" if runs else "",
@@ -692,15 +704,18 @@ def write_reports(run_dirs: Sequence[Path], sweep_out: str | os.PathLike[str] | 
         echo(f"   report: {out / layout.REPORT_HTML}\n")
         written.append(out / layout.REPORT_HTML)
         analysed.append(out / layout.REPORT_HTML)
-        rows.append(sweep_row(an))
+        rows.append({**sweep_row(an), **repetition_fields(an)})     # the repetitions' point and metrics
         del an, figs
     if len(rows) > 1:
         assert sweep is not None
-        figs = sweep_figures(rows)
+        points = repetition_points(rows)
+        figs = sweep_figures(rows) + repetition_figures(points)
         links = [os.path.relpath(p, sweep) for p in analysed]
         _write_set(sweep, sweep_markdown(rows, figs, layout.FIGURES), sweep_html(rows, figs, links), figs)
         echo("== sweep")
         echo(text_table(sweep_table(rows)))
+        for line in repetition_text(points):
+            echo(line)
         sbs = side_by_side(rows)
         if sbs:
             echo("== congestion control, strategies side by side per condition")

@@ -17,6 +17,7 @@ from wotbench.base.errors import UserError
 from wotbench.base.units import MISSING, fmt_count, fmt_duration_us, fmt_num, fmt_rate, fmt_size
 from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._congestion import sweep_fields
+from wotbench.reporting._disclosure import disclosure_notes, read_disclosure
 from wotbench.reporting._hostchecks import clock_note, clock_offset
 from wotbench.reporting._load import find_files, read_summary
 from wotbench.reporting._plain import meaning
@@ -112,8 +113,10 @@ def run_id(an: Analysis) -> str:
 
 
 def run_notes(an: Analysis) -> list[str]:
-    """What the run folder says beyond this analysis: an interrupted run, and
-    a summary.json whose verdict differs (written by an older analysis)."""
+    """What the run folder says beyond this analysis: an interrupted run,
+    a summary.json whose verdict differs (written by an older analysis), and
+    the disclosure's notes (manifest.json: a dirty checkout, binaries built
+    from another commit)."""
     files = find_files(an.path)
     notes = []
     if files.incomplete is not None:
@@ -130,7 +133,7 @@ def run_notes(an: Analysis) -> list[str]:
                      + ": it was written by another analysis of this run")
     if has_approx(an.result):
         notes.append(APPROX_NOTE)
-    return notes
+    return notes + disclosure_notes(read_disclosure(files.manifest))   # a dirty checkout, other binaries
 
 
 def checks_table(r: dict[str, Any]) -> Table:
@@ -360,7 +363,7 @@ def sweep_table(rows: Sequence[dict[str, Any]]) -> Table:
 
 #: Thresholds that are shares, shown as percentages (spec._validity's fractions but the KS distance).
 _PERCENT = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "max_late_sends", "max_error_rate",
-            "instability_cv", "cd_baseline_max_lost")
+            "instability_cv", "cd_baseline_max_lost", "max_repetition_spread")
 
 
 def threshold_value(key: str, v: Any) -> str:

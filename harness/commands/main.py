@@ -54,12 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     from wotbench.reporting import report_cmd as report_cli
 
     report_cli.register(sub)
+    from wotbench.reporting import compare_cmd as compare_cli
+
+    compare_cli.register(sub)
     from wotbench.commands import calibrate_ge_cmd as gecap_cli
 
     gecap_cli.register(sub)
     from wotbench.commands import swarmlab_cmd as swarmlab_cli
 
     swarmlab_cli.register(sub)
+    from wotbench.commands import runs_cmd as runs_cli
+
+    runs_cli.register(sub)
     return parser
 
 

@@ -151,6 +151,10 @@ class Backend(Protocol):
     def check_images(self, roles: Iterable[str]) -> dict[str, str]:
         """Image id per role; a missing image is a UserError."""
 
+    def image_labels(self, image_id: str) -> dict[str, str]:
+        """The labels of an image this host's engine holds (by id: one that
+        check_images returned); a swarm's nodes hold the same image."""
+
     def check_impairment(self, imps: Sequence[tuple[str, Impairment]]) -> bool:
         """Raises UserError (field = the spec key) for an impairment the engine
         cannot apply; returns whether netem is available."""

@@ -133,6 +133,9 @@ class DockerBackend:
     def check_images(self, roles: Iterable[str]) -> dict[str, str]:
         return dockerenv.check_images(self.client, roles)
 
+    def image_labels(self, image_id: str) -> dict[str, str]:
+        return dict(self.client.images.get(image_id).labels)
+
     def check_impairment(self, imps: Sequence[tuple[str, Impairment]]) -> bool:
         netem = False
         if any(imp.needs_netem for _, imp in imps):

@@ -31,6 +31,7 @@ from wotbench.execution import estimate, phases
 from wotbench.execution.phases import Preflight, RunContext, RunOptions, plan_for
 from wotbench.execution.placement import Plan
 from wotbench.host import coreclaim
+from wotbench.reporting import catalogue
 from wotbench.spec import budget, load
 
 if TYPE_CHECKING:
@@ -232,6 +233,17 @@ def _run_all(runs: Sequence[RunSpec], opts: RunOptions) -> list[Path]:
         return _run_each(runs, opts, client, inventory)
 
 
+def _catalogue(opts: RunOptions, run_dir: Path) -> None:
+    """The run, its summary written, in its results folder's catalogue and
+    index (wotbench.reporting.catalogue); a failure to write them is a
+    warning, never a failed run."""
+    try:
+        catalogue.add(opts.results_root, run_dir)
+    except Exception as exc:
+        opts.say(f"warning: the results catalogue was not updated for {run_dir.name} ({describe(exc)}); "
+                 f"`wotbench runs --rebuild --results {opts.results_root}` makes it anew")
+
+
 def _run_each(runs: Sequence[RunSpec], opts: RunOptions, client: dockerenv.Client, inventory: Inventory) -> list[Path]:
     dirs = []
     for i, rs in enumerate(runs, 1):
@@ -242,6 +254,7 @@ def _run_each(runs: Sequence[RunSpec], opts: RunOptions, client: dockerenv.Clien
             dirs.append(run.execute())
         except Exception as exc:
             raise RunFailed(run.dir, exc) from exc
+        _catalogue(opts, run.dir)
         summary = json.loads(run.ctx.run.summary.read_text())
         opts.say(f"results: {run.dir} (verdict: {summary['verdict']}"
                  + (f"; {'; '.join(summary['reasons'][:3])}" if summary["reasons"] else "") + ")")

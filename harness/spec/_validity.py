@@ -51,6 +51,11 @@ key that is not itself a limit sets).
 - ``instability_cv`` = ``10%``: (warning only: spread of per-window mean response times vs their
   mean)
 - ``min_device_samples`` = ``100``: (warning only: a device has fewer measured requests)
+- ``max_repetition_spread`` = ``20%``: (across the repetitions of one test (``repetitions: N``):
+  the spread (max - min) / median of throughput or of response time p50, p95, p99 beyond this is
+  named in the sweep report; a warning unless ``repetition_spread_invalid``)
+- ``repetition_spread_invalid`` = ``false``: (when true) a repetition set whose spread is beyond
+  ``max_repetition_spread`` is invalid
 
 Fractions accept ``5%`` or ``0.05``; durations need a unit (``wotbench.base.units``).
 """
@@ -69,7 +74,7 @@ from wotbench.spec._yaml import KeyPath, YamlSource
 
 #: Thresholds that are shares (at most 100 %).
 _FRACTIONS = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max", "max_late_sends",
-              "max_error_rate", "instability_cv", "cd_baseline_max_lost")
+              "max_error_rate", "instability_cv", "cd_baseline_max_lost", "max_repetition_spread")
 #: Thresholds that are plain numbers (no percent sign).
 _NUMBERS = ("cd_alpha", "cd_min_effect", "rit_ks_alpha", "cd_baseline_rd_max")
 
@@ -105,6 +110,8 @@ class Thresholds:
     require_monitor: bool = True
     instability_cv: float = 0.10
     min_device_samples: int = 100
+    max_repetition_spread: float = 0.20
+    repetition_spread_invalid: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -17,6 +17,7 @@ from wotbench.engine import NODE_ROLES, SwarmBackend
 from wotbench.execution.phases._context import RunContext
 from wotbench.execution.phases._preflight import Preflight
 from wotbench.execution.phases._topology import Layout
+from wotbench.host import disclosure
 from wotbench.reporting import OBSERVED, read_record, summarize_run
 
 
@@ -48,11 +49,20 @@ def _nodes(ctx: RunContext, lay: Layout) -> list[dict[str, Any]]:
     return out
 
 
+def _disclosure(ctx: RunContext, images: dict[str, str]) -> dict[str, Any]:
+    """manifest.json's ``disclosure``: the host's facts, the checkout's git
+    state, and the build of each binary as its image's label records it."""
+    labels = {role: ctx.backend.image_labels(images[role]).get(disclosure.BUILD_INFO_LABEL)
+              for role in disclosure.BINARIES if role in images}
+    return disclosure.disclosure(images, labels)
+
+
 def start_manifest(ctx: RunContext, pre: Preflight) -> None:
     lay = pre.layout
     ctx.manifest.update({
         "format": res.FORMAT, "run_id": ctx.run_id, "label": ctx.rs.label, "scale": ctx.rs.scale,
         **res.host_facts(ctx.backend.version()), "images": pre.images,
+        "disclosure": _disclosure(ctx, pre.images),
         "placement": lay.to_dict(), "cores_shared": lay.cores_shared,
         # The workload GEs' congestion control and NSTART, and their RTO logs (ge/rto-<k>.csv).
         "congestion": {**ctx.hs.gateway.congestion_record(),
@@ -108,6 +118,7 @@ def summarize(ctx: RunContext, lay: Layout) -> dict[str, Any]:
     finish_manifest(ctx, None)
     summary = write_summary(ctx.run, {
         "run_id": ctx.run_id, "label": ctx.rs.label, "scale": ctx.rs.scale, "cores_shared": lay.cores_shared,
-        "notes": [f"cores are shared: {n}" for n in lay.notes] if lay.cores_shared else []})
+        "notes": ([f"cores are shared: {n}" for n in lay.notes] if lay.cores_shared else [])
+        + (ctx.manifest.get("disclosure") or {}).get("notes", [])})
     ctx.run.incomplete.unlink()
     return summary
