@@ -12,7 +12,6 @@ is a point of its own. Only points of two runs or more are repetition sets.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,13 +22,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.figure import Figure
 
 from wotbench.base.errors import UserError
 from wotbench.base.units import MISSING, fmt_duration_us, fmt_num, fmt_rate
 from wotbench.reporting._analyze import QGRID, Analysis
 from wotbench.reporting._load import find_files, read_json
+from wotbench.reporting._plots import _png
 from wotbench.reporting._tables import Table, md_table, text_table
+from wotbench.reporting.catalogue import _worst
 from wotbench.spec import Thresholds
 
 __all__ = ["METRICS", "RESAMPLES", "SEED", "MetricStats", "Point", "bootstrap_ci", "run_metrics", "point_of",
@@ -62,12 +62,6 @@ METRICS = (Metric("throughput", "throughput (ok responses/s)", True, True),
 _DEFAULTS = Thresholds()
 
 _REP = re.compile(r"(?:^|\s)rep=(\d+)(?=\s|$)")
-
-
-def _worst(values: list[float | None]) -> float | None:
-    """The largest of the values present (the worst GE's), None without any."""
-    got = [v for v in values if v is not None]
-    return max(got) if got else None
 
 
 def _p95(q: np.ndarray) -> float | None:
@@ -301,13 +295,6 @@ def repetition_html(points: Sequence[Point], html_table: Callable[[Table], str],
 
 _PANELS = (("throughput", "ok responses/s", 1.0), ("response_p99_us", "response time p99 (ms)", 1e-3),
            ("rd_median", "R_d median (devices)", 1.0))
-
-
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return buf.getvalue()
 
 
 def _panel(ax: Any, points: Sequence[Point], key: str, ylabel: str, scale: float) -> None:
