@@ -305,6 +305,23 @@ def test_files_the_tool_did_not_make_are_left_as_they_are(tmp_path, capsys):
     assert len(cat.select(tmp_path)) == 1                              # the catalogue itself was written
 
 
+def test_a_catalogue_that_is_a_symlink_out_is_refused(tmp_path, capsys):
+    """A catalogue.sqlite that links to a file elsewhere (a user's own) is
+    neither opened nor written through: one line, exit 2, the target as it was."""
+    results, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    results.mkdir()
+    elsewhere.mkdir()
+    make_run(results)
+    target = elsewhere / "mine.sqlite"
+    target.write_bytes(b"my own bytes\n")
+    (results / "catalogue.sqlite").symlink_to(target)
+    rc, _, err = runs(["--results", str(results), "--rebuild"], capsys)
+    assert rc == 2 and err == [f"error: {results / 'catalogue.sqlite'}: is not a regular file: refusing to use it "
+                               "as the catalogue"]
+    assert target.read_bytes() == b"my own bytes\n" and sorted(p.name for p in elsewhere.iterdir()) == ["mine.sqlite"]
+    assert not (results / "index.html").exists()
+
+
 def test_the_runner_warns_when_the_catalogue_cannot_be_written(tmp_path):
     from wotbench.execution import runner
 
