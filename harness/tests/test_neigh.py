@@ -42,8 +42,10 @@ def test_larger_cap_is_kept(tmp_path):
 
 
 def test_unwritable_thresholds_are_a_user_error_naming_the_sysctl(tmp_path):
-    # A read-only sysctl (mode 0444: even root cannot write it) in place of gc_thresh3.
-    ro = Path("/proc/sys/fs/file-nr")
+    # A read-only sysctl (mode 0444: even root cannot write it) in place of
+    # gc_thresh3, one whose value is fixed at boot (fs/file-nr, used before,
+    # counts open files and changed between the read below and the message).
+    ro = Path("/proc/sys/kernel/ngroups_max")
     d = neigh_dir(tmp_path)
     (d / "gc_thresh3").unlink()
     (d / "gc_thresh3").symlink_to(ro)
