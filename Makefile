@@ -145,6 +145,14 @@ run: setup build images
 	  $(PY) -m wotbench.commands.main report $$dirs && \
 	  for d in $$dirs; do echo "results: $$d"; echo "report:  $$d/report/index.html"; done
 
+# docs/results.md's catalogue blocks filled from $(RESULTS)/catalogue.sqlite,
+# the rest of the page kept (docs/results.md, "How this page is made"); fails
+# (exit 1) when a block had no run, after writing the page with a line saying so.
+RESULTS ?= results
+.PHONY: results-doc
+results-doc: venv
+	$(Q)$(PY) -m wotbench.commands.main runs --results $(RESULTS) --write-doc docs/results.md
+
 # Bring-up/teardown rate, where the time goes, and memory per device for 100,
 # 400 and 1,000 devices (harness/README.md).
 bench-harness: setup build images

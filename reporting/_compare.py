@@ -39,7 +39,8 @@ from wotbench.reporting._integrity import GeArrays
 from wotbench.reporting._load import ANALYSIS_COLUMNS, find_files, ge_data, read_phases, read_summary
 
 __all__ = ["Metric", "METRICS", "Threshold", "parse_threshold", "thresholds", "RunSample", "sample_run",
-           "workload_hash", "Row", "compare", "CAP", "HL_CAP", "IMPROVED", "REGRESSED", "NO_CHANGE", "NOT_COMPARED"]
+           "workload_hash", "Row", "verdict_row", "missing_row", "compare", "CAP", "HL_CAP", "IMPROVED", "REGRESSED",
+           "NO_CHANGE", "NOT_COMPARED"]
 
 #: The most response times (and send lags) of one run sampled by default.
 CAP = 200_000
@@ -276,12 +277,12 @@ def _verdict(m: Metric, est: Estimate, base: float, th: Threshold) -> tuple[str,
     return (IMPROVED if better else REGRESSED), ""
 
 
-def _row(m: Metric, a: float, b: float, est: Estimate, th: Threshold, method: str) -> Row:
+def verdict_row(m: Metric, a: float, b: float, est: Estimate, th: Threshold, method: str) -> Row:
     verdict, note = _verdict(m, est, a, th)
     return Row(m, a, b, est, verdict, method, note)
 
 
-def _missing(m: Metric, why: str) -> Row:
+def missing_row(m: Metric, why: str) -> Row:
     return Row(m, None, None, None, NOT_COMPARED, "", why)
 
 
@@ -292,30 +293,30 @@ def _subsample(x: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
 def _hl_row(m: Metric, x: np.ndarray, y: np.ndarray, th: Threshold, alpha: float,
             rng: np.random.Generator, what: str) -> Row:
     if x.size == 0 or y.size == 0:
-        return _missing(m, f"no {what} in {'A' if x.size == 0 else 'B'}")
+        return missing_row(m, f"no {what} in {'A' if x.size == 0 else 'B'}")
     xs, ys = _subsample(x, HL_CAP, rng), _subsample(y, HL_CAP, rng)
     est = hl_shift(xs, ys, alpha)
     method = f"Hodges-Lehmann, Mann-Whitney p={est.p_value:.2g}"
     if xs.size < x.size or ys.size < y.size:
         method += f" ({min(xs.size, ys.size):,}+ sampled)"
-    return _row(m, float(np.median(x)), float(np.median(y)), est, th, method)
+    return verdict_row(m, float(np.median(x)), float(np.median(y)), est, th, method)
 
 
 def _quantile_row(m: Metric, q: float, x: np.ndarray, y: np.ndarray, th: Threshold, alpha: float,
                   rng: np.random.Generator, what: str) -> Row:
     if x.size == 0 or y.size == 0:
-        return _missing(m, f"no {what} in {'A' if x.size == 0 else 'B'}")
+        return missing_row(m, f"no {what} in {'A' if x.size == 0 else 'B'}")
     qa, qb, est = quantile_diff(x, y, q, alpha, rng)
-    return _row(m, qa, qb, est, th, "bootstrap")
+    return verdict_row(m, qa, qb, est, th, "bootstrap")
 
 
 def compare(a: RunSample, b: RunSample, th: dict[str, Threshold], alpha: float, seed: int = 1) -> list[Row]:
     """Every metric of METRICS compared, B - A, in METRICS' order."""
     rng = np.random.default_rng(seed)
     rows: dict[str, Callable[[Metric], Row]] = {
-        "throughput": lambda m: _row(m, float(a.ok_per_s.mean()), float(b.ok_per_s.mean()),
-                                     mean_diff(a.ok_per_s, b.ok_per_s, alpha), th[m.key],
-                                     "Welch, per-second counts"),
+        "throughput": lambda m: verdict_row(m, float(a.ok_per_s.mean()), float(b.ok_per_s.mean()),
+                                            mean_diff(a.ok_per_s, b.ok_per_s, alpha), th[m.key],
+                                            "Welch, per-second counts"),
         "response": lambda m: _hl_row(m, a.response, b.response, th[m.key], alpha, rng, "answered request"),
         "p50": lambda m: _quantile_row(m, 0.50, a.response, b.response, th[m.key], alpha, rng, "answered request"),
         "p95": lambda m: _quantile_row(m, 0.95, a.response, b.response, th[m.key], alpha, rng, "answered request"),
@@ -330,6 +331,6 @@ def compare(a: RunSample, b: RunSample, th: dict[str, Threshold], alpha: float, 
 def _errors_row(m: Metric, a: RunSample, b: RunSample, th: Threshold, alpha: float,
                 rng: np.random.Generator) -> Row:
     if a.requests == 0 or b.requests == 0:
-        return _missing(m, f"no request in {'A' if a.requests == 0 else 'B'}'s measurement phase")
+        return missing_row(m, f"no request in {'A' if a.requests == 0 else 'B'}'s measurement phase")
     est = proportion_diff(a.requests - a.ok, a.requests, b.requests - b.ok, b.requests, alpha, rng)
-    return _row(m, 1 - a.ok / a.requests, 1 - b.ok / b.requests, est, th, "bootstrap (binomial)")
+    return verdict_row(m, 1 - a.ok / a.requests, 1 - b.ok / b.requests, est, th, "bootstrap (binomial)")

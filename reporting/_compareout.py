@@ -17,9 +17,11 @@ from wotbench.base.errors import UserError
 from wotbench.base.results import write_atomic
 from wotbench.base.units import fmt_duration_us, fmt_num, fmt_rate
 from wotbench.reporting._compare import REGRESSED, Metric, Row, RunSample, Threshold
+from wotbench.reporting._compareset import PER_REPETITION, Match, PointResult, Side
 from wotbench.reporting._tables import Table, check_table, text_table
 
-__all__ = ["table", "terminal_text", "warnings", "html_page", "check_html_target", "write_html", "GENERATOR"]
+__all__ = ["table", "terminal_text", "warnings", "html_page", "set_text", "set_html", "check_html_target", "write_html",
+           "GENERATOR"]
 
 #: The mark of compare's page in its head: a file with it may be replaced.
 GENERATOR = '<meta name="generator" content="wotbench compare">'
@@ -112,22 +114,102 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{b
         ".regressed{background:#fdd}.improved{background:#dfd}.warn{color:#8a4b00}.meta{color:#555}")
 
 
-def html_page(a: RunSample, b: RunSample, rows: Sequence[Row], alpha: float, th: dict[str, Threshold],
-              warn: Sequence[str]) -> str:
+def _html_table(rows: Sequence[Row], alpha: float, th: dict[str, Threshold]) -> str:
     head, body = table(rows, alpha, th)
     trs = ["<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
     for r, cells in zip(rows, body, strict=True):
         cls = f' class="{r.verdict}"' if r.verdict in (REGRESSED, "improved") else ""
         trs.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    parts = [f"<h1>wotbench compare: {html.escape(_headline(rows))}</h1>",
-             *[f'<p class="meta">{html.escape(x)}</p>' for x in _runs_lines(a, b)],
-             *[f'<p class="warn">{html.escape(x)}</p>' for x in warn],
-             "<table>" + "\n".join(trs) + "</table>",
-             '<p class="meta">B − A per metric with its confidence interval; a metric regressed or improved when '
-             "its interval excludes 0 and the change reaches its threshold. Only the measurement phase counts.</p>"]
+    return "<table>" + "\n".join(trs) + "</table>"
+
+
+_HTML_NOTE = ('<p class="meta">B − A per metric with its confidence interval; a metric regressed or improved when '
+              "its interval excludes 0 and the change reaches its threshold. Only the measurement phase counts.</p>")
+
+
+def _page(parts: Sequence[str]) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" + GENERATOR
             + f"<title>wotbench compare</title><style>{_CSS}</style></head><body>\n"
             + "\n".join(parts) + "\n</body></html>\n")
+
+
+def _p(cls: str, lines: Sequence[str]) -> list[str]:
+    return [f'<p class="{cls}">{html.escape(x)}</p>' for x in lines]
+
+
+def html_page(a: RunSample, b: RunSample, rows: Sequence[Row], alpha: float, th: dict[str, Threshold],
+              warn: Sequence[str]) -> str:
+    return _page([f"<h1>wotbench compare: {html.escape(_headline(rows))}</h1>", *_p("meta", _runs_lines(a, b)),
+                  *_p("warn", warn), _html_table(rows, alpha, th), _HTML_NOTE])
+
+
+# --- two sweeps or repetition sets ------------------------------------------------------
+
+def _set_headline(results: Sequence[PointResult]) -> str:
+    def at(verdict: str) -> list[str]:
+        return [f"{p.label} ({', '.join(keys)})" for p in results
+                if (keys := [r.metric.key for r in p.rows if r.verdict == verdict])]
+
+    bad, good = at(REGRESSED), at("improved")
+    if bad:
+        return f"REGRESSED: {'; '.join(bad)}" + (f" (improved: {'; '.join(good)})" if good else "")
+    if good:
+        return f"improved: {'; '.join(good)}; nothing regressed"
+    return f"no significant change at {len(results)} test point{'s' if len(results) != 1 else ''}"
+
+
+def _side_lines(a: Side, b: Side, m: Match) -> list[str]:
+    out = [f"{n}: {s.path} ({s.runs} run{'s' if s.runs != 1 else ''}, {len(s.points)} test point"
+           f"{'s' if len(s.points) != 1 else ''})" for n, s in (("A", a), ("B", b))]
+    out += [f"only in {n}, not compared: {', '.join(map(repr, only))}"
+            for n, only in (("A", m.only_a), ("B", m.only_b)) if only]
+    return out
+
+
+def _mode(p: PointResult, alpha: float) -> str:
+    if p.mode == PER_REPETITION:
+        return f"{p.n_a} vs {p.n_b} runs, per repetition: each run's value of a metric is one observation"
+    if p.n_a == p.n_b == 1:
+        return "one run each: the two-run comparison"
+    return (f"{p.n_a} vs {p.n_b} runs, pooled: too few runs for a per-repetition {(1 - alpha) * 100:g} % interval, "
+            "so each side's requests are one sample; the intervals leave out the noise between runs")
+
+
+def _some(names: Sequence[str], most: int = 4) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _point_warnings(p: PointResult) -> list[str]:
+    """Runs that are not valid, grouped by their verdict and first reason; sampled runs."""
+    bad: dict[str, list[str]] = {}
+    for r in p.runs:
+        if r.verdict != "valid":
+            why = (r.verdict or "no verdict (no summary.json)") + (f": {r.reasons[0]}" if r.reasons else "")
+            bad.setdefault(why, []).append(f"{r.side} {r.run_id}")
+    out = [f"warning: runs that are not valid compared: {'; '.join(f'{_some(v)} ({k})' for k, v in bad.items())}"
+           ] if bad else []
+    sampled = [f"{r.side} {r.run_id}" for r in p.runs if r.sampled]
+    return out + ([f"note: per-request values are a seeded random sample in {_some(sampled)}"] if sampled else [])
+
+
+def set_text(a: Side, b: Side, m: Match, results: Sequence[PointResult], alpha: float, th: dict[str, Threshold],
+             warn: Sequence[str]) -> str:
+    """The terminal output of two sets: per matched point its table, then the verdict over every point."""
+    out = [*_side_lines(a, b, m), *warn]
+    for p in results:
+        out += ["", f"== {p.label}: {_mode(p, alpha)}", *_point_warnings(p), text_table(table(p.rows, alpha, th)),
+                f"   {p.label}: {_headline(p.rows)}"]
+    return "\n".join([*out, "", f"verdict: {_set_headline(results)}"]) + "\n"
+
+
+def set_html(a: Side, b: Side, m: Match, results: Sequence[PointResult], alpha: float, th: dict[str, Threshold],
+             warn: Sequence[str]) -> str:
+    parts = [f"<h1>wotbench compare: {html.escape(_set_headline(results))}</h1>", *_p("meta", _side_lines(a, b, m)),
+             *_p("warn", warn)]
+    for p in results:
+        parts += [f"<h2>{html.escape(p.label)}: {html.escape(_headline(p.rows))}</h2>", *_p("meta", [_mode(p, alpha)]),
+                  *_p("warn", _point_warnings(p)), _html_table(p.rows, alpha, th)]
+    return _page([*parts, _HTML_NOTE])
 
 
 def check_html_target(raw: str | os.PathLike[str]) -> Path:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["Estimate", "hl_shift", "quantile_diff", "proportion_diff", "mean_diff", "BOOTSTRAP"]
+__all__ = ["Estimate", "hl_shift", "mw_rank", "order_quantile", "quantile_diff", "proportion_diff", "mean_diff",
+           "BOOTSTRAP"]
 
 #: Bootstrap replicates of each interval (draws, not resamples: cheap).
 BOOTSTRAP = 10_000
@@ -78,6 +79,16 @@ def _kth_diff(x: np.ndarray, y: np.ndarray, k: int, whole: bool = False) -> floa
     return float(np.max(y[ok] - x[idx[ok]]))
 
 
+def mw_rank(n: int, m: int, alpha: float) -> int:
+    """k of the Mann-Whitney (1 - alpha) interval of the Hodges-Lehmann
+    shift (the k-th and (nm - k + 1)-th smallest pairwise differences), by
+    the normal approximation; below 1 when n and m values are too few for
+    an interval at that confidence (4 and 4 at alpha 0.05)."""
+    nm = n * m
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    return int(math.floor(nm / 2 - z * math.sqrt(nm * (n + m + 1) / 12)))
+
+
 def hl_shift(x: np.ndarray, y: np.ndarray, alpha: float) -> Estimate:
     """The Hodges-Lehmann shift of ``y`` against ``x`` (y - x), its
     Mann-Whitney interval (normal approximation without the ties'
@@ -92,8 +103,7 @@ def hl_shift(x: np.ndarray, y: np.ndarray, alpha: float) -> Estimate:
         return _kth_diff(xs, ys, k, whole)
 
     est = kth((nm + 1) // 2) if nm % 2 else (kth(nm // 2) + kth(nm // 2 + 1)) / 2
-    z = float(stats.norm.ppf(1 - alpha / 2))
-    k = int(math.floor(nm / 2 - z * math.sqrt(nm * (n + m + 1) / 12)))
+    k = mw_rank(n, m, alpha)
     if k < 1:           # too few values for this confidence: the interval is every difference
         lo, hi = float(ys[0] - xs[-1]), float(ys[-1] - xs[0])
     else:
@@ -102,16 +112,25 @@ def hl_shift(x: np.ndarray, y: np.ndarray, alpha: float) -> Estimate:
     return Estimate(est, lo, hi, p)
 
 
+def _rank(n: int, q: float) -> int:
+    return min(n, max(1, math.ceil(q * n)))
+
+
+def order_quantile(xs: np.ndarray, q: float) -> float:
+    """The q-quantile of sorted ``xs``: its k-th smallest, k = ceil(q n)."""
+    return float(xs[_rank(xs.size, q) - 1])
+
+
 def _order_stat_draws(xs: np.ndarray, q: float, rng: np.random.Generator, reps: int) -> tuple[float, np.ndarray]:
-    """The q-quantile of sorted ``xs`` (its k-th smallest, k = ceil(q n)) and
-    ``reps`` draws from its exact bootstrap distribution."""
+    """The q-quantile of sorted ``xs`` (order_quantile) and ``reps`` draws
+    from its exact bootstrap distribution."""
     n = xs.size
-    k = min(n, max(1, math.ceil(q * n)))
+    k = _rank(n, q)
     j = np.arange(n + 1)
     cdf = np.asarray(stats.binom.sf(k - 1, n, j / n), dtype=np.float64)   # P(X*_(k) <= x_(j)); 0 at j = 0
     cdf[-1] = 1.0
     pick = np.searchsorted(cdf, rng.random(reps), side="left")
-    return float(xs[k - 1]), xs[np.clip(pick, 1, n) - 1]
+    return order_quantile(xs, q), xs[np.clip(pick, 1, n) - 1]
 
 
 def _interval(draws: np.ndarray, alpha: float) -> tuple[float, float]:

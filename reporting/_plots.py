@@ -1,12 +1,14 @@
-"""Figures, matching the paper's where there is one (Figs. 5b, 6, 7, 8, 9),
-as PNG bytes. Every axis says what and in which unit, every axes has a
-title, every legend sits outside the data (``_legend_outside``), and every
-figure comes with a caption that says what to look for; distributions are
-drawn from precomputed quantile grids, so a 10-million-request run draws
-as fast as a small one.
+"""A run's figures, matching the paper's where there is one, as PNG bytes
+(the sweep's, the paper's Figs. 5b, 7, 8, 9, are in _sweepfigs). Every
+axis says what and in which unit, every axes has a title, every legend
+sits outside the data (``_legend_outside``), and every figure comes with a
+caption that says what to look for; distributions are drawn from
+precomputed quantile grids, so a 10-million-request run draws as fast as
+a small one.
 
-``run_figures``, ``host_figures`` and ``sweep_figures`` return
-``FigureEntry`` tuples: (file stem, caption, PNG, title), in reading order.
+``run_figures`` and ``host_figures`` return ``FigureEntry`` tuples: (file
+stem, caption, PNG, title), in reading order; the sweep's figures are in
+:mod:`wotbench.reporting._sweepfigs`, drawn with this module's helpers.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from wotbench.reporting._hostchecks import clock_note
 from wotbench.reporting._injected import mark_interference
 from wotbench.reporting._timeline import MEM_SERIES, run_timeline
 
-__all__ = ["FigureEntry", "run_figures", "host_figures", "sweep_figures", "mark_interference"]
+__all__ = ["FigureEntry", "run_figures", "host_figures", "mark_interference"]
 
 #: One figure of a report: (file stem, caption: what it shows and what to look for, PNG, title).
 FigureEntry = tuple[str, str, bytes, str]
@@ -519,82 +521,4 @@ def host_figures(an: Analysis) -> list[tuple[str, str, bytes | None, str]]:
                         _fig_cpu(hp.cpu, phases, None, f"Host {hp.hostname}: CPU utilisation",
                                  _on_host(an.result.get("interference"), hp.hostname), ge),
                         f"Host {hp.hostname}: CPU utilisation"))
-    return out
-
-
-# --- several runs (a sweep) ------------------------------------------------------
-
-def _by_devices(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    groups: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault(r["devices"], []).append(r)
-    return dict(sorted(groups.items()))
-
-
-def _series(ax: Axes, rows: Sequence[dict[str, Any]], x: str, y: str, scale: float = 1.0) -> None:
-    for n, rs in _by_devices(rows).items():
-        pts = sorted((r[x], r[y] * scale) for r in rs if r[x] is not None and r[y] is not None)
-        if pts:
-            xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, ys, "o-", ms=5, label=f"{n} device{'s' if n != 1 else ''}")
-
-
-def sweep_figures(rows: Sequence[dict[str, Any]]) -> list[FigureEntry]:
-    """Multi-run figures from one row per run (see _render.sweep_row), as
-    (file stem, caption, PNG, title)."""
-    out = []
-    fig, ax = _fig()
-    _series(ax, rows, "throughput_per_device", "response_mean_us", 1e-3)
-    ax.set_xlabel("per-device throughput (responses/s)")
-    ax.set_ylabel("mean response time (ms)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("Devices: response time vs per-device throughput")
-    _legend_outside(ax, title="configuration")
-    out.append(("sweep-response", "Mean device response time against per-device throughput, one line per "
-                "number of devices (paper Fig. 7): lines that part at high load point to contention.", _png(fig),
-                "Devices: response time vs throughput"))
-    fig, ax = _fig()
-    _series(ax, rows, "throughput_per_device", "cd_response_mean_us", 1e-3)
-    svc = [r["cd_service_us"] for r in rows if r["cd_service_us"] is not None]
-    if svc:
-        ax.axhline(np.median(svc) / 1e3, color="0.4", ls=":", label="CD service time S")
-    ax.set_xlabel("per-device throughput (responses/s)")
-    ax.set_ylabel("CD node mean response time (ms)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("CD node: response time vs per-device throughput")
-    _legend_outside(ax, title="configuration")
-    out.append(("sweep-cd", "The CD node's mean response time in the same runs (paper Fig. 8). It should stay "
-                "near S (dotted) at every load; a rise with the devices' load means they share its CPU.", _png(fig),
-                "CD node: response time vs throughput"))
-    fig, ax = _fig()
-    rs = sorted(rows, key=lambda r: r["devices"])
-    n = [r["devices"] for r in rs]
-    ax.plot(n, [r["rd_devices"] if r["rd_devices"] is not None else np.nan for r in rs], "o-",
-            color=_C_EXP, label="devices (R_d of mean response)")
-    ax.plot(n, [r["rd_cd"] if r["rd_cd"] is not None else np.nan for r in rs], "s-", color=_C_CD,
-            label="CD node (mean R_d)")
-    ax.plot(n, [r["rd_cd_baseline"] if r["rd_cd_baseline"] is not None else np.nan for r in rs], ":",
-            color=_C_CD, label="CD node calibration baseline")
-    bad = [r for r in rs if r["contention"] == "contention"]
-    if bad:
-        ax.scatter([r["devices"] for r in bad], [r["rd_cd"] for r in bad], s=160, facecolors="none",
-                   edgecolors=_C_BAD, lw=2, label="contention detected", zorder=5)
-    ax.set_xlabel("number of devices")
-    ax.set_ylabel("R_d = (R - S) / S")
-    ax.set_title("Normalized response-time deviation vs number of devices")
-    _legend_outside(ax)
-    out.append(("sweep-rd", "R_d of the devices and of the CD node against the number of devices "
-                "(paper Fig. 9); circled: runs where the CD module detected contention. The CD node's line "
-                "should stay on its baseline (dotted); where it leaves it, the devices' numbers are the host's "
-                "limit, not theirs.", _png(fig), "R_d vs number of devices"))
-    if any(r["cpu_util"] is not None for r in rows):
-        fig, ax = _fig()
-        ax.plot(n, [r["cpu_util"] if r["cpu_util"] is not None else np.nan for r in rs], "o-")
-        ax.set_ylim(0, 105)
-        ax.set_xlabel("number of devices")
-        ax.set_ylabel("mean CPU utilisation, all CPUs (%)")
-        ax.set_title("Host CPU utilisation vs number of devices")
-        out.append(("sweep-cpu", "Mean host CPU utilisation during the measurement phase (paper Fig. 5b). "
-                    "Near 100 % the host, not the devices, sets the limit.", _png(fig),
-                    "Host CPU vs number of devices"))
     return out

@@ -35,16 +35,16 @@ from wotbench.reporting._plain import (
     glossary_anchor,
     meaning,
 )
-from wotbench.reporting._plots import run_figures, sweep_figures
+from wotbench.reporting._plots import run_figures
 from wotbench.reporting._repetitions import (
     repetition_fields,
-    repetition_figures,
     repetition_html,
     repetition_md,
     repetition_points,
     repetition_text,
 )
 from wotbench.reporting._reportdir import check_outputs
+from wotbench.reporting._sweepfigs import repetition_figures, sweep_figures
 from wotbench.reporting._tables import (
     HOSTS_NOTE,
     Table,

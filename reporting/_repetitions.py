@@ -3,7 +3,8 @@ grouped, and per metric the median across repetitions, a bootstrap 95 %
 confidence interval of that median and the worst repetition; the
 consistency check of a set (the spread between repetitions against
 ``validity.max_repetition_spread``); the table every report format shows
-per point, and the figure with the intervals as error bars.
+per point. The figures (the repetitions figure, the sweep figures' error
+bars) are in :mod:`wotbench.reporting._sweepfigs`.
 
 A run's point is its label (manifest.json or summary.json, e.g.
 ``devices[0].count=8 rep=2``) without its ``rep=K``; a run without a label
@@ -15,26 +16,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from wotbench.base.errors import UserError
 from wotbench.base.units import MISSING, fmt_duration_us, fmt_num, fmt_rate
-from wotbench.reporting._analyze import QGRID, Analysis
+from wotbench.reporting._analyze import Analysis
 from wotbench.reporting._load import find_files, read_json
-from wotbench.reporting._plots import _png
 from wotbench.reporting._tables import Table, md_table, text_table
-from wotbench.reporting.catalogue import _worst
+from wotbench.reporting.catalogue import headline
 from wotbench.spec import Thresholds
 
-__all__ = ["METRICS", "RESAMPLES", "SEED", "MetricStats", "Point", "bootstrap_ci", "run_metrics", "point_of",
-           "repetition_fields", "repetition_points", "repetition_table", "consistency_line", "repetition_text",
-           "repetition_md", "repetition_html", "repetition_figures"]
+__all__ = ["METRICS", "RESAMPLES", "SEED", "CONFIDENCE", "MetricStats", "Point", "bootstrap_ci", "run_metrics",
+           "point_of", "run_label", "group_points", "repetition_fields", "repetition_points", "repetition_table",
+           "consistency_line", "repetition_text", "repetition_md", "repetition_html"]
 
 #: Bootstrap resamples of each median, and the seed of their generator (a report is reproducible).
 RESAMPLES, SEED, CONFIDENCE = 10_000, 28, 0.95
@@ -64,37 +61,21 @@ _DEFAULTS = Thresholds()
 _REP = re.compile(r"(?:^|\s)rep=(\d+)(?=\s|$)")
 
 
-def _p95(q: np.ndarray) -> float | None:
-    """The 95th percentile of a GE's response-time quantiles on QGRID (the
-    result's distributions give p50, p90, p99, p99.9)."""
-    return float(np.interp(0.95, QGRID, q)) if q.size == QGRID.size and np.isfinite(q).all() else None
-
-
 def run_metrics(an: Analysis) -> dict[str, float | None]:
-    """One run's metrics of a repetition set, from its analysis: throughput
-    = ok responses per second of the measurement phase; response time and
-    send lag of the worst GE; error rate = 1 - ok / requests; the devices'
-    median R_d."""
-    r = an.result
-    c = r["measure_counts"]
-    m = r["phases"]["measure"]
-    span_s = (m[1] - m[0]) / 1e6
-    rd = [d["rd_ratio"] for d in r["devices"] if d.get("rd_ratio") is not None]
-    ges = r["ges"]
-    return {
-        "throughput": c["ok"] / span_s if span_s > 0 else None,
-        "response_p50_us": _worst([g["response_us"].get("p50") for g in ges]),
-        "response_p95_us": _worst([_p95(g.response_q) for g in an.ges]),
-        "response_p99_us": _worst([g["response_us"].get("p99") for g in ges]),
-        "send_lag_p99_us": _worst([g["send_lag_us"].get("p99") for g in ges]),
-        "error_rate": 1.0 - c["ok"] / c["requests"] if c["requests"] else None,
-        "rd_median": float(np.median(rd)) if rd else None,
-    }
+    """One run's metrics of a repetition set: the catalogue's headline
+    (:func:`wotbench.reporting.catalogue.headline`, one definition for the
+    catalogue, ``compare`` and repetitions) of the run's analysis: response
+    time p50/p95/p99 of every GE's answered requests pooled, send lag p99
+    of the worst GE, throughput = ok responses per second of the
+    measurement phase, error rate = 1 - ok / requests, the devices' median
+    R_d."""
+    h = headline(an.result)
+    return {m.key: h[m.key] for m in METRICS}
 
 
-def _label(an: Analysis) -> str:
-    """The run's test label (summary.json, else manifest.json); "" without one."""
-    files = find_files(an.path, need_ge=False)
+def run_label(run: Path) -> str:
+    """A run folder's test label (summary.json, else manifest.json); "" without one."""
+    files = find_files(run, need_ge=False)
     for path in (files.summary, files.manifest):
         if path is None:
             continue
@@ -122,7 +103,7 @@ def repetition_fields(an: Analysis) -> dict[str, Any]:
     """What a sweep row carries for the repetitions: the run's point (its
     label without ``rep=K``, else the run's folder), its repetition, its
     metrics and the thresholds of the consistency check."""
-    point, rep = point_of(_label(an))
+    point, rep = point_of(run_label(an.path))
     th = an.result.get("thresholds") or {}
     return {"point": point or an.path.name, "rep": rep,
             "rep_metrics": run_metrics(an),
@@ -192,16 +173,23 @@ def _stats(metric: Metric, rows: Sequence[dict[str, Any]], reps: Sequence[str]) 
     return MetricStats(metric, x.size, med, bootstrap_ci(x) if x.size > 1 else None, float(x[w]), got[w][1], spread)
 
 
+def group_points(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The sweep rows grouped by their test point (``point``, from
+    repetition_fields), as (point, rows) in the order of each point's first
+    run; a row without a point is a point of its own, named by its run."""
+    groups: dict[tuple[str, Any], tuple[str, list[dict[str, Any]]]] = {}
+    for i, r in enumerate(rows):
+        key = ("point", r["point"]) if "point" in r else ("run", i)
+        groups.setdefault(key, (str(r["point"] if "point" in r else r["run"]), []))[1].append(r)
+    return list(groups.values())
+
+
 def repetition_points(rows: Sequence[dict[str, Any]]) -> list[Point]:
     """The repetition sets among the sweep rows (points of two runs or
     more), in the order of their first run."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        if "point" in r:
-            groups.setdefault(r["point"], []).append(r)
     out = []
-    for label, rs in groups.items():
-        if len(rs) < 2:
+    for label, rs in group_points(rows):
+        if len(rs) < 2 or "point" not in rs[0]:
             continue
         reps = tuple(f"rep={r['rep']}" if r["rep"] is not None else r["run"] for r in rs)
         out.append(Point(label, tuple(r["run"] for r in rs), reps, sum(r["verdict"] == "valid" for r in rs),
@@ -257,7 +245,7 @@ def consistency_line(p: Point) -> str:
 
 _NOTE = (f"Median across repetitions; CI: percentile bootstrap of the median ({RESAMPLES:,} resamples, seed {SEED}); "
          "worst: the lowest throughput, else the highest value; spread: (max - min) / median, held to the limit "
-         "for throughput and response time. Response time and send lag are the worst GE's.")
+         "for throughput and response time. Response time pools every GE's requests; send lag is the worst GE's.")
 
 
 def repetition_text(points: Sequence[Point]) -> list[str]:
@@ -289,45 +277,3 @@ def repetition_html(points: Sequence[Point], html_table: Callable[[Table], str],
         out += [f"<h3>{escape(p.label)}</h3>", f"<p{cls}>{escape(consistency_line(p))}</p>",
                 html_table(repetition_table(p))]
     return out + [f'<p class="meta">{escape(_NOTE)}</p>']
-
-
-# --- the figure -------------------------------------------------------------------
-
-_PANELS = (("throughput", "ok responses/s", 1.0), ("response_p99_us", "response time p99 (ms)", 1e-3),
-           ("rd_median", "R_d median (devices)", 1.0))
-
-
-def _panel(ax: Any, points: Sequence[Point], key: str, ylabel: str, scale: float) -> None:
-    x, y, lo, hi, worst = [], [], [], [], []
-    for i, p in enumerate(points):
-        s = next(s for s in p.stats if s.metric.key == key)
-        if s.median is None:
-            continue
-        ci = s.ci or (s.median, s.median)
-        x.append(i)
-        y.append(s.median * scale)
-        lo.append(max(0.0, s.median - ci[0]) * scale)
-        hi.append(max(0.0, ci[1] - s.median) * scale)
-        worst.append((s.worst or s.median) * scale)
-    ax.errorbar(x, y, yerr=[lo, hi], fmt="o", capsize=4, label="median, 95 % CI")
-    ax.plot(x, worst, "x", color="#d62728", label="worst repetition")
-    ax.set_xticks(range(len(points)), [p.label for p in points], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-
-
-def repetition_figures(points: Sequence[Point]) -> list[tuple[str, str, bytes, str]]:
-    """One figure of the repetition sets: per point the median of
-    throughput, p99 response time and R_d with its bootstrap 95 % CI as
-    error bars and the worst repetition marked; none without a set."""
-    if not points:
-        return []
-    fig, axes = plt.subplots(1, len(_PANELS), figsize=(11, 4.2), dpi=110, layout="constrained")
-    for ax, (key, ylabel, scale) in zip(axes, _PANELS, strict=True):
-        _panel(ax, points, key, ylabel, scale)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=7)     # outside the data
-    fig.suptitle("Repetitions: median and 95 % CI per test point")
-    return [("sweep-repetitions", "The median across the repetitions of each test point with its bootstrap 95 % "
-             "confidence interval (error bars) and the worst repetition (x). Intervals that do not overlap "
-             "mean the points differ beyond the repetitions' noise.", _png(fig), "Repetitions per test point")]

@@ -1,6 +1,8 @@
-"""``wotbench compare A B``: two runs, metric by metric (B - A with a
-confidence interval and a verdict); exit 0 when nothing regressed, 1 when
-a metric regressed (a CI job gates on it), 2 on bad input."""
+"""``wotbench compare A B``: two runs, or two sweeps or repetition sets
+(folders of run folders, test point by test point), metric by metric (B -
+A with a confidence interval and a verdict); exit 0 when nothing
+regressed, 1 when a metric regressed (a CI job gates on it), 2 on bad
+input."""
 
 from __future__ import annotations
 
@@ -16,14 +18,17 @@ __all__ = ["register", "cmd_compare"]
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "compare", help="compare two runs: what changed, with confidence intervals; exit 1 on a regression",
+        "compare", help="compare two runs, sweeps or repetition sets: what changed, with confidence intervals; "
+                        "exit 1 on a regression",
         description="Compare run B against run A (the measurement phase of each): per metric (throughput, "
                     "response time shift and p50/p95/p99, send lag p99, error rate, R_d) the difference B - A "
                     "with a confidence interval and a verdict: improved, regressed or no significant change. "
+                    "A or B may be a folder of run folders (a sweep or a repetition set): then each test point "
+                    "of A is compared with the same point of B (docs/compare.md). "
                     "Exit status 0 when nothing regressed, 1 when a metric regressed, 2 on bad input. Runs of "
                     "different workloads are refused (see --allow-different-workloads).")
-    p.add_argument("run_a", type=Path, metavar="A", help="the baseline run folder")
-    p.add_argument("run_b", type=Path, metavar="B", help="the run compared against it")
+    p.add_argument("run_a", type=Path, metavar="A", help="the baseline: a run folder or a folder of run folders")
+    p.add_argument("run_b", type=Path, metavar="B", help="compared against it: a run folder or a folder of runs")
     p.add_argument("--threshold", action="append", default=[], metavar="NAME=X[%]",
                    help="the smallest change that counts for a metric, relative to A (p99=5%%) or absolute in "
                         "its unit (errors=0.001, rd=0.05); metrics: throughput, response, p50, p95, p99, "
@@ -53,8 +58,33 @@ def _check_args(args: argparse.Namespace) -> None:
             raise UserError(f"run {name}: not a folder (give a run folder)", d)
 
 
+def _compare_sets(args: argparse.Namespace, runs_a: list[Path], runs_b: list[Path]) -> int:
+    """Two sweeps or repetition sets, test point by test point (reporting/_compareset.py)."""
+    from wotbench.reporting._compare import CAP, thresholds
+    from wotbench.reporting._compareout import check_html_target, set_html, set_text, write_html
+    from wotbench.reporting._compareset import check_workloads, compare_point, match, side
+
+    th = thresholds(args.threshold)
+    html_out = check_html_target(args.html) if args.html is not None else None
+    a, b = side(args.run_a, runs_a), side(args.run_b, runs_b)
+    m = match(a, b)
+    warn = check_workloads(m.pairs, args.allow_different_workloads)      # every point before any run is read
+    cap = args.max_sample or CAP
+    results = [compare_point(label, ra, rb, th, args.alpha, args.seed, cap) for label, ra, rb in m.pairs]
+    sys.stdout.write(set_text(a, b, m, results, args.alpha, th, warn))
+    if html_out is not None:
+        write_html(html_out, set_html(a, b, m, results, args.alpha, th, warn))
+        print(f"wrote {html_out}")
+    return 1 if any(p.regressed for p in results) else 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     _check_args(args)
+    from wotbench.reporting._compareset import runs_in
+
+    runs_a, runs_b = runs_in(args.run_a), runs_in(args.run_b)
+    if runs_a is not None or runs_b is not None:
+        return _compare_sets(args, runs_a or [args.run_a], runs_b or [args.run_b])
     from wotbench.reporting._compare import CAP, compare, sample_run, thresholds, workload_hash
     from wotbench.reporting._compareout import check_html_target, html_page, terminal_text, warnings, write_html
 

@@ -25,8 +25,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--classes", nargs="+", metavar="NAME", help="run only these episode classes")
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="folder that receives results/<validate-cd-run-id>/ (default: results)")
-    p.add_argument("--reanalyze", type=Path, metavar="DIR",
-                   help="recompute DIR's validation from its stored trial runs; runs nothing")
+    p.add_argument("--reanalyze", type=Path, nargs="+", metavar="DIR",
+                   help="recompute DIR's validation from its stored trial runs, running nothing; several DIRs: "
+                   "combined into a new folder under --results")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_validate_cd)
 
@@ -45,7 +46,7 @@ def cmd_validate_cd(args: argparse.Namespace) -> int:
     from wotbench.studies import validate_cd as vcd
 
     if args.reanalyze is not None:
-        out = vcd.reanalyze(args.reanalyze)
+        out = vcd.reanalyze(args.reanalyze, args.results)
     elif args.spec is None:
         raise UserError("give the spec (or --reanalyze DIR)", field="SPEC")
     else:
@@ -53,6 +54,6 @@ def cmd_validate_cd(args: argparse.Namespace) -> int:
         out = vcd.run_validation(args.spec, args.results, args.scale, args.trials, args.quiet, args.classes,
                                  progress)
     doc = json.loads((out / "validation.json").read_text())
-    sys.stdout.write(vcd.markdown(doc).split("\n\n| # |")[0].rstrip() + "\n")
+    sys.stdout.write(vcd.markdown(doc).split("\n## Trials")[0].rstrip() + "\n")
     print(os.fspath(out))
     return 0

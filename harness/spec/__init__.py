@@ -24,7 +24,16 @@ from wotbench.spec._gateway_ut import NORTHS, SHIPPED, GatewayUnderTest
 from wotbench.spec._interference import MIN_BUFFER, Interference
 from wotbench.spec._model import Spec
 from wotbench.spec._sections import MAX_GES, ContentionDetection, Gateway, Phases, Placement, Sweep
-from wotbench.spec._validate import QUIET, EpisodeClass, ValidateSpec, read_validate, trial_specs
+from wotbench.spec._validate import (
+    QUIET,
+    EpisodeClass,
+    ValidateSpec,
+    is_quiet,
+    quiet_class,
+    read_validate,
+    spec_mode,
+    trial_specs,
+)
 from wotbench.spec._validity import Thresholds
 from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, parse_payload, resource_service_times
 from wotbench.spec._yaml import field_name, parse_key_path
@@ -37,5 +46,5 @@ __all__ = [
     "WorkloadSpec", "GroupWorkload", "DistributionSpec", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
     "GatewayUnderTest", "SHIPPED", "NORTHS",
-    "QUIET", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs",
+    "QUIET", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet", "quiet_class", "spec_mode",
 ]

@@ -1,6 +1,7 @@
 """The ``validate_cd:`` section (docs/validate-cd.md): the episode classes
-`wotbench validate-cd` injects, and the run spec of every class and of the
-quiet trials, each validated like any spec."""
+`wotbench validate-cd` injects, each with the devices' mode it runs in,
+and the run spec of every class and of the quiet trials of every mode,
+each validated like any spec."""
 
 from __future__ import annotations
 
@@ -12,15 +13,29 @@ from typing import Any
 
 from wotbench.base.errors import UserError
 from wotbench.spec import _read as read
+from wotbench.spec._devices import MODES
 from wotbench.spec._expand import RunSpec, expand
+from wotbench.spec._model import Spec
 from wotbench.spec._yaml import YamlSource
 from wotbench.spec._yaml import load as load_yaml
 
-__all__ = ["QUIET", "SECTION", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs"]
+__all__ = ["QUIET", "SECTION", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet",
+           "quiet_class", "spec_mode"]
 
-#: The class name of the trials without interference.
+#: The class name of the trials without interference (``quiet-<mode>`` per
+#: devices' mode; a plain ``quiet`` in folders written before modes).
 QUIET = "quiet"
 SECTION = "validate_cd"
+
+
+def is_quiet(cls: str) -> bool:
+    """Whether ``cls`` names trials without interference."""
+    return cls == QUIET or cls.startswith(QUIET + "-")
+
+
+def quiet_class(mode: str) -> str:
+    """The quiet trials' class of the devices' mode ``mode``."""
+    return f"{QUIET}-{mode}"
 
 
 @dataclass(frozen=True)
@@ -28,12 +43,15 @@ class EpisodeClass:
     name: str
     interference: tuple[Mapping[str, Any], ...]   # as written (interference: entries)
     index: int
+    mode: str | None = None
+    """The devices' mode in its trials (every group's); None: the spec's."""
 
 
 @dataclass(frozen=True)
 class ValidateSpec:
     trials: int
     quiet: int
+    """Quiet trials per devices' mode of the classes."""
     classes: tuple[EpisodeClass, ...]
 
 
@@ -46,28 +64,47 @@ def read_validate(src: YamlSource) -> ValidateSpec:
     m = read.mapping(data[SECTION], src, at, {"trials", "quiet", "classes"})
     raw = m.get("classes")
     if not isinstance(raw, list) or not raw:
-        raise src.error("expected a non-empty list of {name, interference}", *at, "classes")
+        raise src.error("expected a non-empty list of {name, interference, mode}", *at, "classes")
     classes, seen = [], set()
     for i, c in enumerate(raw):
         cat = at + ("classes", i)
-        cm = read.mapping(c, src, cat, {"name", "interference"})
+        cm = read.mapping(c, src, cat, {"name", "interference", "mode"})
         if "name" not in cm:
             raise src.error("missing key 'name'", *cat)
         name = read.name(cm["name"], src, cat + ("name",))
-        if name == QUIET or name in seen:
-            raise src.error(f"must be unique and not {QUIET!r}, got {name!r}", *cat, "name")
+        if name.startswith(QUIET) or name in seen:
+            raise src.error(f"must be unique and not start with {QUIET!r} (the trials without interference), "
+                            f"got {name!r}", *cat, "name")
         seen.add(name)
         eps = cm.get("interference")
         if not isinstance(eps, list) or not eps:
             raise src.error("expected a non-empty interference list (docs/interference.md)", *cat, "interference")
-        classes.append(EpisodeClass(name, tuple(eps), i))
+        mode = read.choice(cm["mode"], src, cat + ("mode",), MODES) if "mode" in cm else None
+        classes.append(EpisodeClass(name, tuple(eps), i, mode))
     return ValidateSpec(read.integer(m.get("trials", 20), src, at + ("trials",), 0),
                         read.integer(m.get("quiet", 20), src, at + ("quiet",), 0), tuple(classes))
 
 
+def spec_mode(spec: Spec) -> str:
+    """The devices' mode of a test: its groups' modes, '+'-joined when they differ."""
+    return "+".join(sorted({g.mode for g in spec.groups}))
+
+
+def _in_mode(base: RunSpec, mode: str | None, at: tuple[str | int, ...]) -> RunSpec:
+    """``base`` with every device group in ``mode`` (None: as it is)."""
+    if mode is None:
+        return base
+    out = base
+    groups = base.doc.get("devices")
+    for i in range(len(groups) if isinstance(groups, list) else 0):
+        out = out.with_value(("devices", i, "mode"), mode, at)
+    return out
+
+
 def trial_specs(path: str | os.PathLike[str], scale: str | None,
                 only: Sequence[str] | None = None) -> tuple[ValidateSpec, dict[str, RunSpec]]:
-    """The section and the run spec of every class (and ``quiet``), each validated."""
+    """The section and the run spec of every class and of the quiet trials
+    of every devices' mode among them (``quiet-<mode>``), each validated."""
     src = load_yaml(Path(path))
     vs = read_validate(src)
     if only:
@@ -80,9 +117,12 @@ def trial_specs(path: str | os.PathLike[str], scale: str | None,
     if len(runs) != 1:
         raise src.error(f"validate-cd runs one test per trial; the spec has {len(runs)} (remove sweep "
                         "and repetitions)", "sweep" if "sweep" in src.data else "repetitions")
-    base = runs[0]
-    out = {QUIET: base.with_value(("interference",), None, ("interference",))}
+    base = runs[0].with_value(("interference",), None, ("interference",))
+    out: dict[str, RunSpec] = {}
+    quiet: dict[str, RunSpec] = {}
     for c in vs.classes:
-        out[c.name] = base.with_value(("interference",), list(c.interference),
-                                      (SECTION, "classes", c.index, "interference"))
-    return vs, out
+        cat = (SECTION, "classes", c.index)
+        q = _in_mode(base, c.mode, cat + ("mode",))
+        quiet.setdefault(quiet_class(spec_mode(q.spec)), q)
+        out[c.name] = q.with_value(("interference",), list(c.interference), cat + ("interference",))
+    return vs, {**out, **quiet}

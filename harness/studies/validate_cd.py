@@ -1,32 +1,39 @@
 """`wotbench validate-cd SPEC`: the contention detector against ground truth.
 
 The spec is an ordinary experiment plus a ``validate_cd:`` section naming
-episode classes, each an ``interference:`` list (docs/validate-cd.md)::
+episode classes, each an ``interference:`` list and optionally the
+devices' ``mode:`` its trials run in (docs/validate-cd.md)::
 
     validate_cd:
       trials: 20          # injected trials per class
-      quiet: 20           # trials without interference
+      quiet: 20           # trials without interference per devices' mode
       classes:
         - {name: cpu2-20s, interference: [{kind: cpu, threads: 2, cores: devices, start: 10s, end: 30s}]}
+        - {name: cpu2-20s-sleep, mode: sleep, interference: [...]}
 
 Every trial is one ordinary ``wotbench run`` of the spec, with the class's
-interference or (quiet) none, interleaved so that drift hits both alike.
-The truth is the run's ``interference.json`` (the hogs' observed start and
-end, on t0). The detector (:func:`wotbench.cd.detect_contention`, the
-run's validity thresholds) is applied to each run's stored CD data, so
-``--reanalyze DIR`` recomputes everything without running anything.
+interference or (quiet, ``quiet-<mode>``) none, interleaved so that drift
+hits both alike. Two truths: the run's ``interference.json`` (the hogs'
+observed start and end, on t0) and the devices' own distortion in that
+episode (harness/studies/vcd_truth.py: their R - S median and p99 against
+the pre-episode and the quiet trials of their mode). The detector
+(:func:`wotbench.cd.detect_contention`, the run's validity thresholds) is
+applied to each run's stored CD data, so ``--reanalyze DIR...`` recomputes
+everything without running anything (several folders: combined into a new
+one).
 
-Results: ``validation.json`` (every trial: run dir, class, injected
-interval, status, onset, detected; per class detection rate, onset within
-one window and false-alarm rate with Wilson 95 % intervals; the ROC points),
-``validation.md`` and ``roc.png`` (detection vs false-alarm rate as the
-detector's alpha is swept), written atomically, ``complete: false`` until
-the end. Trial runs are kept under ``trials/``.
+Results: ``validation.json`` (every trial: run dir, class, mode, injected
+interval, status, onset, its distortion, train or held out; per class the
+detection (quiet: false-alarm) rates of the run's thresholds, the
+agreement with the distortion, the thresholds chosen on the training
+trials and their held-out scores (harness/studies/vcd_score.py); the ROC
+points), ``validation.md`` and ``roc.png``, written atomically,
+``complete: false`` until the end. Trial runs are kept under ``trials/``.
 """
 
 from __future__ import annotations
 
-import io
+import dataclasses
 import json
 import os
 import sys
@@ -37,35 +44,54 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats
 
 from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
-from wotbench.spec import QUIET, EpisodeClass, Thresholds, ValidateSpec, load_saved, read_validate, trial_specs
+from wotbench.spec import (
+    QUIET,
+    EpisodeClass,
+    Thresholds,
+    ValidateSpec,
+    is_quiet,
+    load_saved,
+    read_validate,
+    spec_mode,
+    trial_specs,
+)
+from wotbench.studies import vcd_score as score
+from wotbench.studies import vcd_truth as truth
+from wotbench.studies.vcd_report import markdown, roc_png
+from wotbench.studies.vcd_score import wilson
 
 if TYPE_CHECKING:
     from wotbench.reporting import Phases
 
 __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate", "schedule", "wilson",
-           "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "QUIET", "ALPHAS"]
+           "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "roc_png", "QUIET", "ALPHAS"]
 
 #: The detector's alpha values of the ROC sweep.
 ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
 
 
-
-
-def schedule(classes: Sequence[str], trials: int, quiet: int) -> list[str]:
-    """Trial order: the classes round-robin, the quiet trials spread evenly
-    among them (so drift of the host hits both alike)."""
+def schedule(classes: Sequence[str], trials: int, quiet: int, quiet_classes: Sequence[str] = (QUIET,)) -> list[str]:
+    """Trial order: the classes round-robin, ``quiet`` trials of every quiet
+    class spread evenly among them (so drift of the host hits both alike)."""
     keyed = [((i + 0.5) / trials, k, c) for i in range(trials) for k, c in enumerate(classes)]
-    keyed += [((j + 0.5) / quiet, -1, QUIET) for j in range(quiet)]
+    keyed += [((j + 0.5) / quiet, k - len(quiet_classes), q) for j in range(quiet)
+              for k, q in enumerate(quiet_classes)]
     return [c for *_, c in sorted(keyed)]
 
 
 # --- one trial ------------------------------------------------------------------------------
+
+def onset_within(detected: bool, onset_us: float | None, start_us: float | None, window_us: float | None) -> bool:
+    """An alarm whose onset is within one window of the hogs' observed start."""
+    if not detected or onset_us is None or start_us is None or window_us is None:
+        return False
+    return abs(onset_us - start_us) <= window_us
+
 
 @dataclass(frozen=True)
 class Trial:
@@ -80,6 +106,7 @@ class Trial:
     injected_observed: bool         # the hogs' observed interval (interference.json), not the plan
     onset_us: float | None
     window_us: float | None
+    mode: str = ""                  # the devices' mode (spec.yaml)
 
     @property
     def detected(self) -> bool:
@@ -94,8 +121,7 @@ class Trial:
 
     @property
     def onset_ok(self) -> bool:
-        e = self.onset_error_us
-        return self.detected and e is not None and self.window_us is not None and abs(e) <= self.window_us
+        return onset_within(self.detected, self.onset_us, self.injected_start_us, self.window_us)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "detected": self.detected, "onset_error_us": self.onset_error_us,
@@ -126,50 +152,57 @@ class CdData:
     service_us: float | None = None
     """S the CD node echoed (median): its baseline is checked against it."""
 
-    def detect(self, alpha: float | None = None) -> Any:
-        """The run's contention test, as its report made it (or at ``alpha``)."""
+    def detect(self, alpha: float | None = None, min_effect: float | None = None) -> Any:
+        """The run's contention test, as its report made it (or at ``alpha``
+        and ``min_effect``)."""
         from wotbench.reporting import cd_detect
 
-        return cd_detect(self.t_us, self.rd, self.phases, self.th, alpha, self.service_us)
+        th = self.th if min_effect is None else dataclasses.replace(self.th, cd_min_effect=min_effect)
+        return cd_detect(self.t_us, self.rd, self.phases, th, alpha, self.service_us)
 
 
-def cd_data(run_dir: Path) -> CdData | None:
-    """The stored CD series of a finished run (None without CD data)."""
+@dataclass(frozen=True)
+class TrialData:
+    """What a finished trial's analysis reads from its run folder."""
+
+    cd: CdData | None
+    rs: truth.DeviceRS
+    """The devices' R - S of the measurement phase."""
+    measure: tuple[float, float]
+    mode: str
+
+
+def trial_data(run_dir: Path) -> TrialData:
+    """A finished run's CD series, its devices' R - S and their mode."""
     from wotbench.reporting import cd_series, load_run
 
+    run = load_run(run_dir)
+    saved = load_saved(run_dir / layout.SPEC)
+    cd = None
     cd_csv = run_dir / layout.CD / layout.CD_OUTPUT
-    if not cd_csv.is_file():
-        return None
-    t, _, rd = cd_series(cd_csv)
-    th = load_saved(run_dir / layout.SPEC).validity
-    svc = t.service[np.isfinite(t.service)]
-    return CdData(t.intended, rd, load_run(run_dir).phases, th, float(np.median(svc)) if svc.size else None)
+    if cd_csv.is_file():
+        t, _, rd = cd_series(cd_csv)
+        svc = t.service[np.isfinite(t.service)]
+        cd = CdData(t.intended, rd, run.phases, saved.validity, float(np.median(svc)) if svc.size else None)
+    return TrialData(cd, truth.device_rs(run), run.phases.measure, spec_mode(saved))
 
 
-def evaluate(index: int, cls: str, run_dir: Path, data: CdData | None, base: Path) -> Trial:
+def evaluate(index: int, cls: str, run_dir: Path, data: TrialData, base: Path) -> Trial:
     """One finished trial: the detector on its CD data, the truth from
     interference.json; its run dir is written relative to ``base``."""
     where = os.path.relpath(run_dir, base)
-    start, end, observed = injected_interval(run_dir) if cls != QUIET else (None, None, False)
+    start, end, observed = injected_interval(run_dir) if not is_quiet(cls) else (None, None, False)
     summary = run_dir / layout.SUMMARY
     verdict = json.loads(summary.read_text()).get("verdict") if summary.is_file() else None
-    if data is None:
+    if data.cd is None:
         return Trial(index, cls, where, "unknown", "no CD data", verdict, start, end, observed,
-                     None, None)
-    r = data.detect()
+                     None, None, data.mode)
+    r = data.cd.detect()
     return Trial(index, cls, where, r.status, r.reason, verdict, start, end, observed,
-                 r.onset_us, r.window_us)
+                 r.onset_us, r.window_us, data.mode)
 
 
-# --- statistics (pure) ------------------------------------------------------------------------
-
-def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion k / n; (0, 1) for n = 0."""
-    if n == 0:
-        return 0.0, 1.0
-    ci = stats.binomtest(k, n).proportion_ci(confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
+# --- statistics of the detector's own runs (pure) -----------------------------------------------
 
 @dataclass(frozen=True)
 class ClassStats:
@@ -205,100 +238,90 @@ def class_stats(trials: Sequence[Trial], cls: str) -> ClassStats:
 
 def roc_points(statuses: Mapping[float, Sequence[tuple[str, bool]]]) -> list[dict[str, Any]]:
     """Per alpha, from (class, detected) of every trial: the false-alarm rate
-    of the quiet trials and the detection rate of every other class."""
+    of the quiet trials (every mode's) and the detection rate of every other class."""
     out = []
     for alpha in sorted(statuses):
         rows = statuses[alpha]
         by: dict[str, list[bool]] = {}
         for cls, det in rows:
             by.setdefault(cls, []).append(det)
-        q = by.pop(QUIET, [])
+        q = [d for c in [c for c in by if is_quiet(c)] for d in by.pop(c)]
         out.append({"alpha": alpha, "fa_rate": float(np.mean(q)) if q else None, "quiet": len(q),
                     "detection": {c: float(np.mean(v)) for c, v in sorted(by.items())}})
     return out
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.0f} %"
+# --- against the truth ---------------------------------------------------------------------------
+
+def distortions(trials: Sequence[Trial], data: Mapping[int, TrialData]) -> dict[int, truth.Distortion]:
+    """Every analysed trial's distortion (vcd_truth), by index."""
+    done = [t for t in trials if t.index in data]
+    episodes = {t.index: (t.injected_start_us - data[t.index].measure[0], t.injected_end_us - data[t.index].measure[0])
+                for t in done if t.injected_start_us is not None and t.injected_end_us is not None}
+    return truth.distortions({t.index: data[t.index].rs for t in done}, {t.index: t.mode for t in done},
+                             {t.index: is_quiet(t.cls) for t in done}, episodes,
+                             {t.index: data[t.index].measure[1] - data[t.index].measure[0] for t in done})
 
 
-def _ci(ci: Sequence[float]) -> str:
-    return f"{100 * ci[0]:.0f}-{100 * ci[1]:.0f} %"
-
-
-def markdown(doc: Mapping[str, Any]) -> str:
-    """validation.md: the table of validation.json."""
-    lines = [f"# Contention detector validation: {doc['spec']} (scale {doc['scale']})", "",
-             f"{'complete' if doc['complete'] else 'INCOMPLETE'}; {len(doc['trials'])} trials; detector "
-             f"alpha {doc['alpha']:g}; onset within one window: |detector onset - observed hog start| <= "
-             "the window; 95 % Wilson intervals.", "",
-             "| class | N | detection | 95 % CI | onset within 1 window | 95 % CI | onset error median / max |"
-             " inconclusive | failed |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for s in doc["classes"]:
-        if s["cls"] == QUIET:
+def outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion],
+             alpha: float | None = None, min_effect: float | None = None) -> list[score.Outcome]:
+    """Every trial with CD data at a detector setting (None: the run's own)."""
+    out = []
+    for t in trials:
+        d = data.get(t.index)
+        if d is None or d.cd is None:
             continue
-        med, mx = s["onset_error_median_s"], s["onset_error_max_abs_s"]
-        err = "-" if med is None else f"{med:+.1f} s / {mx:.1f} s"
-        lines.append(f"| {s['cls']} | {s['n']} | {_pct(s['rate'])} | {_ci(s['rate_ci'])} | "
-                     f"{_pct(s['onset_ok_rate'])} | {_ci(s['onset_ok_ci'])} | {err} | {s['inconclusive']} | "
-                     f"{s['failed']} |")
-    for s in doc["classes"]:
-        if s["cls"] == QUIET:
-            lines += ["", "| quiet | N | false alarms | 95 % CI | inconclusive | failed |", "|---|---|---|---|---|---|",
-                      f"| quiet | {s['n']} | {_pct(s['rate'])} | {_ci(s['rate_ci'])} | {s['inconclusive']} | "
-                      f"{s['failed']} |"]
-    lines += ["", "| # | class | status | onset (s) | injected (s) | verdict | run |", "|---|---|---|---|---|---|---|"]
-    for t in doc["trials"]:
-        inj = ("-" if t["injected_start_us"] is None else
-               f"{t['injected_start_us'] / 1e6:.1f}-{t['injected_end_us'] / 1e6:.1f}"
-               + ("" if t["injected_observed"] else " (planned)"))
-        on = "-" if t["onset_us"] is None else f"{t['onset_us'] / 1e6:.1f}"
-        lines.append(f"| {t['index']} | {t['cls']} | {t['status']} | {on} | {inj} | {t['verdict']} | "
-                     f"{Path(t['run_dir']).name} |")
-    return "\n".join(lines) + "\n"
+        if alpha is None and min_effect is None:
+            det, onset, window = t.detected, t.onset_us, t.window_us
+        else:
+            r = d.cd.detect(alpha, min_effect)
+            det, onset, window = r.status == "contention", r.onset_us, r.window_us
+        dd = dist.get(t.index)
+        out.append(score.Outcome(t.index, t.cls, t.mode, is_quiet(t.cls), None if dd is None else dd.distorted,
+                                 det, onset_within(det, onset, t.injected_start_us, window),
+                                 None if dd is None else dd.distorted_p99))
+    return out
 
 
-def roc_png(points: Sequence[Mapping[str, Any]]) -> bytes:
-    import matplotlib  # on use: `wotbench --help` loads this module
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 5.0), constrained_layout=True)
-    classes = sorted({c for p in points for c in p["detection"]})
-    for c in classes:
-        xs = [p["fa_rate"] if p["fa_rate"] is not None else np.nan for p in points]
-        ys = [p["detection"].get(c, np.nan) for p in points]
-        ax.plot(xs, ys, "o-", label=c, alpha=0.8)
-        for p, x, y in zip(points, xs, ys, strict=True):
-            if c == classes[0]:
-                ax.annotate(f"{p['alpha']:g}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=6)
-    ax.plot([0, 1], [0, 1], ":", color="0.6", lw=1)
-    ax.set_xlim(-0.03, 1.03)
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("false-alarm rate (quiet trials)")
-    ax.set_ylabel("detection rate (trials with interference)")
-    ax.set_title("contention detector: detection vs false alarms as alpha is swept")
-    ax.legend(fontsize=7, loc="lower right")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80)
-    plt.close(fig)
-    return buf.getvalue()
+def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion]
+             ) -> dict[str, Any]:
+    """The thresholds chosen on the training trials and the held-out scores."""
+    sets = score.split([(t.index, t.cls) for t in trials if t.index in data])
+    train = {i for i, s in sets.items() if s == "train"}
+    grid = {(me, a): outcomes(trials, data, dist, a, me) for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
+    best, rows = score.select(grid, train)
+    test = [o for o in grid[(best.min_effect, best.alpha)] if o.index not in train]
+    own = [o for o in outcomes(trials, data, dist) if o.index not in train]
+    return {"split_rule": score.SPLIT_RULE, "selection_rule": score.SELECTION_RULE,
+            "train": sorted(train), "test": sorted(set(sets) - train),
+            "chosen": asdict(best), "grid": [asdict(c) for c in rows],
+            "heldout": [a.to_dict() for a in score.agreements(test)],
+            "heldout_run_thresholds": [a.to_dict() for a in score.agreements(own)]}
 
 
 # --- the command ----------------------------------------------------------------------------
 
-def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Mapping[int, CdData | None],
+def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Mapping[int, TrialData],
            complete: bool, roc: bool) -> dict[str, Any]:
     names = list(dict.fromkeys(t.cls for t in trials))
-    names = [c for c in names if c != QUIET] + ([QUIET] if QUIET in names else [])
-    alpha = next((d.th.cd_alpha for d in data.values() if d is not None), Thresholds().cd_alpha)
-    doc: dict[str, Any] = {"format": 1, **meta, "complete": complete, "alpha": alpha,
-                           "classes": [asdict(class_stats(trials, c)) for c in names],
-                           "trials": [t.to_dict() for t in trials], "roc": None}
+    names = [c for c in names if not is_quiet(c)] + sorted(c for c in names if is_quiet(c))
+    cds = {i: d.cd for i, d in data.items() if d.cd is not None}
+    th = next((d.th for d in cds.values()), Thresholds())
+    dist = distortions(trials, data)
+    sets = score.split([(t.index, t.cls) for t in trials if t.index in data])
+    rows = [{**t.to_dict(), "set": sets.get(t.index),
+             "distortion": None if t.index not in dist else dist[t.index].to_dict()} for t in trials]
+    doc: dict[str, Any] = {
+        "format": 2, **meta, "complete": complete, "alpha": th.cd_alpha, "min_effect": th.cd_min_effect,
+        "targets": {"detect_min": score.DETECT_MIN, "fa_max": score.FA_MAX,
+                    "distorted_ratio": truth.DISTORTED, "n_needed": score.n_needed()},
+        "classes": [asdict(class_stats(trials, c)) for c in names],
+        "agreement": [a.to_dict() for a in score.agreements(outcomes(trials, data, dist))],
+        "trials": rows, "selection": None, "roc": None}
     if roc:
-        sweep = {a: [(t.cls, d.detect(a).detected) for t in trials if (d := data.get(t.index)) is not None]
+        if cds:
+            doc["selection"] = held_out(trials, data, dist)
+        sweep = {a: [(t.cls, d.detect(a).detected) for t in trials if (d := cds.get(t.index)) is not None]
                  for a in ALPHAS}
         doc["roc"] = roc_points(sweep)
         res.write_atomic(out / "roc.png", roc_png(doc["roc"]))
@@ -316,7 +339,7 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     vs, specs = trial_specs(spec, scale, only)
     n_tr = vs.trials if trials is None else trials
     n_q = vs.quiet if quiet is None else quiet
-    order = schedule([c.name for c in vs.classes], n_tr, n_q)
+    order = schedule([c.name for c in vs.classes], n_tr, n_q, [c for c in specs if is_quiet(c)])
     if not order:
         raise UserError("nothing to run: --trials and --quiet are both 0", file=os.fspath(spec),
                         field="--trials")
@@ -324,13 +347,13 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     client = dockerenv.client()
     for c in set(order):
         preflight(specs[c].spec, client)
-    out = results / res.new_run_id(f"validate-cd-{specs[QUIET].spec.name}")
+    first = next(iter(specs.values()))
+    out = results / res.new_run_id(f"validate-cd-{first.spec.name}")
     (out / "trials").mkdir(parents=True)
     opts = RunOptions(results_root=out / "trials", progress=progress, log=log)
-    meta = {"spec": os.fspath(spec), "scale": specs[QUIET].scale, "started_epoch_s": time.time(),
-            "planned": order}
+    meta = {"spec": os.fspath(spec), "scale": first.scale, "started_epoch_s": time.time(), "planned": order}
     done: list[Trial] = []
-    data: dict[int, CdData | None] = {}
+    data: dict[int, TrialData] = {}
     for i, cls in enumerate(order, 1):
         print(f"validate-cd: trial {i}/{len(order)}: {cls}", file=log, flush=True)
         try:
@@ -341,7 +364,7 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
             done.append(Trial(i, cls, os.path.relpath(exc.run_dir, out), "failed", str(exc), None, None, None, False,
                               None, None))
         else:
-            data[i] = cd_data(run_dir)
+            data[i] = trial_data(run_dir)
             done.append(evaluate(i, cls, run_dir, data[i], out))
         t = done[-1]
         err = "" if t.onset_error_us is None else f", onset error {t.onset_error_us / 1e6:+.1f} s"
@@ -351,27 +374,53 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     return out
 
 
-def reanalyze(folder: Path) -> Path:
-    """Recomputes validation.json/md and roc.png of ``folder`` from its trial
-    runs with the current detector, running nothing."""
+def _stored(folder: Path) -> tuple[dict[str, Any], list[tuple[str, Path, str]]]:
+    """A results folder's validation.json: its meta and (class, run dir, status) per trial."""
     p = folder / "validation.json"
     if not p.is_file():
         raise UserError(f"no validation.json in {folder} (not a validate-cd results folder)",
                         file=os.fspath(folder), field="--reanalyze")
     try:
         old = json.loads(p.read_text())
-        rows = [(int(t["index"]), str(t["cls"]), folder / t["run_dir"], str(t["status"])) for t in old["trials"]]
-        meta = {k: old[k] for k in ("spec", "scale", "started_epoch_s", "planned")}
+        rows = [(str(t["cls"]), folder / t["run_dir"], str(t["status"]))
+                for t in sorted(old["trials"], key=lambda t: int(t["index"]))]
+        meta = {k: old[k] for k in ("spec", "scale", "started_epoch_s", "planned", "combined_from") if k in old}
+        meta["planned"] = list(meta["planned"])
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"unreadable validation.json ({type(exc).__name__}: {exc})", file=os.fspath(p)) from None
+    return meta, rows
+
+
+def reanalyze(folders: Path | Sequence[Path], results: Path | None = None) -> Path:
+    """Recomputes validation.json/md and roc.png from stored trial runs with
+    the current detector, running nothing: of one folder in place, or of
+    several combined (trials numbered in the folders' order) into a new
+    folder under ``results``, which refers to their trial runs."""
+    folders = [folders] if isinstance(folders, Path) else list(folders)
+    stored = [_stored(f) for f in folders]
+    if len(folders) == 1:
+        out, meta = folders[0], dict(stored[0][0])
+    else:
+        scales = {m["scale"] for m, _ in stored}
+        if len(scales) > 1:
+            raise UserError(f"the folders ran at different scales ({', '.join(sorted(map(str, scales)))}); "
+                            "combine folders of one scale", field="--reanalyze")
+        if results is None:
+            raise UserError("combining folders needs --results", field="--results")
+        res.check_results_root(results)
+        out = results / res.new_run_id("validate-cd-combined")
+        out.mkdir(parents=True)
+        meta = {**stored[0][0], "started_epoch_s": min(m["started_epoch_s"] for m, _ in stored),
+                "planned": [c for m, _ in stored for c in m["planned"]],
+                "combined_from": [os.path.relpath(f, out) for f in folders]}
     trials, data = [], {}
-    for i, cls, run_dir, status in rows:
+    for i, (cls, run_dir, status) in enumerate((r for _, rows in stored for r in rows), 1):
         if status == "failed" or not (run_dir / layout.SUMMARY).is_file():
-            trials.append(Trial(i, cls, os.path.relpath(run_dir, folder), "failed", "the run did not finish",
+            trials.append(Trial(i, cls, os.path.relpath(run_dir, out), "failed", "the run did not finish",
                                 None, None, None, False, None, None))
             continue
-        data[i] = cd_data(run_dir)
-        trials.append(evaluate(i, cls, run_dir, data[i], folder))
-    _write(folder, {**meta, "reanalyzed_epoch_s": time.time()}, trials, data,
+        data[i] = trial_data(run_dir)
+        trials.append(evaluate(i, cls, run_dir, data[i], out))
+    _write(out, {**meta, "reanalyzed_epoch_s": time.time()}, trials, data,
            complete=len(trials) == len(meta["planned"]), roc=bool(trials))
-    return folder
+    return out

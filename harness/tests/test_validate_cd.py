@@ -5,6 +5,7 @@ reanalysis of stored trial runs (synthetic run folders) and bad input."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -72,20 +73,32 @@ def test_schedule_interleaves_quiet_trials():
     assert order == [vcd.QUIET, "a", "b"] * 3
     assert vcd.schedule(["a", "b"], 4, 2) == ["a", "b", vcd.QUIET, "a", "b", "a", "b", vcd.QUIET, "a", "b"]
     assert vcd.schedule(["a"], 0, 2) == [vcd.QUIET, vcd.QUIET]
+    # One quiet class per devices' mode, each given --quiet trials.
+    assert vcd.schedule(["a", "b"], 2, 2, ["quiet-busy", "quiet-sleep"]) == \
+        ["quiet-busy", "quiet-sleep", "a", "b"] * 2
 
 
 def test_the_shipped_spec_has_the_classes_and_scales():
     vs, specs = trial_specs(SPEC, "ci")
-    assert [c.name for c in vs.classes] == ["cpu2-20s", "cpu1-20s", "membw1-20s", "cpu2-10s"]
-    assert specs[vcd.QUIET].spec.interference == ()
+    assert [c.name for c in vs.classes] == ["cpu2-20s", "cpu2-20s-sleep", "cpu1-20s", "membw1-20s", "cpu2-10s"]
+    assert sorted(specs) == sorted([c.name for c in vs.classes] + ["quiet-busy", "quiet-sleep"])
+    assert specs["quiet-busy"].spec.interference == ()
     hog = specs["cpu2-20s"].spec.interference[0]
     assert (hog.kind, hog.threads, hog.cores, hog.start_us, hog.end_us) == ("cpu", 2, "devices", 3e6, 23e6)
     assert specs["cpu2-10s"].spec.interference[0].end_us == 13e6
-    assert {g.mode for g in specs[vcd.QUIET].spec.groups} == {"busy"}
-    assert specs[vcd.QUIET].spec.cd.rit_us == 100_000
-    assert "validate_cd" not in specs[vcd.QUIET].doc
+    assert {g.mode for g in specs["quiet-busy"].spec.groups} == {"busy"}
+    assert {g.mode for g in specs["cpu2-20s"].spec.groups} == {"busy"}
+    # A class's mode: its trials and its mode's quiet trials run every device group in it.
+    assert {g.mode for g in specs["cpu2-20s-sleep"].spec.groups} == {"sleep"}
+    assert {g.mode for g in specs["quiet-sleep"].spec.groups} == {"sleep"}
+    assert specs["cpu2-20s-sleep"].spec.interference == specs["cpu2-20s"].spec.interference
+    assert specs["quiet-sleep"].spec.interference == ()
+    assert specs["quiet-busy"].spec.cd.rit_us == 100_000
+    assert "validate_cd" not in specs["quiet-busy"].doc
     vs, specs = trial_specs(SPEC, "ci", ["cpu2-20s"])
-    assert [c.name for c in vs.classes] == ["cpu2-20s"]
+    assert [c.name for c in vs.classes] == ["cpu2-20s"] and sorted(specs) == ["cpu2-20s", "quiet-busy"]
+    vs, specs = trial_specs(SPEC, "ci", ["cpu2-20s-sleep"])
+    assert sorted(specs) == ["cpu2-20s-sleep", "quiet-sleep"]
 
 
 def _with(tmp_path: Path, edit) -> Path:
@@ -104,6 +117,8 @@ def _with(tmp_path: Path, edit) -> Path:
     (lambda d: d["validate_cd"]["classes"][0].update(interference=[{"kind": "gpu"}]),
      "interference[0].kind"),
     (lambda d: d["validate_cd"]["classes"][0].update(bogus=1), "validate_cd.classes[0].bogus"),
+    (lambda d: d["validate_cd"]["classes"][1].update(mode="spin"), "validate_cd.classes[1].mode"),
+    (lambda d: d["validate_cd"]["classes"][0].update(name="quiet-busy"), "validate_cd.classes[0].name"),
 ])
 def test_bad_section_names_file_line_and_field(tmp_path, edit, field):
     with pytest.raises(UserError) as ei:
@@ -146,9 +161,19 @@ def _fake_trial(root: Path, name: str, contention_from_s: float | None) -> Path:
     return run
 
 
-def test_reanalyze_recomputes_from_stored_runs(tmp_path):
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One injected and one quiet trial run, made once for the tests that reanalyze them."""
+    root = tmp_path_factory.mktemp("runs")
+    return {"hog": _fake_trial(root, "hog", 12.0), "q": _fake_trial(root, "q", None)}
+
+
+def test_reanalyze_recomputes_from_stored_runs(tmp_path, stored):
     out = tmp_path / "v"
-    runs = [("cpu2-20s", _fake_trial(out / "trials", "a", 12.0)), (vcd.QUIET, _fake_trial(out / "trials", "b", None))]
+    (out / "trials").mkdir(parents=True)
+    for name, run in (("a", stored["hog"]), ("b", stored["q"])):
+        shutil.copytree(run, out / "trials" / name)
+    runs = [("cpu2-20s", out / "trials" / "a"), (vcd.QUIET, out / "trials" / "b")]
     doc = {"spec": "x.yaml", "scale": "ci", "started_epoch_s": 0.0, "planned": ["cpu2-20s", vcd.QUIET],
            "trials": [{"index": i, "cls": c, "run_dir": str(r.relative_to(out)), "status": "?"}
                       for i, (c, r) in enumerate(runs, 1)]}
@@ -163,3 +188,43 @@ def test_reanalyze_recomputes_from_stored_runs(tmp_path):
     assert [p["alpha"] for p in v["roc"]] == list(vcd.ALPHAS)
     md = (out / "validation.md").read_text()
     assert "| cpu2-20s | 1 | 100 % |" in md and "| quiet | 1 | 0 % |" in md
+    # Against the truth: the injected trial's devices' R - S rose past twice the quiet trial's.
+    assert inj["mode"] == "busy" and inj["distortion"]["distorted"] is True and inj["set"] == "train"
+    assert inj["distortion"]["vs_quiet"]["p99_ratio"] >= 2 and inj["distortion"]["quiet_trials"] == 1
+    assert quiet["distortion"]["quiet_trials"] == 0 and quiet["distortion"]["distorted"] is None
+    hog = next(a for a in v["agreement"] if a["cls"] == "cpu2-20s")
+    assert hog["distorted"] == 1 and hog["onset_ok_distorted"]["k"] == 1
+    assert v["selection"]["train"] == [1, 2] and v["selection"]["test"] == []
+    assert "## Thresholds chosen on the training trials" in md
+
+
+def test_reanalyze_combines_folders_into_a_new_one_and_splits_per_class(tmp_path, capsys, stored):
+    from wotbench.commands.main import main
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    runs = stored
+    for folder in (a, b):
+        folder.mkdir()
+        rel = os.path.relpath(stored["hog"].parent, folder)
+        (folder / "validation.json").write_text(json.dumps({
+            "spec": "x.yaml", "scale": "ci", "started_epoch_s": 1.0, "planned": ["cpu2-20s", "quiet-busy"],
+            "trials": [{"index": 1, "cls": "cpu2-20s", "run_dir": f"{rel}/hog", "status": "?"},
+                       {"index": 2, "cls": "quiet-busy", "run_dir": f"{rel}/q", "status": "?"}]}))
+    assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c")]) == 0
+    out = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out.parent == tmp_path / "c" and runs["hog"].is_dir()
+    v = json.loads((out / "validation.json").read_text())
+    assert v["complete"] and v["combined_from"] == ["../../a", "../../b"]
+    assert [(t["index"], t["cls"], t["set"]) for t in v["trials"]] == [
+        (1, "cpu2-20s", "train"), (2, "quiet-busy", "train"), (3, "cpu2-20s", "test"), (4, "quiet-busy", "test")]
+    assert (out / v["trials"][2]["run_dir"]).resolve() == runs["hog"].resolve()
+    sel = v["selection"]
+    assert sel["train"] == [1, 2] and sel["test"] == [3, 4]
+    held = {r["cls"]: r for r in sel["heldout"]}
+    assert held["cpu2-20s"]["n"] == 1 and held["quiet-busy"]["false_alarms"]["n"] == 1
+    # Different scales are refused in one line.
+    doc = json.loads((b / "validation.json").read_text())
+    (b / "validation.json").write_text(json.dumps({**doc, "scale": "small"}))
+    assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "different scales" in err and len(err.strip().splitlines()) == 1

@@ -27,12 +27,12 @@ def test_validate_cd_one_trial_each(docker_client, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = Path(proc.stdout.strip().splitlines()[-1])
     doc = json.loads((out / "validation.json").read_text())
-    assert doc["complete"] and doc["scale"] == "ci" and sorted(doc["planned"]) == ["cpu2-20s", "quiet"]
+    assert doc["complete"] and doc["scale"] == "ci" and sorted(doc["planned"]) == ["cpu2-20s", "quiet-busy"]
     assert (out / "roc.png").read_bytes()[:4] == b"\x89PNG"
     md = (out / "validation.md").read_text()
-    assert "| cpu2-20s | 1 |" in md and "| quiet | 1 |" in md
+    assert "| cpu2-20s | 1 |" in md and "| quiet-busy | 1 |" in md
     by = {t["cls"]: t for t in doc["trials"]}
-    inj, quiet = by["cpu2-20s"], by["quiet"]
+    inj, quiet = by["cpu2-20s"], by["quiet-busy"]
     for t in (inj, quiet):
         assert t["status"] in ("contention", "none", "inconclusive"), t
         assert (out / t["run_dir"] / layout.SUMMARY).is_file()
@@ -41,6 +41,8 @@ def test_validate_cd_one_trial_each(docker_client, tmp_path):
     assert inj["injected_observed"] and inj["injected_start_us"] == min(h["start_us"] for h in hogs)
     assert inj["injected_end_us"] == max(h["end_us"] for h in hogs)
     assert quiet["injected_start_us"] is None
+    # The devices' own distortion: the injected trial against the one quiet trial of its mode.
+    assert inj["mode"] == quiet["mode"] == "busy" and inj["distortion"]["quiet_trials"] == 1
     assert not (out / quiet["run_dir"] / layout.INTERFERENCE).exists() or \
         json.loads((out / quiet["run_dir"] / layout.INTERFERENCE).read_text()) == []
     if inj["detected"]:

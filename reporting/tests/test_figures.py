@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from wotbench.reporting import _plots
+from wotbench.reporting import _plots, _sweepfigs
 from wotbench.reporting._analyze import analyze
 from wotbench.reporting._tables import sweep_row
 from wotbench.reporting.bench.synth import SwarmSynth, synth_run, synth_swarm_run
@@ -68,7 +68,7 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with pytest.MonkeyPatch.context() as mp, matplotlib.rc_context({"figure.max_open_warning": 0}):
         mp.setattr(_plots, "_png", d.png)
         out = {"single": _plots.run_figures(single), "swarm": _plots.host_figures(swarm),
-               "sweep": _plots.sweep_figures([row, more])}
+               "sweep": _sweepfigs.sweep_figures([row, more])}
     yield {"entries": out, "figs": d.figs, "an": {"single": single, "swarm": swarm}}
     for fig in d.figs.values():
         plt.close(fig)

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from wotbench import UserError
 from wotbench.base import rundir as layout
+from wotbench.reporting import _plots, _sweepfigs
 from wotbench.reporting import _repetitions as reps
 from wotbench.reporting._analyze import QGRID, Analysis, analyze
 from wotbench.reporting._render import sweep_html, sweep_markdown, write_reports
@@ -183,10 +184,10 @@ def test_figure_has_the_intervals_as_error_bars(runs: dict[str, Any], monkeypatc
         drawn.append(fig)
         return b"png"
 
-    monkeypatch.setattr(reps, "_png", png)
+    monkeypatch.setattr(_plots, "_png", png)
     points = reps.repetition_points([_row(a) for a in runs["ans"]])
     with matplotlib.rc_context({"figure.max_open_warning": 0}):
-        entries = reps.repetition_figures(points)
+        entries = _sweepfigs.repetition_figures(points)
     try:
         assert [e[0] for e in entries] == ["sweep-repetitions"] and entries[0][1].endswith(".")
         ax = drawn[0].axes[0]                      # throughput
@@ -201,7 +202,7 @@ def test_figure_has_the_intervals_as_error_bars(runs: dict[str, Any], monkeypatc
     finally:
         for f in drawn:
             plt.close(f)
-    assert reps.repetition_figures([]) == []
+    assert _sweepfigs.repetition_figures([]) == []
 
 
 @pytest.mark.slow          # three runs' own reports and figures: about 5 s
@@ -212,4 +213,5 @@ def test_write_reports_gives_the_sweep_its_repetitions(runs: dict[str, Any]) -> 
     text = "\n".join(said)
     assert f"== repetitions: {POINT}: 3 repetitions (3 valid)" in text
     assert (out / layout.FIGURES / "sweep-repetitions.png").is_file()
-    assert "## Repetitions" in (out / layout.REPORT_MD).read_text()
+    md = (out / layout.REPORT_MD).read_text()
+    assert "## Repetitions" in md and "median across its 3 repetitions" in md     # the sweep figures' error bars

@@ -1,0 +1,162 @@
+"""validate-cd's validation.md and roc.png from validation.json's document
+(harness/studies/validate_cd.py)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wotbench.spec import is_quiet
+
+__all__ = ["markdown", "roc_png"]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f} %"
+
+
+def _ci(ci: Sequence[float]) -> str:
+    return f"{100 * ci[0]:.0f}-{100 * ci[1]:.0f} %"
+
+
+def _rate(r: Mapping[str, Any] | None) -> str:
+    """k / n = rate (95 % CI), or - without trials."""
+    if r is None or not r["n"]:
+        return "-"
+    return f"{r['k']} / {r['n']} = {_pct(r['rate'])} ({_ci(r['ci'])})"
+
+
+def _detector(doc: Mapping[str, Any]) -> list[str]:
+    lines = ["## The detector at the runs' thresholds, against the injected interval", "",
+             "| class | N | detection | 95 % CI | onset within 1 window | 95 % CI | onset error median / max |"
+             " inconclusive | failed |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in doc["classes"]:
+        if is_quiet(s["cls"]):
+            continue
+        med, mx = s["onset_error_median_s"], s["onset_error_max_abs_s"]
+        err = "-" if med is None else f"{med:+.1f} s / {mx:.1f} s"
+        lines.append(f"| {s['cls']} | {s['n']} | {_pct(s['rate'])} | {_ci(s['rate_ci'])} | "
+                     f"{_pct(s['onset_ok_rate'])} | {_ci(s['onset_ok_ci'])} | {err} | {s['inconclusive']} | "
+                     f"{s['failed']} |")
+    quiet = [s for s in doc["classes"] if is_quiet(s["cls"])]
+    if quiet:
+        lines += ["", "| quiet | N | false alarms | 95 % CI | inconclusive | failed |", "|---|---|---|---|---|---|"]
+        lines += [f"| {s['cls']} | {s['n']} | {_pct(s['rate'])} | {_ci(s['rate_ci'])} | {s['inconclusive']} | "
+                  f"{s['failed']} |" for s in quiet]
+    return lines
+
+
+def _agreement(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["| class | mode | N | distorted | detected (of distorted) | onset within 1 window (of distorted) | "
+             "alarms on undistorted | false alarms (quiet) |", "|---|---|---|---|---|---|---|---|"]
+    for a in rows:
+        dist = f"{a['distorted']} ({a['distorted_p99']})" + (f", {a['unjudged']} unjudged" if a["unjudged"] else "")
+        lines.append(f"| {a['cls']} | {a['mode']} | {a['n']} | {dist} | {_rate(a['detected_distorted'])} | "
+                     f"{_rate(a['onset_ok_distorted'])} | {_rate(a['alarms_undistorted'])} | "
+                     f"{_rate(a['false_alarms'])} |")
+    return lines
+
+
+def _selection(sel: Mapping[str, Any] | None) -> list[str]:
+    if sel is None:
+        return []
+    c = sel["chosen"]
+    lines = ["## Thresholds chosen on the training trials, scored on the held-out ones", "",
+             f"Split: {sel['split_rule']}. Training trials: {', '.join(map(str, sel['train'])) or '-'}; "
+             f"held out: {', '.join(map(str, sel['test'])) or '-'}.", "",
+             f"Rule: {sel['selection_rule']}.", "",
+             f"**Chosen: cd_min_effect {c['min_effect']:g}, cd_alpha {c['alpha']:g}** (training false alarms "
+             f"{_rate(c['fa'])}, distorted training trials detected with onset within one window "
+             f"{_rate(c['hit'])}{'' if c['meets_fa'] else '; NO setting met the false-alarm bound'}).", "",
+             "Held out, at the chosen thresholds:", ""]
+    lines += _agreement(sel["heldout"])
+    lines += ["", "Held out, at the runs' own thresholds (for comparison):", ""]
+    lines += _agreement(sel["heldout_run_thresholds"])
+    lines += ["", "<details><summary>every setting on the training trials</summary>", "",
+              "| cd_min_effect | cd_alpha | training false alarms | distorted detected, onset within 1 window |",
+              "|---|---|---|---|"]
+    lines += [f"| {g['min_effect']:g} | {g['alpha']:g} | {_rate(g['fa'])} | {_rate(g['hit'])} |" for g in sel["grid"]]
+    return lines + ["", "</details>"]
+
+
+def _ratio(d: Mapping[str, Any] | None, ref: str, q: str) -> str:
+    if d is None or d[ref][f"{q}_ratio"] is None:
+        return "-"
+    return f"{d[ref][f'{q}_ratio']:.2f}"
+
+
+def _trials(doc: Mapping[str, Any]) -> list[str]:
+    lines = ["## Trials", "",
+             "R - S ratios: the episode's median (p50) and p99 of the devices' R - S over the pre-episode's "
+             "and over the quiet trials' of the same mode (pooled, same window).", "",
+             "| # | class | mode | set | status | onset (s) | injected (s) | p50 / p99 vs pre | p50 / p99 vs quiet "
+             "| distorted | verdict | run |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for t in doc["trials"]:
+        inj = ("-" if t["injected_start_us"] is None else
+               f"{t['injected_start_us'] / 1e6:.1f}-{t['injected_end_us'] / 1e6:.1f}"
+               + ("" if t["injected_observed"] else " (planned)"))
+        on = "-" if t["onset_us"] is None else f"{t['onset_us'] / 1e6:.1f}"
+        d = t.get("distortion")
+        dist = ("-" if d is None or d["distorted"] is None else
+                ("no" if not d["distorted"] else "p99" if d["distorted_p99"] else "p50"))
+        lines.append(f"| {t['index']} | {t['cls']} | {t.get('mode') or '-'} | {t.get('set') or '-'} | "
+                     f"{t['status']} | {on} | {inj} | {_ratio(d, 'vs_pre', 'p50')} / {_ratio(d, 'vs_pre', 'p99')} | "
+                     f"{_ratio(d, 'vs_quiet', 'p50')} / {_ratio(d, 'vs_quiet', 'p99')} | {dist} | {t['verdict']} | "
+                     f"{Path(t['run_dir']).name} |")
+    return lines
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    """validation.md: the tables of validation.json."""
+    lines = [f"# Contention detector validation: {doc['spec']} (scale {doc['scale']})", "",
+             f"{'complete' if doc['complete'] else 'INCOMPLETE'}; {len(doc['trials'])} trials; detector "
+             f"alpha {doc['alpha']:g}" + (f", cd_min_effect {doc['min_effect']:g}" if "min_effect" in doc else "")
+             + "; onset within one window: |detector onset - observed hog start| <= the window; 95 % Wilson "
+             "intervals.", ""]
+    lines += _detector(doc)
+    if "agreement" in doc:
+        tg = doc["targets"]
+        lines += ["", "## Against the devices' own distortion (the runs' thresholds, all trials)", "",
+                  f"A trial is distorted when its episode's p99 or median of the devices' R - S is >= "
+                  f"{tg['distorted_ratio']:g} x the quiet trials' of its mode (pooled, same window; in brackets: by "
+                  "the p99 alone, the issue's rule). Targets: "
+                  f">= {_pct(tg['detect_min'])} of the distorted trials detected with onset within one window, "
+                  f"<= {_pct(tg['fa_max'])} false alarms on quiet trials. Without a single miss (false alarm) "
+                  f"the 95 % Wilson interval clears the target only from n = {tg['n_needed']} trials.", ""]
+        lines += _agreement(doc["agreement"])
+        lines += [""] + _selection(doc.get("selection"))
+    lines += [""] + _trials(doc)
+    return "\n".join(lines) + "\n"
+
+
+def roc_png(points: Sequence[Mapping[str, Any]]) -> bytes:
+    import matplotlib  # on use: `wotbench --help` loads this module
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 5.0), constrained_layout=True)
+    classes = sorted({c for p in points for c in p["detection"]})
+    for c in classes:
+        xs = [p["fa_rate"] if p["fa_rate"] is not None else np.nan for p in points]
+        ys = [p["detection"].get(c, np.nan) for p in points]
+        ax.plot(xs, ys, "o-", label=c, alpha=0.8)
+        for p, x, y in zip(points, xs, ys, strict=True):
+            if c == classes[0]:
+                ax.annotate(f"{p['alpha']:g}", (x, y), textcoords="offset points", xytext=(4, -10), fontsize=6)
+    ax.plot([0, 1], [0, 1], ":", color="0.6", lw=1)
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("false-alarm rate (quiet trials)")
+    ax.set_ylabel("detection rate (trials with interference)")
+    ax.set_title("contention detector: detection vs false alarms as alpha is swept")
+    ax.legend(fontsize=7, loc="lower right")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return buf.getvalue()
