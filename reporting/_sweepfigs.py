@@ -217,7 +217,7 @@ def _panel(ax: Any, points: Sequence[Point], key: str, ylabel: str, scale: float
         y.append(s.median * scale)
         lo.append(max(0.0, s.median - ci[0]) * scale)
         hi.append(max(0.0, ci[1] - s.median) * scale)
-        worst.append((s.worst or s.median) * scale)
+        worst.append((s.median if s.worst is None else s.worst) * scale)  # a worst of 0 is drawn at 0
     ax.errorbar(x, y, yerr=[lo, hi], fmt="o", capsize=4, label="median, 95 % CI")
     ax.plot(x, worst, "x", color="#d62728", label="worst repetition")
     ax.set_xticks(range(len(points)), [p.label for p in points], rotation=30, ha="right", fontsize=7)

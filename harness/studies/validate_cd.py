@@ -286,7 +286,7 @@ def outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
 def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion]
              ) -> dict[str, Any]:
     """The thresholds chosen on the training trials and the held-out scores."""
-    sets = score.split([(t.index, t.cls) for t in trials if t.index in data])
+    sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
     train = {i for i, s in sets.items() if s == "train"}
     grid = {(me, a): outcomes(trials, data, dist, a, me) for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
     best, rows = score.select(grid, train)
@@ -308,7 +308,7 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
     cds = {i: d.cd for i, d in data.items() if d.cd is not None}
     th = next((d.th for d in cds.values()), Thresholds())
     dist = distortions(trials, data)
-    sets = score.split([(t.index, t.cls) for t in trials if t.index in data])
+    sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
     rows = [{**t.to_dict(), "set": sets.get(t.index),
              "distortion": None if t.index not in dist else dist[t.index].to_dict()} for t in trials]
     doc: dict[str, Any] = {

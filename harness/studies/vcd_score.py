@@ -26,8 +26,8 @@ FA_MAX = 0.05
 MIN_EFFECTS = (0.02, 0.05, 0.1, 0.2, 0.3)
 GRID_ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.1)
 
-SPLIT_RULE = ("per class, in trial order: the 1st, 3rd, 5th ... trial trains (chooses the thresholds), "
-              "the 2nd, 4th, 6th ... is held out (scored)")
+SPLIT_RULE = ("per class, in trial order, among the trials with CD data: the 1st, 3rd, 5th ... trial trains "
+              "(chooses the thresholds), the 2nd, 4th, 6th ... is held out (scored)")
 SELECTION_RULE = (f"among the (cd_min_effect, cd_alpha) whose false alarms on the training quiet trials are "
                   f"<= {FA_MAX:.0%}, the one with the most distorted training trials detected with onset "
                   "within one window; ties: fewer training false alarms, then the smaller cd_min_effect, then "
