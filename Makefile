@@ -5,6 +5,10 @@ SHELL      := /bin/bash
 BUILD      := build
 BIN        := $(BUILD)/bin
 VENV       := .venv
+# The distribution's Python when there is one: a venv made from a Python
+# under a private home (pyenv in /root, mode 700) cannot be run by another
+# user, and the tests run wotbench as nobody (test_clean_restart).
+PYTHON3    ?= $(firstword $(wildcard /usr/bin/python3) python3)
 PY         := $(VENV)/bin/python
 CC         ?= gcc
 CLANG      ?= clang
@@ -62,7 +66,7 @@ setup:
 PIP_Q := $(if $(filter 1,$(V)),,-q) --disable-pip-version-check
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
-	$(call say,VENV,$(VENV))python3 -m venv $(VENV)
+	$(call say,VENV,$(VENV))$(PYTHON3) -m venv $(VENV)
 	$(Q)$(VENV)/bin/pip install $(PIP_Q) --upgrade pip
 	$(call say,PIP,-e .[test])$(VENV)/bin/pip install $(PIP_Q) -e '.[test]'
 	$(Q)touch $@
