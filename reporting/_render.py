@@ -250,15 +250,15 @@ def _protocol_md(r: dict[str, Any]) -> list[str]:
     return out
 
 
-#: Measurement windows (WINDOW_S each) a run needs before its drift analysis is shown: a soak's (what a
-#: soak is for: even its 40 s ci scale), and any other run's that drifted (a trend over a minute is
-#: warm-up, not drift: the 60 s quickstart shows none).
+#: Measurement windows (WINDOW_S each) a run needs before its drift analysis is shown: a run's whose
+#: spec says `report: {drift: always}` (a soak's, even at its 40 s ci scale), and any other run's that
+#: drifted (a trend over a minute is warm-up, not drift: the 60 s quickstart shows none).
 DRIFT_WINDOWS_SOAK, DRIFT_WINDOWS_OTHER = 3, 30
 
 
 def _drift_shown(an: Analysis, tl: Timeline | None) -> bool:
-    """The drift analysis applies: a soak spec measuring at least
-    DRIFT_WINDOWS_SOAK windows, or a run of DRIFT_WINDOWS_OTHER windows or
+    """The drift analysis applies: a spec with ``report: {drift: always}``
+    measuring at least DRIFT_WINDOWS_SOAK windows, or a run of DRIFT_WINDOWS_OTHER windows or
     more with a series that drifted. Otherwise the timeline shows alone."""
     if tl is None or not tl.drifts:
         return False
@@ -272,7 +272,7 @@ def _drift_shown(an: Analysis, tl: Timeline | None) -> bool:
         spec = spec_for(find_files(an.path, need_ge=False))
     except UserError:
         return False
-    return spec is not None and "soak" in spec.name.lower()
+    return spec is not None and spec.report.drift == "always"
 
 
 def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
@@ -529,7 +529,7 @@ _MISSING = '<p class="fail">'
 
 
 def _html_timeline(an: Analysis, terms: _Terms) -> list[str]:
-    """The drift analysis where it applies (a soak, or a series that
+    """The drift analysis where it applies (`report: {drift: always}`, or a series that
     drifted), else the timeline alone, folded."""
     tl = run_timeline(an)
     if tl is None or tl.windows.empty:

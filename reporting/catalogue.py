@@ -142,7 +142,11 @@ def _median(values: Sequence[float]) -> float | None:
 
 def headline(summary: dict[str, Any]) -> dict[str, float | None]:
     """A run's headline metrics from its summary.json, over the measurement
-    phase: requests and ok; throughput = ok responses per second; response
+    phase: requests and ok; throughput = ok responses received in the phase
+    per second (the ``congestion`` section's ``throughput_ok_per_s``: what
+    was delivered, whenever it was due; without it, the phase's answered
+    requests per second of the phase, which counts a request answered
+    after the phase as well); response
     time p50/p95/p99 of every GE's answered requests pooled (the
     ``congestion`` section's, from the merged samples; without it, the
     worst GE's, which has no p95); send lag p99 of the worst GE
@@ -157,10 +161,12 @@ def headline(summary: dict[str, Any]) -> dict[str, float | None]:
     ges = [_dict(g) for g in summary.get("ges") or () if isinstance(g, dict)]
     rd = [v for d in summary.get("devices") or () if (v := _num(_dict(d).get("rd_ratio"))) is not None]
     contention = _dict(_dict(summary.get("cd")).get("contention"))
-    pooled = _dict(_dict(summary.get("congestion")).get("response_us"))
+    cong = _dict(summary.get("congestion"))
+    pooled, delivered = _dict(cong.get("response_us")), _num(cong.get("throughput_ok_per_s"))
     return {
         "requests": requests, "ok": ok,
-        "throughput": ok / (span / 1e6) if ok is not None and span > 0 else None,
+        "throughput": (delivered if delivered is not None
+                       else ok / (span / 1e6) if ok is not None and span > 0 else None),
         **{f"response_{q}_us": _num(pooled.get(q)) if pooled else _worst([_num(_dict(g.get("response_us")).get(q))
                                                                            for g in ges])
            for q in ("p50", "p95", "p99")},

@@ -80,9 +80,13 @@ def _compare_sets(args: argparse.Namespace, runs_a: list[Path], runs_b: list[Pat
 
 def cmd_compare(args: argparse.Namespace) -> int:
     _check_args(args)
-    from wotbench.reporting._compareset import runs_in
+    from wotbench.reporting._compareset import is_run, runs_in
 
     runs_a, runs_b = runs_in(args.run_a), runs_in(args.run_b)
+    for name, d, runs in (("A", args.run_a, runs_a), ("B", args.run_b, runs_b)):
+        if runs is None and not is_run(d):
+            raise UserError(f"run {name}: neither a run folder (no manifest.json, summary.json, workload/ or "
+                            "ge/) nor a folder that holds runs", d)
     if runs_a is not None or runs_b is not None:
         return _compare_sets(args, runs_a or [args.run_a], runs_b or [args.run_b])
     from wotbench.reporting._compare import CAP, compare, sample_run, thresholds, workload_hash

@@ -210,6 +210,6 @@ def write_doc(root: Path, page: Path, filters: catalogue.Filters | None = None) 
             unfilled.append(f"{page}:{b.line}: {empty}")
         contents.append(body)
     new = markers.splice(lines, blocks, contents)
-    if new != text:
-        write_atomic(page, new)
+    if new != text:      # a page that is a symbolic link: its target is rewritten, the link kept
+        write_atomic(page.resolve(), new)
     return Written(page, len(blocks), tuple(unfilled), new != text)

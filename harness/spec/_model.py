@@ -12,13 +12,13 @@ from wotbench.spec._cluster import Cluster
 from wotbench.spec._devices import DeviceGroup, read_groups
 from wotbench.spec._gateway_ut import GatewayUnderTest, read_gateway_ut
 from wotbench.spec._interference import Interference, read_interference
-from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, Sweep
+from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, ReportOptions, Sweep
 from wotbench.spec._validity import Thresholds, parse_validity
 from wotbench.spec._workload import WorkloadSpec, read_workload
 from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
-            "sweep", "validity", "capacity", "cluster", "interference", "gateway_under_test",
+            "sweep", "validity", "capacity", "cluster", "interference", "gateway_under_test", "report",
             "validate_cd")   # read by `wotbench validate-cd` only (harness/studies/validate_cd.py)
 
 
@@ -52,6 +52,8 @@ class Spec:
     """Noisy neighbours during the measurement phase (docs/interference.md)."""
     gateway_under_test: GatewayUnderTest | None = None
     """The user's gateway between the GEs and the devices; None: the GEs talk to the devices."""
+    report: ReportOptions = ReportOptions()
+    """What the run's report shows beyond its defaults (the drift analysis)."""
 
     @property
     def device_count(self) -> int:
@@ -96,6 +98,7 @@ class Spec:
             interference=read_interference(m.get("interference"), src,
                                            phases.measure_us if "phases" in m and phases else None),
             gateway_under_test=read_gateway_ut(m.get("gateway_under_test"), src),
+            report=ReportOptions.build(m.get("report"), src, ("report",)),
         )
         gut, gw = spec.gateway_under_test, spec.gateway
         if gut is not None and gut.north == "http" and (gw.nstart is not None or gw.probing_rate is not None):

@@ -172,6 +172,25 @@ class Placement:
                    reserve=cores)
 
 
+#: ``report.drift``'s values.
+REPORT_DRIFT = ("auto", "always")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the run's report shows beyond its defaults (docs/spec.md,
+    "report"). ``drift``: ``auto`` shows the drift analysis for a run of
+    5 min or more whose series drifted; ``always`` for any run of 30 s or
+    more (what a soak is for, even at its 40 s ci scale)."""
+
+    drift: str = "auto"
+
+    @classmethod
+    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> ReportOptions:
+        m = read.mapping(v, src, at, {"drift"})
+        return cls(drift=read.choice(m.get("drift", "auto"), src, at + ("drift",), REPORT_DRIFT))
+
+
 @dataclass(frozen=True)
 class Phases:
     warmup_us: int

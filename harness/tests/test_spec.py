@@ -113,6 +113,19 @@ def test_validity_is_checked_with_the_rest(spec_file):
     assert e.field == "validity.no_such_limit"
 
 
+def test_report_options(spec_file):
+    """report.drift: auto by default, always where asked; nothing in a name
+    decides it (a spec named soak without the key is auto)."""
+    assert load(spec_file, BASE)[0].spec.report.drift == "auto"
+    assert load(spec_file, BASE.replace("name: t", "name: soak"))[0].spec.report.drift == "auto"
+    assert load(spec_file, BASE + "report: {drift: always}\n")[0].spec.report.drift == "always"
+    assert spec.load(REPO / "experiments" / "soak.yaml", scale="ci")[0].spec.report.drift == "always"
+    e = err(spec_file, BASE + "report: {drift: sometimes}\n")
+    assert (e.field, e.line) == ("report.drift", 16) and e.what.startswith("expected one of auto, always")
+    e = err(spec_file, BASE + "report: {timeline: no}\n")
+    assert e.field == "report.timeline"
+
+
 def test_sweep_makes_one_run_per_value(spec_file):
     runs = load(spec_file, BASE + "sweep: {key: 'devices[0].count', values: [1, 5, 10]}\n")
     assert [r.spec.device_count for r in runs] == [1, 5, 10]

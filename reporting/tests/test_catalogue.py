@@ -88,6 +88,20 @@ def test_a_row_holds_the_headline_metrics_of_the_measurement_phase(tmp_path):
     assert e.manifest is not None and e.manifest["hostname"] == "vm"
 
 
+def test_throughput_is_what_arrived_in_the_phase_when_the_summary_has_it(tmp_path):
+    """A saturated link answers the phase's requests long after it: the
+    congestion section's delivered rate, not the answered requests per
+    second of the phase (which would read as the offered rate)."""
+    d = make_run(tmp_path)
+    doc = json.loads((d / "summary.json").read_text())
+    doc["congestion"]["throughput_ok_per_s"] = 52.5
+    (d / "summary.json").write_text(json.dumps(doc))
+    assert cat.entry(d).throughput == 52.5
+    del doc["congestion"]
+    (d / "summary.json").write_text(json.dumps(doc))
+    assert cat.entry(d).throughput == pytest.approx(5940 / 60.0)
+
+
 def test_without_the_pooled_percentiles_the_worst_ge_is_shown(tmp_path):
     d = make_run(tmp_path, ges=2)
     doc = json.loads((d / "summary.json").read_text())

@@ -109,15 +109,18 @@ def test_html_written_and_only_over_its_own(runs: dict[str, Path], tmp_path: Pat
     (["{a}", "{a2}", "--threshold", "p98=5%"], ["--threshold", "no metric"]),
     (["{a}", "{a2}", "--alpha", "0.7"], ["--alpha"]),
     (["{a}", "{empty}"], ["no GE output"]),
+    (["{a}", "{other}"], ["run B: neither a run folder", "nor a folder that holds runs"]),
 ])
 def test_bad_input_one_line(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
                             args: list[str], words: list[str]) -> None:
     (tmp_path / "f.txt").write_text("x")
+    (tmp_path / "other" / "notes").mkdir(parents=True)         # a folder of something else
+    (tmp_path / "other" / "notes" / "x.txt").write_text("x")
     (tmp_path / "empty" / layout.WORKLOAD).mkdir(parents=True)
     (tmp_path / "empty" / layout.WORKLOAD / layout.TRACE).write_bytes((runs["a"] / layout.WORKLOAD
                                                                       / layout.TRACE).read_bytes())
     subs = {"tmp": str(tmp_path), "a": str(runs["a"]), "a2": str(runs["a2"]), "file": str(tmp_path / "f.txt"),
-            "empty": str(tmp_path / "empty")}
+            "empty": str(tmp_path / "empty"), "other": str(tmp_path / "other")}
     assert main(["compare", *(x.format(**subs) for x in args)]) == 2
     _one_error(capsys, *words)
 

@@ -219,7 +219,7 @@ def test_html_tables_read_as_a_person_would(reported):
 
 def test_drift_essay_only_where_drift_applies(tmp_path):
     """The drift analysis is shown for a run of 5 min or more with a series
-    that drifted (or a soak spec of 30 s or more); a 60 s quickstart whose
+    that drifted (or, with `report: {drift: always}`, of 30 s or more); a 60 s quickstart whose
     memory rose in warm-up, or a flat run, shows its timeline alone."""
     from types import SimpleNamespace
 
@@ -237,8 +237,12 @@ def test_drift_essay_only_where_drift_applies(tmp_path):
     from wotbench.spec import load
 
     soak = load(Path(__file__).resolve().parents[2] / "experiments" / "soak.yaml", scale="ci")[0]
-    (tmp_path / "spec.yaml").write_text(soak.yaml())        # a run of the soak spec
+    (tmp_path / "spec.yaml").write_text(soak.yaml())        # a run of the soak spec: report.drift always
     assert shown(60, False) and shown(40, False) and not shown(20, False)
+    # the key decides, not the name: the soak spec without it is auto
+    (tmp_path / "spec.yaml").write_text(soak.yaml().replace("drift: always", "drift: auto"))
+    assert "drift: auto" in (tmp_path / "spec.yaml").read_text()
+    assert not shown(60, False) and not shown(40, False)
 
 
 def test_reading_guide_has_every_anchor_the_report_names():

@@ -159,6 +159,17 @@ def test_writing_twice_gives_the_same_bytes(tmp_path, capsys):
     assert rc == 1 and page.read_bytes() == first and err[-1].endswith("; unchanged")
 
 
+def test_a_page_that_is_a_symbolic_link_is_written_through_it(tmp_path, capsys):
+    """The link stays a link; its target gets the new page."""
+    results = _results(tmp_path / "results")
+    target = _page(tmp_path / "real" / "page.md", RD)
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    assert _write(results, link, capsys)[0] == 0
+    assert link.is_symlink() and link.readlink() == target
+    assert "stale content" not in target.read_text() and "| devices[0].count=1 |" in target.read_text()
+
+
 def test_inside_a_repository_the_report_is_a_relative_link(tmp_path, capsys):
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
