@@ -107,10 +107,12 @@ def _observe_csv(values: np.ndarray, grp: GroupWorkload, seeds: np.ndarray) -> l
     return [(head + "".join(f"{r}{int(sd)}\n" for r in rows)).encode() for sd in seeds.tolist()]
 
 
-#: What tracegen writes into its output folder: all that --force may replace.
-CONTENTS = outpath.Contents("wotbench tracegen", frozenset({"trace.csv", "devices.csv", "expected.json"}),
+#: What tracegen writes into its output folder, generated or from a capture
+#: (capture.json, service/: tracegen/_fromcapture.py): all that --force may replace.
+CONTENTS = outpath.Contents("wotbench tracegen",
+                            frozenset({"trace.csv", "devices.csv", "expected.json", "capture.json"}),
                             {"resources": r"dev-\d+\.csv", "traces": r"dev-\d+\.csv",
-                             "cd": r"(trace|resources)\.csv"})
+                             "cd": r"(trace|resources)\.csv", "service": r"dev-\d+\.csv"})
 
 
 def check_out(outdir: str | os.PathLike[str], overwrite: bool) -> tuple[Path, bool]:

@@ -35,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "--service exp:5ms --seed 1 --out wl/")
     p.add_argument("--spec", type=Path, metavar="FILE",
                    help="experiment spec (YAML); its workload and devices are used")
+    p.add_argument("--from-pcap", type=Path, metavar="FILE",
+                   help="derive the workload from a packet capture (pcap or pcapng, CoAP over UDP): "
+                        "trace, per-device resources with captured service times, capture.json")
+    p.add_argument("--max-packets", metavar="N",
+                   help="with --from-pcap: read only the first N packets of the capture (default: all)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (must not exist or be empty)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output directory that tracegen made (nothing else in it)")
@@ -166,9 +171,50 @@ def _check_budget(spec: WorkloadSpec, args: argparse.Namespace) -> None:
         raise
 
 
+def _from_pcap(args: argparse.Namespace) -> int:
+    """``--from-pcap FILE``: the workload of a capture, and a short table of what was found."""
+    from tabulate import tabulate
+
+    from wotbench.tracegen._fromcapture import from_capture
+
+    given = [f for f in ("spec", *_WORKLOAD_FLAGS, "seed") if getattr(args, f) is not None]
+    given += ["per_device_traces"] if args.per_device_traces else []
+    if given:
+        raise UserError("cannot be combined with --from-pcap (the capture is the workload)",
+                        field="--" + given[0].replace("_", "-"))
+    from wotbench.base.units import parse_count
+
+    limit = None if args.max_packets is None else parse_count(args.max_packets, "--max-packets", minimum=1)
+    start = time.perf_counter()
+    out = from_capture(args.from_pcap, args.out, overwrite=args.force, max_packets=limit)
+    s: dict[str, Any] = out.summary
+    m, sv = s["matched"], s["service"]
+    rate = "-" if s["rate_per_s"] is None else f"{s['rate_per_s']:.1f}/s"
+    rows = [("capture", f"{s['file']} ({s['capture_format']}, {s['linktype_name']})"),
+            ("packets / CoAP messages", f"{s['packets']} / {s['coap_messages']}"
+             + (" (stopped at --max-packets)" if s["stopped_early"] else "")),
+            ("requests (in the trace)", f"{s['requests']} ({s['requests_in_trace']}), {rate}"),
+            ("devices / resources", f"{s['devices']} / {s['resources']}"),
+            ("answered / unanswered", f"{m['requests_answered']} / {m['requests_unanswered']}"),
+            ("responses unmatched / extra", f"{m['responses_unmatched']} / {m['responses_extra']}"),
+            ("retransmissions", s["retransmissions"]),
+            ("CON / NON", f"{s['types']['CON']} / {s['types']['NON']}"),
+            ("service p50 (p5-p95)", "-" if sv["p50_us"] is None
+             else f"{sv['p50_us']:.0f} us ({sv['p5_us']:.0f}-{sv['p95_us']:.0f})"),
+            ("skipped", ", ".join(f"{k} {v}" for k, v in s["skipped"].items() if v) or "none")]
+    print(tabulate(rows, tablefmt="plain"))
+    print(f"tracegen: {s['requests_in_trace']} requests to {s['devices']} devices from {s['file']} -> "
+          f"{out.outdir} in {time.perf_counter() - start:.2f} s ({sv['note']})")
+    return 0
+
+
 def cmd_tracegen(args: argparse.Namespace) -> int:
     from wotbench.tracegen._generate import check_out, generate
 
+    if args.from_pcap is not None:
+        return _from_pcap(args)
+    if args.max_packets is not None:
+        raise UserError("only with --from-pcap", field="--max-packets")
     start = time.perf_counter()
     check_out(args.out, args.force)      # a bad --out is refused before any work
     spec = spec_from_args(args)
