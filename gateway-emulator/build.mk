@@ -5,7 +5,8 @@
 GE_DIR  := gateway-emulator
 GE_MODS := err json cli files hosts trace plan north hist wire timers ring \
            window reuse state loop recv counters stats output rt \
-           http_parse http_req http cc held textout rtolog obs obstab obsout
+           http_parse http_req http cc held textout rtolog obs obstab obsout \
+           txstamp
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.
@@ -18,7 +19,8 @@ GE_ASAN_OBJS := $(addprefix $(GE_OBJ)/asan/,$(GE_MODS:=.o) cpulist.o buildinfo.o
 # (neither main, cli, the socket loop nor the summary writer).
 GE_FUZZ_TRACE_MODS := err files hosts trace plan north wire hist
 GE_FUZZ_DATAGRAM_MODS := $(GE_FUZZ_TRACE_MODS) recv state window ring timers \
-                         output reuse rt json cc textout rtolog obs obstab obsout
+                         output reuse rt json cc textout rtolog obs obstab obsout \
+                         txstamp
 # The HTTP response parser alone (pure: bytes in, events out).
 GE_FUZZ_HTTP_MODS := http_parse
 GE_FUZZ_OBJS := $(addprefix $(GE_OBJ)/fuzz/,$(GE_FUZZ_DATAGRAM_MODS:=.o) \

@@ -22,7 +22,9 @@
   X(rsts)                                                                      \
   X(acks_sent)                                                                 \
   X(ack_send_errors)                                                           \
-  X(mid_reuse_early) /* (socket, peer, MID) reused within 247 s */
+  X(mid_reuse_early)    /* (socket, peer, MID) reused within 247 s */          \
+  X(tx_stamps_kernel)   /* sent stamps that are the kernel's (txstamp.h) */    \
+  X(tx_stamps_fallback) /* sent stamps taken in user space */
 #define GE_GARBAGE_COUNTERS(X)                                                 \
   X(truncated)                                                                 \
   X(unparseable)                                                               \

@@ -11,6 +11,9 @@
   "device_id,method,uri,intended_us,sent_us,recv_us,response_us,"              \
   "latency_intended_us,send_lag_us,status,code,retransmissions,service_us"
 #define GE_STATUSES "ok,timeout,error"
+/* Summary counters of the sent stamps: the kernel's, or user-space ones
+ * (README.md, "Kernel send stamps"); they sum to the requests sent. */
+#define GE_TX_STAMP_COUNTERS "tx_stamps_kernel,tx_stamps_fallback"
 /* --rto-out: one row per event of a CON exchange. */
 #define GE_RTO_COLUMNS                                                         \
   "row,device_id,peer,event,tx,t_us,timer_us,rto_us,rtt_us,kind,used"

@@ -60,11 +60,8 @@ int64_t ge_held_pop(struct ge_loop *L, uint32_t peer, int64_t now) {
   uint32_t idx = head(h);
   ge_ring_pop(&h->q);
   struct ge_rec *s = ge_win_at(&L->win, idx);
-  s->gen++; /* its give-up timer is stale now */
-  int64_t waited = now - due_ns(L, s);
-  if (waited > 0 && (uint64_t)(waited / 1000) > L->held.wait_max_us)
-    L->held.wait_max_us = (uint64_t)(waited / 1000);
-  return idx;
+  s->gen++;   /* its give-up timer is stale now */
+  return idx; /* its wait: held.wait_max_us once its sent stamp settles */
 }
 
 /* PROBING_RATE: while the peer is silent, no more than `rate` bytes per

@@ -8,13 +8,22 @@
  * them can wait for a gap in the schedule without moving their times:
  * sends come first, and replies are read when the next send is at least
  * GE_DRAIN_GAP_NS away, after GE_RECV_BATCH sends, or GE_DRAIN_MAX_NS
- * after the last read, and always before a timer acts on a request. */
+ * after the last read, and always before a timer acts on a request.
+ *
+ * Sends are stamped by the kernel too (SO_TIMESTAMPING software TX stamps,
+ * OPT_ID keys): the stamps queue on each socket's error queue, which is
+ * read before the socket's replies, and replace the user-space stamps
+ * (txstamp.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/errqueue.h> /* after time.h: struct timespec */
+#include <linux/net_tstamp.h>
 
 #include <coap3/coap.h>
 
@@ -51,6 +60,24 @@
 /* Reading replies: in a gap of at least this, and at least this often. */
 #define GE_DRAIN_GAP_NS 3000
 #define GE_DRAIN_MAX_NS 100000
+/* Kernel send stamps: software TX stamps with an OPT_ID key and no copy of
+ * the datagram; RX_FILTER keeps them off received datagrams (their
+ * SO_TIMESTAMPNS stamp is enough), where the kernel knows the flag. */
+#define GE_TX_FLAGS                                                            \
+  (SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |                  \
+   SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY)
+#define GE_TX_RX_FILTER (1 << 17) /* SOF_TIMESTAMPING_OPT_RX_FILTER */
+/* An error-queue message: SCM_TIMESTAMPNS, SCM_TIMESTAMPING and the
+ * IP(V6)_RECVERR extended error with the key. */
+#define GE_TXQ_CTL 256
+
+struct ge_txq {
+  struct mmsghdr msgs[GE_RECV_BATCH];
+  union {
+    char buf[GE_TXQ_CTL];
+    struct cmsghdr align;
+  } ctl[GE_RECV_BATCH];
+};
 
 static uint64_t xorshift(uint64_t *s) {
   uint64_t x = *s;
@@ -60,14 +87,32 @@ static uint64_t xorshift(uint64_t *s) {
   return *s = x;
 }
 
+/* Kernel send stamps on socket si (fd): refused (an old kernel), its sends
+ * keep their user-space stamps (tx_stamps_fallback). */
+static void tx_enable(struct ge_loop *L, unsigned si, int fd) {
+  int f = GE_TX_FLAGS | GE_TX_RX_FILTER;
+  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &f, sizeof f)) {
+    f = GE_TX_FLAGS; /* an older kernel: no RX_FILTER */
+    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &f, sizeof f))
+      return;
+  }
+  L->tx.sk[si].on = true;
+  L->tx.sk[si].key = 0;
+}
+
 int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
   if (L->cfg->north == GE_NORTH_HTTP)
     L->nsock = 0; /* no datagrams: TCP to the gateway (http.c) */
   L->socks = malloc((L->nsock ? L->nsock : 1) * sizeof *L->socks);
-  if (!L->socks) {
+  L->txq = calloc(1, sizeof *L->txq);
+  if (!L->socks || !L->txq) {
     ge_err_set(e, NULL, 0, "sockets", "out of memory");
     return -1;
   }
+  for (unsigned i = 0; i < GE_RECV_BATCH; i++)
+    L->txq->msgs[i].msg_hdr =
+        (struct msghdr){.msg_control = L->txq->ctl[i].buf,
+                        .msg_controllen = sizeof L->txq->ctl[i].buf};
   for (unsigned i = 0; i < L->nsock; i++)
     L->socks[i] = -1;
   L->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -103,6 +148,7 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
       ge_err_set(e, NULL, 0, "SO_TIMESTAMPNS", "%s", strerror(errno));
       return -1;
     }
+    tx_enable(L, i, fd);
     if (bind(fd, (struct sockaddr *)&any, sizeof any)) {
       ge_err_set(e, NULL, 0, "bind", "%s", strerror(errno));
       return -1;
@@ -114,6 +160,98 @@ int ge_loop_open(struct ge_loop *L, struct ge_err *e) {
     }
   }
   return L->cfg->north == GE_NORTH_HTTP ? ge_http_open(L, e) : 0;
+}
+
+/* A send stamp from the error queue: its OPT_ID key and CLOCK_REALTIME
+ * ns. False for anything else. */
+static bool tx_stamp_of(struct msghdr *h, uint32_t *key, int64_t *real) {
+  bool k = false, t = false;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+      struct scm_timestamping ts;
+      memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      *real = (int64_t)ts.ts[0].tv_sec * 1000000000LL + ts.ts[0].tv_nsec;
+      t = *real > 0;
+    } else if ((c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR) ||
+               (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR)) {
+      struct sock_extended_err ee;
+      memcpy(&ee, CMSG_DATA(c), sizeof ee);
+      *key = ee.ee_data;
+      k = ee.ee_errno == ENOMSG && ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING &&
+          ee.ee_info == SCM_TSTAMP_SND;
+    }
+  }
+  return k && t;
+}
+
+/* Socket si's error queue cannot be read: its waiting entries are
+ * fallbacks and the kernel stops stamping its sends (else the unread
+ * stamps would fill its receive buffer and keep it ready for epoll). If
+ * that fails too, its stamps stay on with their keys lost: the queue is
+ * still drained and every send keeps its own stamp. */
+static void tx_unreadable(struct ge_loop *L, unsigned si) {
+  ge_tx_reset(&L->tx, si, true);
+  int none = 0;
+  if (setsockopt(L->socks[si], SOL_SOCKET, SO_TIMESTAMPING, &none,
+                 sizeof none) == 0)
+    L->tx.sk[si].on = false;
+}
+
+/* The kernel's send stamps queued on socket si (its error queue): each
+ * replaces its request's user-space stamp (txstamp.h). An error-queue
+ * read that fails turns the socket's stamps off. */
+static void tx_drain(struct ge_loop *L, unsigned si) {
+  struct ge_txq *q = L->txq;
+  for (unsigned round = 0; round < 8; round++) {
+    int r = recvmmsg(L->socks[si], q->msgs, GE_RECV_BATCH,
+                     MSG_ERRQUEUE | MSG_DONTWAIT, NULL);
+    int err = r < 0 ? errno : 0;
+    if (r < 0 && err != EAGAIN && err != EWOULDBLOCK && err != EINTR)
+      tx_unreadable(L, si);
+    if (r <= 0) {
+      L->tx.sk[si].unread = err == EINTR && L->tx.sk[si].on;
+      return;
+    }
+    int64_t off = ge_real_minus_mono(), now = ge_now_ns();
+    for (int i = 0; i < r; i++) {
+      struct msghdr *h = &q->msgs[i].msg_hdr;
+      uint32_t key = 0;
+      int64_t real = 0;
+      if (tx_stamp_of(h, &key, &real))
+        ge_tx_stamp(&L->tx, &L->win, si, key, real - off - L->t0, now - L->t0);
+      h->msg_controllen = sizeof q->ctl[i].buf;
+    }
+    if (r < GE_RECV_BATCH) {
+      L->tx.sk[si].unread = false;
+      return;
+    }
+  }
+}
+
+/* After a send from socket si (r: sendmsg's result): its key is taken; a
+ * failed send may or may not have taken one, so the socket's stamps are
+ * read, the entries still waiting are fallbacks, and its keys restart at
+ * 0 (OPT_ID set anew; failing that, its stamps are off). r < 0: -1. */
+static int tx_after(struct ge_loop *L, unsigned si, ssize_t r) {
+  if (r >= 0) {
+    ge_tx_sent(&L->tx, si);
+    return 0;
+  }
+  if (si >= L->tx.nsock || !L->tx.sk[si].on || L->tx.sk[si].lost)
+    return -1;
+  int err = errno, f = 0;
+  tx_drain(L, si);
+  socklen_t len = sizeof f;
+  bool off = getsockopt(L->socks[si], SOL_SOCKET, SO_TIMESTAMPING, &f, &len);
+  int g = f & ~SOF_TIMESTAMPING_OPT_ID;
+  off = off ||
+        setsockopt(L->socks[si], SOL_SOCKET, SO_TIMESTAMPING, &g, sizeof g) ||
+        setsockopt(L->socks[si], SOL_SOCKET, SO_TIMESTAMPING, &f, sizeof f);
+  ge_tx_reset(&L->tx, si, off);
+  if (ge_state_tx_settle(L, false))
+    L->oom = true;
+  errno = err;
+  return -1;
 }
 
 static int transmit(struct ge_loop *L, uint32_t idx) {
@@ -140,7 +278,7 @@ static int transmit(struct ge_loop *L, uint32_t idx) {
   do
     r = sendmsg(L->socks[s->sock], &mh, 0);
   while (r < 0 && errno == EINTR);
-  return r < 0 ? -1 : 0;
+  return tx_after(L, s->sock, r);
 }
 
 /* A CON exchange's first timer, from its peer's congestion control
@@ -360,7 +498,7 @@ static void send_rereg(struct ge_loop *L, uint32_t obs) {
   do
     r = sendmsg(L->socks[o->sock], &mh, 0);
   while (r < 0 && errno == EINTR);
-  if (r < 0)
+  if (tx_after(L, o->sock, r))
     L->c.send_errors++;
 }
 
@@ -373,7 +511,7 @@ static void flush_acks(struct ge_loop *L) {
       r = sendto(L->socks[L->ackq.v[i].sock], m, sizeof m, 0,
                  (struct sockaddr *)&L->ackq.v[i].to, sizeof L->ackq.v[i].to);
     while (r < 0 && errno == EINTR);
-    if (r < 0)
+    if (tx_after(L, L->ackq.v[i].sock, r))
       L->c.ack_send_errors++;
     else
       L->c.acks_sent++;
@@ -385,8 +523,9 @@ struct rxbuf {
   struct mmsghdr msgs[GE_RECV_BATCH];
   struct iovec iov[GE_RECV_BATCH];
   struct sockaddr_in6 from[GE_RECV_BATCH];
-  union {
-    char buf[CMSG_SPACE(sizeof(struct timespec))];
+  union { /* SCM_TIMESTAMPNS; SCM_TIMESTAMPING too without RX_FILTER */
+    char buf[CMSG_SPACE(sizeof(struct timespec)) +
+             CMSG_SPACE(sizeof(struct scm_timestamping))];
     struct cmsghdr align;
   } ctl[GE_RECV_BATCH];
   uint8_t data[GE_RECV_BATCH][GE_DGRAM_MAX];
@@ -426,6 +565,16 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
                      struct ge_err *e) {
   if (ge_rto_on(&L->rto)) /* at most one event per datagram */
     rto_room(L, GE_RECV_BATCH);
+  /* Before the replies that end them; also while entries wait, since a
+   * stamp can come after the send returned (a neighbour still resolving):
+   * it would otherwise sit unread and keep the socket ready (EPOLLERR). */
+  if (ge_tx_unread(&L->tx, si) || ge_tx_waiting(&L->tx, si)) {
+    tx_drain(L, si);
+    if (ge_state_tx_settle(L, false)) {
+      ge_err_set(e, NULL, 0, "loop", "out of memory");
+      return -1;
+    }
+  }
   int r = recvmmsg(L->socks[si], rx->msgs, GE_RECV_BATCH, MSG_DONTWAIT, NULL);
   int64_t now = ge_now_ns();
   if (r < 0) {
@@ -478,6 +627,9 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int timeout_ms,
   int total = 0;
   for (int k = 0; k < nev; k++) {
     uint32_t d = ev[k].data.u32;
+    if (!(d & GE_HTTP_TAG) && (ev[k].events & EPOLLERR) && d < L->tx.nsock &&
+        L->tx.sk[d].on) /* a send stamp came after its queue was read */
+      L->tx.sk[d].unread = true;
     int r = d & GE_HTTP_TAG ? ge_http_event(L, d, ev[k].events)
                             : rx_socket(L, rx, d, e);
     if (r < 0 && (d & GE_HTTP_TAG))
@@ -782,6 +934,10 @@ int ge_loop_run(struct ge_loop *L, struct ge_err *e) {
   int rc = 0;
   while (!rc && (L->next < L->plan->n || L->outstanding > 0))
     rc = turn(L, rx, e);
+  if (!rc && ge_state_tx_settle(L, true)) { /* stamps that never came */
+    ge_err_set(e, NULL, 0, "loop", "out of memory");
+    rc = -1;
+  }
   if (!rc)
     L->t_end = ge_now_ns();
   free(rx);
@@ -797,6 +953,8 @@ void ge_loop_close(struct ge_loop *L) {
   if (L->epfd >= 0)
     close(L->epfd);
   free(L->socks);
+  free(L->txq);
+  L->txq = NULL;
   L->socks = NULL;
   L->epfd = -1;
 }

@@ -33,6 +33,8 @@ int ge_state_init(struct ge_loop *L, const struct ge_config *cfg,
   L->ccp = calloc(np, sizeof *L->ccp);
   L->hp = calloc(np, sizeof *L->hp);
   ge_rt_init(&L->rt, cfg);
+  if (ge_tx_init(&L->tx, p->nsock))
+    return -1;
   if (!L->rq || !L->sq || !L->peer_parsed || !L->peer_sent || !L->timed_out ||
       !L->retried || !L->pdu || !L->ccp || !L->hp)
     return -1;
@@ -83,21 +85,51 @@ long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e) {
   return got;
 }
 
-int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now) {
-  struct ge_rec *s = ge_win_at(&L->win, idx);
-  s->sent_ns = now - L->t0;
-  int64_t sent_us = ge_us(s->sent_ns);
-  if (sent_us - (int64_t)s->ts_us > L->cfg->late_us)
+/* A settled sent stamp (e: in send order) enters the statistics. */
+static int settled(struct ge_loop *L, const struct ge_tx_ent *e) {
+  int64_t sent_us = ge_us(e->sent_ns);
+  if (e->state == GE_TX_KERNEL)
+    L->c.tx_stamps_kernel++;
+  else if (!L->http.n) /* HTTP north: TCP has no per-request stamp to miss */
+    L->c.tx_stamps_fallback++;
+  if (sent_us - (int64_t)e->ts_us > L->cfg->late_us)
     L->c.late_sends++;
-  if (ge_hist_add(&L->send_lag, (uint64_t)(sent_us - (int64_t)s->ts_us)))
+  if (ge_hist_add(&L->send_lag, (uint64_t)(sent_us - (int64_t)e->ts_us)))
     return -1;
-  if (idx == 0)
+  if (e->held && (uint64_t)(sent_us - (int64_t)e->ts_us) > L->held.wait_max_us)
+    L->held.wait_max_us = (uint64_t)(sent_us - (int64_t)e->ts_us);
+  /* a stamp is never earlier than the one before it; 0 if ever */
+  int64_t rit = sent_us > L->sent_prev_us ? sent_us - L->sent_prev_us : 0;
+  if (e->idx == 0)
     L->sent_first_us = sent_us;
-  else if (ge_hist_add(&L->rit_submitted,
-                       (uint64_t)(sent_us - L->sent_prev_us)))
+  else if (ge_hist_add(&L->rit_submitted, (uint64_t)rit))
     return -1;
   L->sent_prev_us = sent_us;
   return 0;
+}
+
+int ge_state_tx_settle(struct ge_loop *L, bool all) {
+  if (all)
+    for (unsigned i = 0; i < L->tx.nsock; i++)
+      ge_tx_reset(&L->tx, i, false);
+  struct ge_tx_ent e;
+  while (ge_tx_pop(&L->tx, &e))
+    if (settled(L, &e))
+      return -1;
+  return 0;
+}
+
+int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now) {
+  struct ge_rec *s = ge_win_at(&L->win, idx);
+  s->sent_ns = now - L->t0;
+  if (ge_tx_full(&L->tx)) { /* the oldest waited too long */
+    ge_tx_wrap(&L->tx);
+    if (ge_state_tx_settle(L, false))
+      return -1;
+  }
+  ge_tx_push(&L->tx, idx, L->http.n ? UINT32_MAX : s->sock, s->sent_ns,
+             s->ts_us, s->state == GE_HELD);
+  return ge_state_tx_settle(L, false);
 }
 
 int ge_state_take_rank(struct ge_loop *L, uint32_t idx, int64_t at_ns) {
@@ -168,8 +200,10 @@ void ge_state_finish(struct ge_loop *L, uint32_t idx, uint8_t state) {
   s->state = state;
   s->gen++;
   L->outstanding--;
-  if (sent)
+  if (sent) {
+    ge_tx_end(&L->tx, L->http.n ? UINT32_MAX : s->sock, idx);
     sent_request_ends(L, s, state);
+  }
   if (state == GE_OK)
     L->c.ok++;
   else if (state == GE_TIMEOUT)
@@ -264,6 +298,7 @@ void ge_state_free(struct ge_loop *L) {
   ge_hist_free(&L->send_lag);
   ge_hist_free(&L->response);
   ge_hist_free(&L->latency);
+  ge_tx_free(&L->tx);
   ge_heap_free(&L->heap);
   ge_hist_free(&L->timer0);
   free(L->ccp);

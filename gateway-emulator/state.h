@@ -27,6 +27,7 @@
 #include "rtolog.h"
 #include "timers.h"
 #include "trace.h"
+#include "txstamp.h"
 #include "window.h"
 
 #define GE_RECV_BATCH 32   /* datagrams per recvmmsg */
@@ -73,6 +74,8 @@ struct ge_held_stats {
   uint64_t queue_timeouts; /* held past --timeout-ms: timeouts, never sent */
 };
 
+struct ge_txq; /* loop.c */
+
 struct ge_loop {
   const struct ge_config *cfg;
   const struct ge_plan *plan;
@@ -89,6 +92,8 @@ struct ge_loop {
   struct ge_out out;
   struct ge_rto rto; /* --rto-out (rtolog.c); rto.ev NULL: off */
   struct ge_hist rit_submitted, send_lag, response, latency;
+  struct ge_tx tx;    /* the kernel's send stamps (txstamp.h) */
+  struct ge_txq *txq; /* their error-queue buffers (loop.c) */
   int64_t sent_first_us, sent_prev_us;
   uint64_t feed_forced;   /* parses forced in front of a due send */
   uint64_t output_forced; /* rows formatted in front of the sends (backlog) */
@@ -126,10 +131,15 @@ int ge_state_init(struct ge_loop *L, const struct ge_config *cfg,
                   uint32_t salt, uint64_t seed, int out_fd);
 /* Parses up to max more requests into the window: the count, or -1. */
 long ge_state_feed(struct ge_loop *L, unsigned max, struct ge_err *e);
-/* Request idx counts as sent at `now` (monotonic ns): its sent stamp, the
- * send-lag and submitted inter-arrival distributions (in the order of the
- * sends), late_sends. 0, or -1 out of memory. */
+/* Request idx counts as sent at `now` (monotonic ns): its sent stamp,
+ * which the kernel's may replace (txstamp.h); once it is settled, in the
+ * order of the sends: the send-lag and submitted inter-arrival
+ * distributions, late_sends, tx_stamps_*. 0, or -1 out of memory. */
 int ge_state_sent(struct ge_loop *L, uint32_t idx, int64_t now);
+/* The sent stamps settled so far go into the statistics (in send order);
+ * `all`: every one still waiting for its kernel stamp is settled with its
+ * own (the end of the run). 0, or -1 out of memory. */
+int ge_state_tx_settle(struct ge_loop *L, bool all);
 /* Request idx takes the next rank of its peer at at_ns (rel. t0: its
  * sent_ns, or its give-up): its (socket, MID) is in use from then,
  * checked for early reuse. Each peer's requests take their ranks in

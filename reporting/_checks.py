@@ -572,6 +572,10 @@ def _counter_warnings(a: A) -> list[str]:
     """What the GE and device counters say beyond the checks."""
     out = [f"GE {g['ge']} received {g['counters']['malformed']} malformed datagrams (truncated or not CoAP)"
            for g in a["ges"] if g["counters"] and g["counters"]["malformed"]]
+    out += [f"GE {g['ge']}: {c['tx_stamps_fallback']} of {c['tx_stamps_fallback'] + (c.get('tx_stamps_kernel') or 0)} "
+            "sends carry the GE's own stamp from before its send call, not the kernel's: their send lag leaves out "
+            "the send itself (gateway-emulator/README.md, \"Kernel send stamps\")"
+            for g in a["ges"] if (c := g["counters"]) and c.get("tx_stamps_fallback")]
     dc = a["device_counters"]
     n503 = sum(g["overloaded"] for g in a["ges"])
     if dc["totals"]["overflow"] > n503:

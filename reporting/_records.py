@@ -40,6 +40,7 @@ OBSERVED = Obj({
 #: What the checks read of a GE's summary JSON (gateway-emulator/README.md).
 GE_SUMMARY = Obj({
     "requests": _I, "late_sends": (_I, _0), "send_errors": (_I, _0),
+    "tx_stamps_kernel": (_I, _0), "tx_stamps_fallback": (_I, _0),
     "config": (Obj({"late_us": (_N, _0)}), _0),
     "garbage": (Obj({"total": (_I, _0), "truncated": (_I, _0), "unparseable": (_I, _0)}), _0),
     "sched": (Obj({"policy": (_S, _0), "stalls": (_I, _0), "stall_max_us": (_N, _0), "yields": (_I, _0),
@@ -133,6 +134,7 @@ def ge_counters(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"requests": doc.get("requests"), "late_sends": doc.get("late_sends"),
             "late_us": (doc.get("config") or {}).get("late_us"), "send_errors": doc.get("send_errors"),
             "garbage": garbage.get("total"),
+            "tx_stamps_kernel": doc.get("tx_stamps_kernel"), "tx_stamps_fallback": doc.get("tx_stamps_fallback"),
             "malformed": sum(int(garbage.get(k) or 0) for k in ("truncated", "unparseable"))}
 
 

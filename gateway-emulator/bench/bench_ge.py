@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,9 @@ def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep
     if p.returncode != 0:
         sys.exit(f"bench-ge: wotbench-ge failed: {p.stderr}")
     s = json.loads(summ.read_text())
-    rows = pd.read_csv(out, usecols=["intended_us", "sent_us", "status"])
+    rows = pd.read_csv(out, usecols=["intended_us", "sent_us", "recv_us", "status"])
+    lag = (rows.sent_us - rows.intended_us).dropna().to_numpy()
+    resp = (rows.recv_us - rows.sent_us).dropna().to_numpy()
     submitted = np.diff(rows.sent_us.to_numpy())
     expected = np.diff(rows.intended_us.to_numpy().astype(float))
     ks = stats.ks_2samp(submitted, expected)
@@ -79,6 +82,12 @@ def one_run(work: Path, mean_us: float, args: argparse.Namespace, port: int, rep
         "send_lag_p50_us": s["send_lag_us"]["p50"],
         "send_lag_p99_us": s["send_lag_us"]["p99"],
         "send_lag_max_us": s["send_lag_us"]["max"],
+        # from the CSV: the summary has no p99.9
+        "send_lag_p999_us": float(np.percentile(lag, 99.9)),
+        "response_p99_us": float(np.percentile(resp, 99)) if len(resp) else None,
+        "response_p999_us": float(np.percentile(resp, 99.9)) if len(resp) else None,
+        # absent (None) from a GE before kernel send stamps
+        "tx_stamps_kernel": s.get("tx_stamps_kernel"), "tx_stamps_fallback": s.get("tx_stamps_fallback"),
         "late_sends": s["late_sends"],
         "response_p50_us": s["response_us"]["p50"] if s["response_us"] else None,
         "ks_statistic": round(float(ks.statistic), 5),
@@ -110,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ge-args", default="--ack-timeout-ms 300 --max-retransmit 0",
                     help="more wotbench-ge flags (default: a CON unanswered past the device's capacity "
                          "times out in 0.3 s, not after four retransmissions)")
+    ap.add_argument("--pause-s", type=float, default=0.5,
+                    help="idle time after each run: two SCHED_FIFO runs back to back share one RT period "
+                         "and the second is throttled for tens of ms (seen at 10k/s, where the trace is "
+                         "made quickly)")
     ap.add_argument("--ge", action="append", default=[], metavar="LABEL=PATH",
                     help="GE binaries to compare, interleaved in every repetition (default: this tree's)")
     args = ap.parse_args(argv)
@@ -125,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 for rep in range(args.repetitions):
                     for ge in ges:       # side by side: every binary once per repetition
                         r = one_run(work, mean, args, port, rep, ge)
+                        time.sleep(args.pause_s)
                         runs[ge[0]].append(r)
                         print(json.dumps(r), flush=True)
                 for label, _ in ges:

@@ -158,6 +158,8 @@ def check_main(r: GeRun, gw: Gateway, conns: int) -> None:
     s = r.summary
     assert s["north"] == {"protocol": "http", "gateway": gw.address, "mode": "http",
                           "sockets": "one", "nsock": 0}
+    # TCP sends keep the GE's own stamp and are not fallbacks (no report warning)
+    assert (s["tx_stamps_kernel"], s["tx_stamps_fallback"]) == (0, 0)
     h = s["http"]
     assert h["connections"] == conns
     assert h["requests_sent"] == len(MAIN)

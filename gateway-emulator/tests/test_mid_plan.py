@@ -83,3 +83,5 @@ def test_more_than_65536_requests_to_one_device_all_answered(ge_bin, make_device
     # duplicate cache or dropped: every request gets its own response.
     assert s["ok"] == n, s
     assert s["garbage"]["total"] == 0 and s["mid_reuse_early"] == 0
+    # two sockets, read through epoll: each send carries its socket's kernel stamp
+    assert s["tx_stamps_kernel"] == n and s["tx_stamps_fallback"] == 0, s

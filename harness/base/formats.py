@@ -25,6 +25,10 @@ GE_OUTPUT_COLUMNS: tuple[str, ...] = (
     "retransmissions", "service_us",
 )
 GE_STATUSES: tuple[str, ...] = ("ok", "timeout", "error")
+#: Top-level counters of the GE summary JSON: first transmissions whose sent
+#: stamp is the kernel's software TX stamp, and those that kept the stamp the
+#: GE took before `sendmsg` (docs/formats.md, "GE summary JSON").
+GE_TX_STAMP_COUNTERS: tuple[str, ...] = ("tx_stamps_kernel", "tx_stamps_fallback")
 
 #: `wotbench-ge --rto-out FILE`: one row per event of a CON exchange
 #: (docs/formats.md, "GE RTO log CSV"); `event` is one of GE_RTO_EVENTS,

@@ -35,6 +35,7 @@ C_MIRRORS: tuple[tuple[str, str, str], ...] = (
     (GE_H, "GE_HOSTS_COLUMNS", "HOSTS_COLUMNS"),
     (GE_H, "GE_OUTPUT_COLUMNS", "GE_OUTPUT_COLUMNS"),
     (GE_H, "GE_STATUSES", "GE_STATUSES"),
+    (GE_H, "GE_TX_STAMP_COUNTERS", "GE_TX_STAMP_COUNTERS"),
     (GE_H, "GE_RTO_COLUMNS", "GE_RTO_COLUMNS"),
     (GE_H, "GE_RTO_EVENTS", "GE_RTO_EVENTS"),
     (GE_H, "GE_RTO_KINDS", "GE_RTO_KINDS"),
@@ -196,6 +197,7 @@ def check_doc_values(s: Sources) -> list[str]:
     sections = doc_sections(s.text[DOC])
     for title, field, name in (("Trace CSV", "method", "METHODS"),
                                ("GE per-request output CSV", "status", "GE_STATUSES"),
+                               ("GE summary JSON", "tx_stamps", "GE_TX_STAMP_COUNTERS"),
                                ("GE RTO log CSV", "event", "GE_RTO_EVENTS"),
                                ("GE RTO log CSV", "kind", "GE_RTO_KINDS"),
                                ("GE notify CSV", "status", "NOTIFY_STATUSES")):

@@ -121,6 +121,16 @@ def test_malformed_datagrams_are_a_warning(make_run):
     assert any("GE 0 received 3 malformed datagrams" in w for w in r["warnings"])
 
 
+def test_sends_without_a_kernel_stamp_are_a_warning(make_run):
+    run = make_run()
+    assert not any("send itself" in w for w in analyze_run(run)["warnings"])
+    edit_json(run / "ge" / "ge-0.summary.json", tx_stamps_kernel=90, tx_stamps_fallback=10)
+    r = analyze_run(run)
+    assert any(w.startswith("GE 0: 10 of 100 sends carry the GE's own stamp") for w in r["warnings"]), r["warnings"]
+    edit_json(run / "ge" / "ge-0.summary.json", tx_stamps_fallback=0)
+    assert not any("send itself" in w for w in analyze_run(run)["warnings"])
+
+
 def test_data_that_cannot_be_analysed_get_a_verdict_from_the_records(make_run):
     run = make_run()
     (run / "ge" / "ge-0.csv").write_text("not,a,ge,file\n1,2,3,4\n")
