@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +33,7 @@ from wotbench.base.inputfile import shown
 from wotbench.base.version import __version__
 from wotbench.tracegen._capture import LINKTYPES, CaptureReader, Messages, read_capture
 from wotbench.tracegen._csvtext import device_host
-from wotbench.tracegen._generate import CONTENTS, _install
+from wotbench.tracegen._generate import CONTENTS, write_folder
 from wotbench.tracegen._pairs import CON, NON, Pairs, match
 
 __all__ = ["CAPTURE_FORMAT", "CaptureWorkload", "from_capture", "SERVICE_NOTE"]
@@ -262,20 +260,7 @@ def from_capture(capture: str | os.PathLike[str], outdir: str | os.PathLike[str]
     tr = _trace_of(m, pairs)
     if tr.rows.size == 0:
         raise _no_requests(reader, m)
-    made = outpath.make_parents(final)
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    except BaseException:
-        outpath.remove_made(made)
-        raise
-    try:
-        summary = _write_all(tmp, reader, m, pairs, tr)
-        outpath.write_marker(tmp, CONTENTS.maker)
-        _install(tmp, final, replace)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        outpath.remove_made(made)
-        raise
+    summary = write_folder(final, replace, lambda tmp: _write_all(tmp, reader, m, pairs, tr))
     return CaptureWorkload(final, final / "trace.csv", summary)
 
 

@@ -25,7 +25,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -46,10 +46,14 @@ from wotbench.tracegen._obsrows import (
 from wotbench.tracegen._requests import Requests, _group_by_device, build_requests
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from wotbench.spec import GroupWorkload, WorkloadSpec
 
-__all__ = ["generate", "check_out", "CONTENTS", "GeneratedWorkload", "Requests", "build_requests", "device_host",
-           "CD_HOST", "CD_PATH", "EXPECTED_FORMAT"]
+_T = TypeVar("_T")
+
+__all__ = ["generate", "check_out", "write_folder", "CONTENTS", "GeneratedWorkload", "Requests", "build_requests",
+           "device_host", "CD_HOST", "CD_PATH", "EXPECTED_FORMAT"]
 
 CD_HOST = "cd-node"
 CD_PATH = "/r/0"
@@ -133,6 +137,14 @@ def generate(spec: WorkloadSpec, outdir: str | os.PathLike[str], *, per_device_t
     tracegen made it (see :func:`check_out`).
     """
     final, replace = check_out(outdir, overwrite)
+    return write_folder(final, replace, lambda tmp: _write_all(spec, tmp, Path(outdir), per_device_traces))
+
+
+def write_folder(final: Path, replace: bool, fill: Callable[[Path], _T]) -> _T:
+    """``fill`` writes tracegen's files into a temporary folder beside
+    ``final``, which then becomes ``final`` with tracegen's marker (see
+    :func:`_install`); on any error nothing is left, not even the folders
+    made above ``final``."""
     made = outpath.make_parents(final)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
@@ -140,7 +152,7 @@ def generate(spec: WorkloadSpec, outdir: str | os.PathLike[str], *, per_device_t
         outpath.remove_made(made)
         raise
     try:
-        info = _write_all(spec, tmp, Path(outdir), per_device_traces)
+        info = fill(tmp)
         outpath.write_marker(tmp, CONTENTS.maker)
         _install(tmp, final, replace)
     except BaseException:
