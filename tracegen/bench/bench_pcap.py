@@ -215,6 +215,8 @@ def measure(reader: str, limit: int) -> dict[str, Any]:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
+        if out is not None:             # the folder this bench made, not left behind
+            shutil.rmtree(out.parent)
         raise SystemExit(f"bench: {reader} failed: {err.decode(errors='replace')[-500:]}")
     row: dict[str, Any] = {"wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024,
                            "cpu_s": usage.ru_utime + usage.ru_stime}
