@@ -73,6 +73,11 @@ __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate
 
 #: The detector's alpha values of the ROC sweep.
 ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
+#: How the labels of the two sets are judged (docs/validate-cd.md).
+TRAINING_TRUTH = ("a training trial's distortion is judged against the training quiet trials of its mode only, "
+                  "a training quiet trial's window from the training injected episodes only, so no held-out "
+                  "trial shapes what the selection counts; a held-out trial is judged against every quiet "
+                  "trial of its mode (its labels never reach the selection)")
 
 
 def schedule(classes: Sequence[str], trials: int, quiet: int, quiet_classes: Sequence[str] = (QUIET,)) -> list[str]:
@@ -288,12 +293,18 @@ def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
     """The thresholds chosen on the training trials and the held-out scores."""
     sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
     train = {i for i, s in sets.items() if s == "train"}
-    grid = {(me, a): outcomes(trials, data, dist, a, me) for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
+    training = [t for t in trials if t.index in train]
+    held = [t for t in trials if t.index in sets and t.index not in train]
+    # The labels the selection counts come from the training trials alone:
+    # their quiet references and the quiet trials' window (TRAINING_TRUTH).
+    train_dist = distortions(training, data)
+    grid = {(me, a): outcomes(training, data, train_dist, a, me)
+            for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
     best, rows = score.select(grid, train)
-    test = [o for o in grid[(best.min_effect, best.alpha)] if o.index not in train]
-    own = [o for o in outcomes(trials, data, dist) if o.index not in train]
+    test = outcomes(held, data, dist, best.alpha, best.min_effect)
+    own = outcomes(held, data, dist)
     return {"split_rule": score.SPLIT_RULE, "selection_rule": score.SELECTION_RULE,
-            "train": sorted(train), "test": sorted(set(sets) - train),
+            "truth_rule": TRAINING_TRUTH, "train": sorted(train), "test": sorted(set(sets) - train),
             "chosen": asdict(best), "grid": [asdict(c) for c in rows],
             "heldout": [a.to_dict() for a in score.agreements(test)],
             "heldout_run_thresholds": [a.to_dict() for a in score.agreements(own)]}

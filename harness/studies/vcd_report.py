@@ -70,6 +70,7 @@ def _selection(sel: Mapping[str, Any] | None) -> list[str]:
              f"Split: {sel['split_rule']}. Training trials: {', '.join(map(str, sel['train'])) or '-'}; "
              f"held out: {', '.join(map(str, sel['test'])) or '-'}.", "",
              f"Rule: {sel['selection_rule']}.", "",
+             *([f"Truth: {sel['truth_rule']}.", ""] if sel.get("truth_rule") else []),
              f"**Chosen: cd_min_effect {c['min_effect']:g}, cd_alpha {c['alpha']:g}** (training false alarms "
              f"{_rate(c['fa'])}, distorted training trials detected with onset within one window "
              f"{_rate(c['hit'])}{'' if c['meets_fa'] else '; NO setting met the false-alarm bound'}).", "",

@@ -141,11 +141,12 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
             assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
 
 
-def _fake_trial(root: Path, name: str, contention_from_s: float | None) -> Path:
+def _fake_trial(root: Path, name: str, contention_from_s: float | None, extra: float = 0.3) -> Path:
     """A finished trial run folder (synthetic data, cd.rit 100 ms) with its
     spec.yaml and, with contention, the interference.json the harness writes."""
     run = synth_run(root / name, SynthSpec(devices=2, measure_s=40.0, warmup_s=2.0, calibration_s=10.0,
-                                           cd_rit_s=0.1, contention_from_s=contention_from_s))
+                                           cd_rit_s=0.1, contention_from_s=contention_from_s,
+                                           contention_extra=extra))
     shutil.copy(SPEC, run / layout.SPEC)
     doc = yaml.safe_load((run / layout.SPEC).read_text())
     doc.pop("validate_cd")
@@ -228,3 +229,32 @@ def test_reanalyze_combines_folders_into_a_new_one_and_splits_per_class(tmp_path
     assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "different scales" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_selection_counts_labels_judged_on_training_trials_only(tmp_path, capsys, stored):
+    """A held-out 'quiet' trial whose devices were loaded must not change
+    what the selection counts: the training hog trial is judged against the
+    training quiet trial alone (with every quiet trial pooled, the loaded one
+    would lift the reference and the hog trial would no longer count as distorted)."""
+    from wotbench.commands.main import main
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    heavy = _fake_trial(stored["hog"].parent, "heavy", 0.0, extra=20.0)   # a loaded "quiet" trial
+    (heavy / layout.INTERFERENCE).unlink()
+    for folder, quiet_run in ((a, "q"), (b, heavy.name)):
+        folder.mkdir()
+        rel = os.path.relpath(stored["hog"].parent, folder)
+        (folder / "validation.json").write_text(json.dumps({
+            "spec": "x.yaml", "scale": "ci", "started_epoch_s": 1.0, "planned": ["cpu2-20s", "quiet-busy"],
+            "trials": [{"index": 1, "cls": "cpu2-20s", "run_dir": f"{rel}/hog", "status": "?"},
+                       {"index": 2, "cls": "quiet-busy", "run_dir": f"{rel}/{quiet_run}", "status": "?"}]}))
+    assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c")]) == 0
+    out = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    v = json.loads((out / "validation.json").read_text())
+    sel = v["selection"]
+    assert sel["train"] == [1, 2] and sel["test"] == [3, 4] and "training quiet trials" in sel["truth_rule"]
+    assert sel["chosen"]["hit"] == {"k": 1, "n": 1, "rate": 1.0, "ci": sel["chosen"]["hit"]["ci"]}
+    # The whole-set truth of the same trial pools the loaded held-out quiet trial: not distorted.
+    whole = v["trials"][0]["distortion"]
+    assert whole["quiet_trials"] == 2 and whole["distorted"] is False, whole
+    assert "Truth: a training trial's distortion" in (out / "validation.md").read_text()
