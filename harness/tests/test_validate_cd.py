@@ -199,18 +199,25 @@ def test_reanalyze_recomputes_from_stored_runs(tmp_path, stored):
     assert "## Thresholds chosen on the training trials" in md
 
 
-def test_reanalyze_combines_folders_into_a_new_one_and_splits_per_class(tmp_path, capsys, stored):
-    from wotbench.commands.main import main
-
-    a, b = tmp_path / "a", tmp_path / "b"
-    runs = stored
-    for folder in (a, b):
+def _batches(tmp_path: Path, runs: Path, quiet: tuple[str, str]) -> tuple[Path, Path]:
+    """Two validate-cd folders a and b of one hog trial and one quiet trial
+    each (the quiet trials' run folders named by ``quiet``), for --reanalyze."""
+    folders = tmp_path / "a", tmp_path / "b"
+    for folder, q in zip(folders, quiet, strict=True):
         folder.mkdir()
-        rel = os.path.relpath(stored["hog"].parent, folder)
+        rel = os.path.relpath(runs, folder)
         (folder / "validation.json").write_text(json.dumps({
             "spec": "x.yaml", "scale": "ci", "started_epoch_s": 1.0, "planned": ["cpu2-20s", "quiet-busy"],
             "trials": [{"index": 1, "cls": "cpu2-20s", "run_dir": f"{rel}/hog", "status": "?"},
-                       {"index": 2, "cls": "quiet-busy", "run_dir": f"{rel}/q", "status": "?"}]}))
+                       {"index": 2, "cls": "quiet-busy", "run_dir": f"{rel}/{q}", "status": "?"}]}))
+    return folders
+
+
+def test_reanalyze_combines_folders_into_a_new_one_and_splits_per_class(tmp_path, capsys, stored):
+    from wotbench.commands.main import main
+
+    a, b = _batches(tmp_path, stored["hog"].parent, ("q", "q"))
+    runs = stored
     assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c")]) == 0
     out = Path(capsys.readouterr().out.strip().splitlines()[-1])
     assert out.parent == tmp_path / "c" and runs["hog"].is_dir()
@@ -238,16 +245,9 @@ def test_the_selection_counts_labels_judged_on_training_trials_only(tmp_path, ca
     would lift the reference and the hog trial would no longer count as distorted)."""
     from wotbench.commands.main import main
 
-    a, b = tmp_path / "a", tmp_path / "b"
     heavy = _fake_trial(stored["hog"].parent, "heavy", 0.0, extra=20.0)   # a loaded "quiet" trial
     (heavy / layout.INTERFERENCE).unlink()
-    for folder, quiet_run in ((a, "q"), (b, heavy.name)):
-        folder.mkdir()
-        rel = os.path.relpath(stored["hog"].parent, folder)
-        (folder / "validation.json").write_text(json.dumps({
-            "spec": "x.yaml", "scale": "ci", "started_epoch_s": 1.0, "planned": ["cpu2-20s", "quiet-busy"],
-            "trials": [{"index": 1, "cls": "cpu2-20s", "run_dir": f"{rel}/hog", "status": "?"},
-                       {"index": 2, "cls": "quiet-busy", "run_dir": f"{rel}/{quiet_run}", "status": "?"}]}))
+    a, b = _batches(tmp_path, stored["hog"].parent, ("q", heavy.name))
     assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c")]) == 0
     out = Path(capsys.readouterr().out.strip().splitlines()[-1])
     v = json.loads((out / "validation.json").read_text())
