@@ -48,6 +48,7 @@ from wotbench.reporting._multihost import (
 )
 from wotbench.reporting._notify import ObservePlot, observe_section
 from wotbench.reporting._records import device_section, ge_counters, ge_sched, ge_summary, harness_section
+from wotbench.reporting._replayed import replay_section
 from wotbench.reporting._stream import QGRID, GeStream, PeakBins, prefetched
 from wotbench.spec import Spec, Thresholds, load_saved
 
@@ -329,6 +330,7 @@ def analyze(run_dir: Path, thresholds: Thresholds | None = None) -> Analysis:
         "swarm": rec.swarm,
         "hosts": h.hosts,
         "interference": read_interference(files.root),   # injected noisy neighbours, or None
+        "replay": replay_section(files),                   # workload.replay: what was replayed, or None
     }
     # Congestion control (strategy, NSTART): its part, and the requests NSTART held,
     # which the send-lag checks do not hold against the GE.

@@ -107,8 +107,10 @@ def cd_service_us(spec: Spec | None) -> float | None:
     """The CD node's service time S the spec asked for (cd.service, else the devices' mean)."""
     if spec is None:
         return None
-    if spec.workload is not None:
+    if spec.workload is not None and (spec.workload.replay is None or spec.workload.cd_service_us is not None):
         return float(spec.workload.cd_service_effective_us())
+    if spec.workload is not None:     # a replay's auto S is of the replayed trace: as the CD node echoes it
+        return None
     return float(spec.cd.service_us) if spec.cd.service_us is not None else None
 
 

@@ -43,6 +43,7 @@ from wotbench.reporting._repetitions import (
     repetition_points,
     repetition_text,
 )
+from wotbench.reporting._replayed import REPLAY_RIT_NOTE, replay_sentence
 from wotbench.reporting._reportdir import check_outputs
 from wotbench.reporting._sweepfigs import repetition_figures, sweep_figures
 from wotbench.reporting._tables import (
@@ -168,6 +169,7 @@ def terminal_text(an: Analysis) -> str:
     shared = _shared_note(r)
     lines = [f"== {run_id(an)}: {r['verdict'].upper()}", *_term_reasons(r),
              f"   {_headline(r)}"]
+    lines += [f"   workload: {replay_sentence(r['replay'])}"] if r.get("replay") else []
     lines += [f"   ! {shared}"] if shared else []
     lines += [f"   ! {n}" for n in run_notes(an)] + [""]
     if r.get("gateway"):
@@ -178,10 +180,12 @@ def terminal_text(an: Analysis) -> str:
         lines += ["Congestion control", *[f"   {x}" for x in congestion_lines(r["congestion"])],
                   text_table(congestion_table(r["congestion"])), ""]
     lines += ["Checks", text_table(_short_checks(r), maxcolwidths=[None, None, 90]), STATS_NOTE, ""]
-    for title, t in (("Rate and send lag", rate_table(r)),
-                     ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r)),
-                     ("Latency", latency_table(r))):
-        lines += [title, text_table(t), ""]
+    replay_note = [REPLAY_RIT_NOTE] if r.get("replay") else []
+    for title, t, note in (("Rate and send lag", rate_table(r), []),
+                           ("Request inter-arrival time, expected vs submitted (paper Table 1)", rit_table(r),
+                            replay_note),
+                           ("Latency", latency_table(r), [])):
+        lines += [title, text_table(t), *note, ""]
     ot = observe_table(r)
     if ot:
         lines += ["Observe (RFC 7641 notifications)", text_table(ot), OBSERVE_NOTE, ""]
@@ -279,6 +283,7 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
     r = an.result
     shared = _shared_note(r)
     out = [f"# WoTbench run {run_id(an)}", "", f"**Verdict: {r['verdict'].upper()}** — {_headline(r)}.", ""]
+    out += [f"Workload: {replay_sentence(r['replay'])}.", ""] if r.get("replay") else []
     if shared:
         out += [f"> {shared}", ""]
     if r["reasons"]:
@@ -292,6 +297,7 @@ def markdown(an: Analysis, figures: Figures, fig_dir: str | None) -> str:
         out += ["## Warnings", ""] + [f"- {w}" for w in r["warnings"]] + [""]
     out += ["## Workload integrity", "", "Rate and send lag:", "", _md_table(rate_table(r)), "",
             "Request inter-arrival time, expected vs submitted (paper Table 1):", "", _md_table(rit_table(r)), "",
+            *([REPLAY_RIT_NOTE, ""] if r.get("replay") else []),
             "## Latency", "", _md_table(latency_table(r)), ""]
     ot = observe_table(r)
     if ot:
@@ -552,6 +558,7 @@ def html_page(an: Analysis, figures: Figures) -> str:
     terms.seen |= {glossary_anchor("GE"), glossary_anchor("CD-GE")}
     parts = [f"<h1>WoTbench run {html.escape(rid)}</h1>",
              f'<p id="verdict"><span class="verdict {r["verdict"]}">{r["verdict"].upper()}</span> {head}.</p>']
+    parts += [f'<p id="replay">Workload: {html.escape(replay_sentence(r["replay"]))}.</p>'] if r.get("replay") else []
     if r["reasons"]:
         parts.append(_html_reasons(r))
     if shared:
@@ -577,6 +584,7 @@ def html_page(an: Analysis, figures: Figures) -> str:
               _html_table(rate_table(r), terms=terms),
               f"<h3>{terms('Request inter-arrival time (RIT), expected vs submitted (paper Table 1)')}</h3>",
               _html_table(rit_table(r), terms=terms),
+              *([f'<p class="meta">{html.escape(REPLAY_RIT_NOTE)}</p>'] if r.get("replay") else []),
               '<h2 id="latency">Latency</h2>', _html_table(latency_table(r), terms=terms)]
     ot = observe_table(r)
     if ot:

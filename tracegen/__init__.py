@@ -25,15 +25,18 @@ if TYPE_CHECKING:
     from wotbench.tracegen._distribution import Distribution, parse_distribution
     from wotbench.tracegen._fromcapture import CaptureWorkload, from_capture
     from wotbench.tracegen._generate import GeneratedWorkload, build_requests, device_host, generate
+    from wotbench.tracegen._replay import replay, replay_info, replay_times
 
 __all__ = ["generate", "GeneratedWorkload", "build_requests", "device_host", "Distribution",
-           "parse_distribution", "from_capture", "CaptureWorkload"]
+           "parse_distribution", "from_capture", "CaptureWorkload", "replay", "replay_times",
+           "replay_info"]
 
 _WHERE = {
     "generate": "_generate", "GeneratedWorkload": "_generate", "build_requests": "_generate",
     "device_host": "_generate",
     "Distribution": "_distribution", "parse_distribution": "_distribution",
     "from_capture": "_fromcapture", "CaptureWorkload": "_fromcapture",
+    "replay": "_replay", "replay_times": "_replay", "replay_info": "_replay",
 }
 
 

@@ -1,13 +1,14 @@
 """A packet capture (pcap or pcapng) read into compact per-message CoAP columns.
 
-The records are read by dpkt (``dpkt.pcap.Reader``, ``dpkt.pcapng.Reader``:
-the measured winner of ``tracegen/bench/bench_pcap.py``), the link, IP and
+The records are read by dpkt (``dpkt.pcap.Reader``; pcapng by dpkt's block
+classes, one interface's link type and clock per packet: the measured
+winner of ``tracegen/bench/bench_pcap.py``), the link, IP and
 UDP layers are decoded by dpkt and the CoAP message by aiocoap's
 ``Message.decode``. Nothing per packet is kept as a Python object: each
 CoAP message becomes one row of fixed-width columns (:class:`Messages`,
-about 40 bytes), gathered in ``array`` buffers and handed out in NumPy
-chunks of :data:`CHUNK` rows; endpoints (address and port) and request
-paths are interned into tables.
+45 bytes), gathered in ``array`` buffers and handed out in NumPy
+chunks of :data:`CHUNK` rows; endpoints (address and port), request paths and
+queries are interned into tables.
 
 Link types: Ethernet (VLAN tags included), Linux cooked SLL and SLL2, raw
 IP; IPv4 and IPv6; UDP on any port. What is not a CoAP message is counted
@@ -52,6 +53,7 @@ LINKTYPES = {1: "ethernet", 113: "linux-sll", 276: "linux-sll2", 101: "raw", 12:
              228: "raw-ipv4", 229: "raw-ipv6"}
 _MAX_T_US = 1 << 62                     # far beyond any capture's clock, within int64
 _IP_FRAGMENT = 44                       # the IPv6 Fragment extension header
+_OBSERVE_LIMIT = 1 << 24                # Observe values have 3 bytes (RFC 7641): a longer one is ignored
 
 
 @dataclass
@@ -68,8 +70,11 @@ class Messages:
     tkl: np.ndarray           # uint8, token length
     payload: np.ndarray       # int32, payload bytes
     path: np.ndarray          # int32, path id of a request (-1: a response or empty message)
+    query: np.ndarray         # int32, query id of a request with Uri-Query options (-1: none)
+    observe: np.ndarray       # int32, the Observe option's value (-1: none)
 
-    COLUMNS = ("t_us", "src", "dst", "mtype", "code", "mid", "token", "tkl", "payload", "path")
+    COLUMNS = ("t_us", "src", "dst", "mtype", "code", "mid", "token", "tkl", "payload", "path", "query",
+               "observe")
 
     @property
     def size(self) -> int:
@@ -92,9 +97,13 @@ class Messages:
     def empty(cls) -> Messages:
         return _Buffers().take()
 
+    def take(self, rows: np.ndarray | slice) -> Messages:
+        """The rows ``rows`` (indices or a mask) as new columns."""
+        return Messages(*(getattr(self, c)[rows] for c in self.COLUMNS))
+
 
 _TYPECODES = {"t_us": "q", "src": "i", "dst": "i", "mtype": "B", "code": "B", "mid": "H", "token": "Q",
-              "tkl": "B", "payload": "i", "path": "i"}
+              "tkl": "B", "payload": "i", "path": "i", "query": "i", "observe": "i"}
 
 
 class _Buffers:
@@ -180,29 +189,40 @@ class CaptureReader:
     stopped_early: bool = False
     format: str = ""
     linktype: int = -1
+    linktypes: list[int] = field(default_factory=list)
+    """The link type of each interface (pcapng: in the order described, across sections)."""
     packets: int = 0
     endpoints: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    queries: list[tuple[str, ...]] = field(default_factory=list)
+    """The distinct Uri-Query option lists of the requests (query ids index it)."""
+    messages: int = 0
     skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SKIPS, 0))
     with_query: int = 0
     _ep_ids: dict[bytes, int] = field(default_factory=dict)
     _path_ids: dict[str, int] = field(default_factory=dict)
+    _query_ids: dict[tuple[str, ...], int] = field(default_factory=dict)
 
     def chunks(self) -> Iterator[Messages]:
         """The capture's CoAP messages, :data:`CHUNK` rows at a time."""
         with _open_regular(self.path) as fh:
             guard = _Guarded(fh, str(self.path))
-            reader = self._reader(guard)
-            link = _link_decoder(self.linktype, self.path)
+            packets = self._reader(guard)
+            links: dict[int, Callable[[bytes], Any]] = {}
             buf = _Buffers()
-            for ts, pkt in self._records(reader, guard):
+            for ts, pkt, iface in self._records(packets, guard):
+                link = links.get(iface)
+                if link is None:
+                    link = links[iface] = _link_decoder(self.linktypes[iface], self.path)
                 self._packet(buf, ts, pkt, link)
                 if len(buf) >= CHUNK:
                     yield buf.take()
             if len(buf):
                 yield buf.take()
 
-    def _reader(self, guard: _Guarded) -> Any:
+    def _reader(self, guard: _Guarded) -> Iterator[tuple[float, bytes, int]]:
+        """(time, bytes, interface) of each record: pcap's (one interface), or
+        pcapng's, each interface with its own link type and clock."""
         for fmt, cls in (("pcap", dpkt.pcap.Reader), ("pcapng", dpkt.pcapng.Reader)):
             guard.seek(0)
             try:
@@ -210,15 +230,20 @@ class CaptureReader:
             except (ValueError, dpkt.UnpackError, struct.error, _CaptureTooBig):
                 continue
             self.format, self.linktype = fmt, int(reader.datalink())
-            return reader
+            if fmt == "pcap":
+                self.linktypes.append(self.linktype)
+                return ((ts, pkt, 0) for ts, pkt in reader)
+            guard.seek(0)
+            return _pcapng_packets(guard, self.linktypes)
         raise UserError("not a pcap or pcapng capture (no capture header)", shown(self.path), field="format")
 
-    def _records(self, reader: Any, guard: _Guarded) -> Iterator[tuple[float, bytes]]:
-        """(time, bytes) of each record; the cut last one counted, not yielded."""
-        it = iter(reader)
+    def _records(self, packets: Iterator[tuple[float, bytes, int]],
+                 guard: _Guarded) -> Iterator[tuple[float, bytes, int]]:
+        """(time, bytes, interface) of each record; the cut last one counted, not yielded."""
+        it = packets
         while True:
             try:
-                ts, pkt = next(it)
+                ts, pkt, iface = next(it)
             except StopIteration:
                 break
             except (dpkt.UnpackError, struct.error, ValueError):
@@ -234,7 +259,7 @@ class CaptureReader:
             if guard.last_short:            # pcap: the body of the last record is cut
                 self.skipped["cut_last_record"] += 1
                 return
-            yield ts, pkt
+            yield ts, pkt, iface
             if self.packets == self.max_packets:
                 self.stopped_early = True
                 return
@@ -268,12 +293,24 @@ class CaptureReader:
 
     def _row(self, buf: _Buffers, t_us: int, ip: Any, udp: Any, msg: Any) -> None:
         code = int(msg.code)
-        path = -1
+        path = query = -1
         if 0 < code < 32:
             path = self._path(tuple(msg.opt.uri_path))
-            self.with_query += bool(msg.opt.uri_query)
+            if msg.opt.uri_query:
+                self.with_query += 1
+                query = self._query(tuple(msg.opt.uri_query))
+        obs = msg.opt.observe
+        self.messages += 1
         buf.add(t_us, self._endpoint(ip.src, udp.sport), self._endpoint(ip.dst, udp.dport), int(msg.mtype),
-                code, msg.mid, int.from_bytes(msg.token, "big"), len(msg.token), len(msg.payload), path)
+                code, msg.mid, int.from_bytes(msg.token, "big"), len(msg.token), len(msg.payload), path, query,
+                int(obs) if obs is not None and 0 <= obs < _OBSERVE_LIMIT else -1)
+
+    def _query(self, segments: tuple[str, ...]) -> int:
+        got = self._query_ids.get(segments)
+        if got is None:
+            got = self._query_ids[segments] = len(self.queries)
+            self.queries.append(segments)
+        return got
 
     def _endpoint(self, addr: bytes, port: int) -> int:
         key = addr + port.to_bytes(2, "big")
@@ -295,6 +332,60 @@ class CaptureReader:
             got = self._path_ids[key] = len(self.paths)
             self.paths.append(key)
         return got
+
+
+_SHB_LE = b"\x4d\x3c\x2b\x1a"            # the byte-order magic 0x1A2B3C4D written little-endian
+#: dpkt's class of a packet block by (enhanced?, little-endian?).
+_PACKET_BLOCKS = {(True, True): dpkt.pcapng.EnhancedPacketBlockLE, (True, False): dpkt.pcapng.EnhancedPacketBlock,
+                  (False, True): dpkt.pcapng.PacketBlockLE, (False, False): dpkt.pcapng.PacketBlock}
+
+
+def _pcapng_packets(guard: _Guarded, linktypes: list[int]) -> Iterator[tuple[float, bytes, int]]:
+    """(time, bytes, interface) of each packet of a pcapng file. Every block is
+    decoded by dpkt's block classes; the walk over them is here because
+    ``dpkt.pcapng.Reader`` applies its first interface's link type and clock
+    to every packet. ``linktypes`` gets each interface's link type as it is
+    described (the interface numbers of later sections follow on)."""
+    ng = dpkt.pcapng
+    le, base = True, 0
+    clocks: list[tuple[float, int]] = []        # (ticks per second, offset in s) per interface
+    while True:
+        head = guard.read(8)
+        if len(head) < 8:
+            return
+        if head[:4] == b"\x0a\x0d\x0d\x0a":       # a section header: its byte order follows
+            bom = guard.read(4)
+            le, head = bom == _SHB_LE, head + bom
+            base = len(linktypes)
+        btype, blen = struct.unpack("<II" if le else ">II", head[:8])
+        if blen < 12 or blen % 4:
+            raise dpkt.UnpackError(f"block length {blen}")
+        buf = head + guard.read(blen - len(head))
+        if btype == ng.PCAPNG_BT_SHB:
+            (ng.SectionHeaderBlockLE if le else ng.SectionHeaderBlock)(buf)
+            clocks = []
+        elif btype == ng.PCAPNG_BT_IDB:
+            idb = (ng.InterfaceDescriptionBlockLE if le else ng.InterfaceDescriptionBlock)(buf)
+            linktypes.append(int(idb.linktype))
+            clocks.append(_clock(idb, le))
+        elif btype in (ng.PCAPNG_BT_EPB, ng.PCAPNG_BT_PB):
+            blk = _PACKET_BLOCKS[btype == ng.PCAPNG_BT_EPB, le](buf)
+            if blk.iface_id >= len(clocks):
+                raise dpkt.UnpackError(f"interface {blk.iface_id} not described")
+            per_s, offset = clocks[blk.iface_id]
+            yield offset + ((blk.ts_high << 32) | blk.ts_low) / per_s, blk.pkt_data, base + blk.iface_id
+
+
+def _clock(idb: Any, le: bool) -> tuple[float, int]:
+    """An interface's time resolution (ticks per second) and offset (s), as dpkt reads them."""
+    per_s, offset = 1e6, 0
+    for opt in idb.opts:
+        if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL:
+            v = struct.unpack("b", opt.data)[0]
+            per_s = float((2 if v & 0x80 else 10) ** (v & 0x7F))
+        elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET:
+            offset = struct.unpack("<q" if le else ">q", opt.data)[0]
+    return per_s, offset
 
 
 def _link_decoder(linktype: int, path: Path) -> Callable[[bytes], Any]:

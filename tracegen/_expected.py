@@ -139,7 +139,7 @@ def _group_entry(spec: WorkloadSpec, g: int, first: int, cmat: np.ndarray, rits:
         "target": {
             "rate_per_s_per_device": _r(spec.device_rate_per_us()[g] * 1e6),
             "rit": _target_rit(spec, g),
-            "service": sampler(grp.service).describe(stats.PERCENTILES),
+            "service": sampler(grp.service).describe(stats.PERCENTILES) if grp.service is not None else None,
             "resource_mean_us": _r(grp.resource_mean_us),
         },
     }

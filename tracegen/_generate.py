@@ -134,8 +134,15 @@ def generate(spec: WorkloadSpec, outdir: str | os.PathLike[str], *, per_device_t
     renamed at the end; folders made above it are removed again on error).
 
     An existing non-empty ``outdir`` is an error unless ``overwrite`` and
-    tracegen made it (see :func:`check_out`).
+    tracegen made it (see :func:`check_out`). A spec with ``replay`` writes
+    the replayed capture instead (:func:`wotbench.tracegen._replay.replay`).
     """
+    if spec.replay is not None:         # a captured workload replayed (tracegen/_replay.py)
+        if per_device_traces:
+            raise UserError("not with a replay (workload.replay)", field="--per-device-traces")
+        from wotbench.tracegen._replay import replay
+
+        return replay(spec, outdir, overwrite=overwrite)
     final, replace = check_out(outdir, overwrite)
     return write_folder(final, replace, lambda tmp: _write_all(spec, tmp, Path(outdir), per_device_traces))
 

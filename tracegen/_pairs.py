@@ -22,15 +22,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from wotbench.tracegen._capture import Messages
+from wotbench.tracegen._capture import CHUNK, Messages
 
-__all__ = ["EXCHANGE_LIFETIME_US", "ACK", "CON", "NON", "Pairs", "match"]
+__all__ = ["EXCHANGE_LIFETIME_US", "WINDOW_REQUESTS", "ACK", "CON", "NON", "RST", "Pairs", "Done", "Matcher", "match"]
 
 EXCHANGE_LIFETIME_US = 247_000_000
+#: The most requests the streaming window holds (:class:`Matcher`); beyond,
+#: its oldest ones are finalised early (``window`` in capture.json).
+WINDOW_REQUESTS = 1 << 17
 CON, NON, ACK, RST = 0, 1, 2, 3
 
 
@@ -125,3 +129,130 @@ def match(m: Messages) -> Pairs:
                  responses_extra=int(found.sum()) - int(first_at.size),
                  responses_unmatched=int(resp.size - found.sum()), piggybacked=piggy,
                  separate=int(first_at.size) - piggy)
+
+
+@dataclass(frozen=True)
+class Done:
+    """Requests whose answer is settled (first transmissions, time order) and their answers."""
+
+    m: Messages                     # the request rows, RSTs and responses with an Observe option
+    service_us: np.ndarray          # int64 response time - request time, -1 when unanswered (or not a request)
+    piggy: np.ndarray               # bool, answered by an ACK
+
+
+@dataclass
+class Matcher:
+    """:func:`match` over a capture read in chunks, in bounded memory.
+
+    The window is the requests of the last EXCHANGE_LIFETIME (at most
+    ``window_requests`` of them: a retransmission repeats, and a response
+    answers, a request of that span); a response is matched once, against
+    the window and the new messages, and not kept (but for RSTs and responses
+    with an Observe option, handed out with the requests for
+    :mod:`wotbench.tracegen._capobserve`). A request leaves the
+    window, settled, when the capture's clock passes it by EXCHANGE_LIFETIME
+    (or the window is full): :meth:`feed` and :meth:`finish` hand the
+    settled requests out in time order. On a capture in time order the
+    result is :func:`match`'s (``tracegen/tests/test_capture.py``) unless
+    the window was full (``shortened``)."""
+
+    window_requests: int = WINDOW_REQUESTS
+    step_min: int = 0
+    """New messages gathered before a step (0: :data:`CHUNK`; never fewer than the window holds)."""
+    retransmissions: int = 0
+    responses: int = 0
+    responses_found: int = 0
+    first_us: int | None = None
+    last_us: int | None = None
+    shortened: int = 0                  # requests settled early: the window was full
+    shortest_us: int | None = None      # the shortest span the window covered when full
+    _tail: Messages = field(default_factory=Messages.empty)
+    _g: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))       # global row numbers
+    _kept: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    _best_t: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    _best_g: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    _best_ack: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    _pending: list[Messages] = field(default_factory=list)
+    _n_pending: int = 0
+    _next_g: int = 0
+    _t_max: int = -1
+
+    def feed(self, chunk: Messages) -> Iterator[Done]:
+        """Takes the next chunk of messages (capture order); yields what it settles."""
+        if chunk.size:
+            self._pending.append(chunk)
+            self._n_pending += chunk.size
+        if self._n_pending >= max(self.step_min or CHUNK, self._tail.size):
+            yield from self._step(final=False)
+
+    def finish(self) -> Iterator[Done]:
+        """The end of the capture: every request left is settled."""
+        yield from self._step(final=True)
+
+    def _step(self, final: bool) -> Iterator[Done]:
+        new = Messages.concat(self._pending)
+        self._pending, self._n_pending = [], 0
+        if new.size:
+            lo, hi = int(new.t_us.min()), int(new.t_us.max())
+            self.first_us = lo if self.first_us is None else min(self.first_us, lo)
+            self.last_us = hi if self.last_us is None else max(self.last_us, hi)
+            self._t_max = max(self._t_max, hi)
+        n_tail, n_new = self._tail.size, new.size
+        b = Messages.concat([self._tail, new])          # consumes both
+        g = np.concatenate((self._g, self._next_g + np.arange(n_new, dtype=np.int64)))
+        self._next_g += n_new
+        is_req = (b.code > 0) & (b.code < 32)
+        kept_now, _ = _first_transmissions(b, np.flatnonzero(is_req))
+        kept = np.zeros(b.size, bool)
+        kept[kept_now] = True
+        kept[:n_tail] = self._kept
+        self.retransmissions += int(np.count_nonzero(is_req[n_tail:] & ~kept[n_tail:]))
+        best_t, best_g, best_ack = self._answer(b, g, n_tail, kept & is_req)
+        cut = _MAX_T if final else self._t_max - EXCHANGE_LIFETIME_US
+        # Observe's messages go out with the requests, in time order: RSTs, responses with Observe.
+        held = is_req | ((b.mtype == RST) & (b.code == 0)) | ((b.code >= 64) & (b.observe >= 0))
+        stay = held & (b.t_us >= cut)
+        n_stay = int(np.count_nonzero(stay))
+        if n_stay > self.window_requests:
+            at = np.flatnonzero(stay)
+            drop = at[:n_stay - self.window_requests]
+            stay[drop] = False
+            self.shortened += int(np.count_nonzero(kept[drop]))
+            span = self._t_max - int(b.t_us[at[n_stay - self.window_requests]])
+            self.shortest_us = span if self.shortest_us is None else min(self.shortest_us, span)
+        settled = np.flatnonzero(~stay & held & (kept | ~is_req))
+        settled = settled[np.lexsort((g[settled], b.t_us[settled]))]
+        if settled.size:
+            answered = best_t[settled] < _MAX_T
+            service = np.where(answered, best_t[settled] - b.t_us[settled], -1).astype(np.int64)
+            yield Done(b.take(settled), service, best_ack[settled] & answered)
+        self._tail, self._g, self._kept = b.take(stay), g[stay], kept[stay]
+        self._best_t, self._best_g, self._best_ack = best_t[stay], best_g[stay], best_ack[stay]
+
+    def _answer(self, b: Messages, g: np.ndarray, n_tail: int,
+                kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The new responses matched to the window's kept requests: each
+        request's earliest response so far (time, row, was it an ACK)."""
+        n_new = b.size - n_tail
+        best_t = np.concatenate((self._best_t, np.full(n_new, _MAX_T, np.int64)))
+        best_g = np.concatenate((self._best_g, np.full(n_new, _MAX_T, np.int64)))
+        best_ack = np.concatenate((self._best_ack, np.zeros(n_new, bool)))
+        resp = np.flatnonzero(b.code[n_tail:] >= 64) + n_tail
+        self.responses += int(resp.size)
+        rows_kept = np.flatnonzero(kept)
+        answers = _answers(b, rows_kept, resp)
+        found = answers >= 0
+        self.responses_found += int(np.count_nonzero(found))
+        rows, req = resp[found], rows_kept[answers[found]]
+        order = np.lexsort((g[rows], b.t_us[rows]))
+        rows, req = rows[order], req[order]
+        req, first = np.unique(req, return_index=True)
+        rows = rows[first]
+        t, gr = b.t_us[rows], g[rows]
+        better = (t < best_t[req]) | ((t == best_t[req]) & (gr < best_g[req]))
+        req, rows = req[better], rows[better]
+        best_t[req], best_g[req], best_ack[req] = b.t_us[rows], g[rows], b.mtype[rows] == ACK
+        return best_t, best_g, best_ack
+
+
+_MAX_T = np.iinfo(np.int64).max

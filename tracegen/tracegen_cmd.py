@@ -35,11 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "--service exp:5ms --seed 1 --out wl/")
     p.add_argument("--spec", type=Path, metavar="FILE",
                    help="experiment spec (YAML); its workload and devices are used")
-    p.add_argument("--from-pcap", type=Path, metavar="FILE",
+    p.add_argument("--from-pcap", type=Path, nargs="+", metavar="FILE",
                    help="derive the workload from a packet capture (pcap or pcapng, CoAP over UDP): "
-                        "trace, per-device resources with captured service times, capture.json")
+                        "trace, per-device resources with captured service times, capture.json; "
+                        "several files (a ring, several GEs) or a run's capture/ folder are merged in time order")
     p.add_argument("--max-packets", metavar="N",
-                   help="with --from-pcap: read only the first N packets of the capture (default: all)")
+                   help="with --from-pcap: read only the first N packets of each capture file (default: all)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (must not exist or be empty)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output directory that tracegen made (nothing else in it)")
@@ -190,7 +191,10 @@ def _from_pcap(args: argparse.Namespace) -> int:
     s: dict[str, Any] = out.summary
     m, sv = s["matched"], s["service"]
     rate = "-" if s["rate_per_s"] is None else f"{s['rate_per_s']:.1f}/s"
-    rows = [("capture", f"{s['file']} ({s['capture_format']}, {s['linktype_name']})"),
+    files = s["files"]
+    what = f"{s['file']}" if len(files) < 2 else f"{s['file']}: {len(files)} files"
+    obs = s["observe"]
+    rows = [("capture", f"{what} ({s['capture_format']}, {s['linktype_name']})"),
             ("packets / CoAP messages", f"{s['packets']} / {s['coap_messages']}"
              + (" (stopped at --max-packets)" if s["stopped_early"] else "")),
             ("requests (in the trace)", f"{s['requests']} ({s['requests_in_trace']}), {rate}"),
@@ -198,12 +202,15 @@ def _from_pcap(args: argparse.Namespace) -> int:
             ("answered / unanswered", f"{m['requests_answered']} / {m['requests_unanswered']}"),
             ("responses unmatched / extra", f"{m['responses_unmatched']} / {m['responses_extra']}"),
             ("retransmissions", s["retransmissions"]),
+            ("observations / dropped", f"{obs['observations']} / {obs['overlapping'] + obs['over_limit']}"
+             " (overlapping or over the limit)"),
+            ("queries dropped", f"{s['queries_dropped']} of {s['requests_with_query']}"),
             ("CON / NON", f"{s['types']['CON']} / {s['types']['NON']}"),
             ("service p50 (p5-p95)", "-" if sv["p50_us"] is None
              else f"{sv['p50_us']:.0f} us ({sv['p5_us']:.0f}-{sv['p95_us']:.0f})"),
             ("skipped", ", ".join(f"{k} {v}" for k, v in s["skipped"].items() if v) or "none")]
     print(tabulate(rows, tablefmt="plain"))
-    print(f"tracegen: {s['requests_in_trace']} requests to {s['devices']} devices from {s['file']} -> "
+    print(f"tracegen: {s['requests_in_trace']} requests to {s['devices']} devices from {what} -> "
           f"{out.outdir} in {time.perf_counter() - start:.2f} s ({sv['note']})")
     return 0
 

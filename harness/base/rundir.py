@@ -18,7 +18,7 @@ __all__ = [
     "INCOMPLETE", "SPEC", "MANIFEST", "PHASES", "OBSERVED", "SUMMARY", "GATEWAY", "WORKLOAD", "GE", "CD", "MONITOR",
     "LOGS", "DEVICES", "REPORT", "PUMBA_LOG", "HOSTS", "CD_OUTPUT", "CD_RAW", "CD_SUMMARY", "HOST_MONITOR",
     "CONTAINERS_MONITOR", "HARNESS_MONITOR", "CONTAINERS_SPOOL", "COLLECTL", "DEVICE_STATS", "REPORT_HTML", "REPORT_MD",
-    "FIGURES",
+    "FIGURES", "CAPTURE",
     "GE_OUTPUT_GLOB", "ge_output", "ge_summary", "ge_rto", "ge_notify", "ge_devices", "ge_trace", "ge_index",
     "RunDir",
     "NODES", "PROBE", "TRACE", "CD_HOSTS", "PROBE_OUTPUT", "PROBE_SUMMARY", "HostDir",
@@ -34,6 +34,7 @@ SUMMARY = "summary.json"          # written last
 INTERFERENCE = "interference.json"  # the noisy neighbours, planned and observed (interference:)
 GATEWAY = "gateway.json"          # the gateway under test's end state (gateway_under_test:)
 PUMBA_LOG = "pumba.log"
+CAPTURE = "capture"               # capture/: the pcap files of a run with capture: (docs/capture.md)
 
 # --- folders ---------------------------------------------------------------
 WORKLOAD = "workload"             # tracegen output (its own file names) + per-GE traces
@@ -167,6 +168,7 @@ class RunDir:
     interference = _At(INTERFERENCE)
     gateway = _At(GATEWAY)
     pumba_log = _At(PUMBA_LOG)
+    capture_dir = _At(CAPTURE)
     workload = _At(WORKLOAD)
     trace = _At(WORKLOAD, TRACE)
     ge_dir = _At(GE)

@@ -81,6 +81,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                                           hs.placement.reserve)))
         except UserError as err:
             raise rs.locate(err) from None
+        if hs.workload is not None and hs.workload.replay is not None:
+            print(hs.workload.replay.render())
         if auto is not None:
             print(auto.render())
         print(layout.render() if isinstance(layout, Plan)

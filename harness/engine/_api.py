@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from wotbench.engine._remote import ClockOffset
     from wotbench.engine._timing import PhaseTimes
     from wotbench.host.rt import RtBudget
-    from wotbench.spec import Impairment
+    from wotbench.spec import Impairment, RunCapture
 
 #: What any engine call raises when the engine behind it stopped answering
 #: (dockerd restarted or gone, a swarm node lost): callers retry or give up.
@@ -191,6 +191,14 @@ class Backend(Protocol):
     def start_gateway(self, spec: ContainerSpec) -> Started:
         """Starts the gateway under test on every network of the run, at an
         address of its own (``Started.address``)."""
+
+    def start_capture(self, key: str, target: Started, folder: Path, capture: RunCapture, cpuset: str) -> Started:
+        """Starts tcpdump in ``target``'s network namespace writing into
+        ``folder`` on ``cpuset``; returns once it listens (docs/capture.md)."""
+
+    def stop_capture(self, started: Started) -> dict[str, Any]:
+        """Stops a capture so that its last file is whole; returns its exit
+        and tcpdump's counts (``packets_captured``, ``packets_dropped_by_kernel``)."""
 
     def wait(self, started: Started, timeout_s: float) -> int | None:
         """Exit code of a container, or None when it had to be killed after ``timeout_s``."""

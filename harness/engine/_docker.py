@@ -30,7 +30,7 @@ from tqdm import tqdm
 from wotbench.base.errors import UserError
 from wotbench.base.formats import DEFAULT_COAP_PORT
 from wotbench.base.results import write_atomic
-from wotbench.engine import dockerenv
+from wotbench.engine import dockerenv, netcapture
 from wotbench.engine import netimpair as impair_tools
 from wotbench.engine import readiness as probe
 from wotbench.engine._api import ContainerSpec, ContainerState, Removed, Started
@@ -41,7 +41,7 @@ from wotbench.host import hostguard
 from wotbench.host import neigh as _neigh
 
 if TYPE_CHECKING:
-    from wotbench.spec import Impairment
+    from wotbench.spec import Impairment, RunCapture
 
 __all__ = ["DockerBackend", "COAP_PORT"]
 
@@ -379,6 +379,26 @@ class DockerBackend:
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
             ct.kill()
             return None
+
+    # --- capture ---------------------------------------------------------------
+
+    def start_capture(self, key: str, target: Started, folder: Path, capture: RunCapture, cpuset: str) -> Started:
+        """tcpdump in ``target``'s network namespace writing ``folder``
+        (engine.netcapture), listening when this returns."""
+        netcapture.prepare_folder(folder)
+        name = self.name_of(key)
+        args = netcapture.capture_args(self.labels(netcapture.CAPTURE_ROLE), target.id, folder, cpuset)
+        t = time.monotonic()
+        ct = netcapture.start(self.client, name, netcapture.tcpdump_argv(capture, target.key + ".pcap"), args)
+        self.times.call("start", time.monotonic() - t)
+        self.containers[name] = ct
+        self.attached[name] = []
+        netcapture.wait_listening(ct)
+        return Started(key, netcapture.CAPTURE_ROLE, name, dockerenv.engine_id(ct), None, target.node)
+
+    def stop_capture(self, started: Started) -> dict[str, Any]:
+        """SIGINT to a capture, its exit and tcpdump's counts (engine.netcapture.stop)."""
+        return netcapture.stop(self.containers[started.name])
 
     # --- impairment ------------------------------------------------------------
 

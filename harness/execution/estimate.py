@@ -159,6 +159,8 @@ class Estimate:
     test_s: float
     teardown_s: float
     warnings: tuple[str, ...]
+    rate_known: bool = True
+    """False: a replay of a capture file not derived yet (its rate is known when the test is prepared)."""
 
     @property
     def total_s(self) -> float:
@@ -173,17 +175,25 @@ class Estimate:
             ge = (f"{_rps(per_ge)} per GE, {_pct(per_ge, self.ge_capacity)} of one GE's "
                   f"{_rps(self.ge_capacity)} (p99 send lag within "
                   f"{fmt_duration_us(self.lag_limit_us)})")
+        devices = (f"{_share(self.device_demand)} of {plural(self.device_cores, 'core')} busy "
+                   f"({_pct(self.device_demand, self.device_cores)}; {plural(self.containers, 'container')})")
+        if not self.rate_known:
+            ge, devices = f"known once the capture is derived ({UNKNOWN_RATE})", "known once the capture is derived"
         lines = [
             "estimate (typical on this host class, not a measurement):",
             f"  load: {ge}",
-            f"  device cores: {_share(self.device_demand)} of {plural(self.device_cores, 'core')} busy "
-            f"({_pct(self.device_demand, self.device_cores)}; {plural(self.containers, 'container')})",
+            f"  device cores: {devices}",
             f"  time: bring-up {fmt_duration_us(self.bringup_s * 1e6)} (at {self.start.per_s:.1f} containers/s, "
             f"{self.start.source}), test {fmt_duration_us(self.test_s * 1e6)}, teardown "
             f"{fmt_duration_us(self.teardown_s * 1e6)}: about {fmt_duration_us(self.total_s * 1e6)} in all",
         ]
         lines += [f"  WARNING: this run is unlikely to be valid: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+#: Why a replay of a capture file has no rate in the plan.
+UNKNOWN_RATE = ("when the test is prepared; `wotbench tracegen --from-pcap` it and replay that folder to "
+                "see it here")
 
 
 def _rps(x: float) -> str:
@@ -218,7 +228,9 @@ def _device_demand(hs: Spec, containers: int) -> float:
     us_per_s = 0.0
     for g, per_us in zip(hs.groups, rates, strict=True):
         rate = per_us * 1e6 * g.count
-        busy = g.workload.resource_mean_us if g.mode == "busy" and g.workload is not None else 0.0
+        busy = 0.0
+        if g.mode == "busy" and g.workload is not None:     # a replay: the capture's mean service time
+            busy = hs.workload.mean_service_us() if hs.workload.replay is not None else g.workload.resource_mean_us
         us_per_s += rate * (DEVICE_CPU_US_PER_REQ + busy)
     return us_per_s / 1e6 + containers * IDLE_CPU_PER_CONTAINER
 
@@ -259,7 +271,8 @@ def estimate(hs: Spec, layout: Plan | ClusterPlan, gecap: GeCapacity | None,
         shared=shared, start=start,
         bringup_s=containers / start.per_s + containers * start.ready_s_per_container,
         test_s=START_LEAD_S + (cal + length) / 1e6 + DRAIN_S + COLLECT_S,
-        teardown_s=containers / TYPICAL_DOWN_PER_S, warnings=())
+        teardown_s=containers / TYPICAL_DOWN_PER_S, warnings=(),
+        rate_known=wl.replay is None or wl.replay.rate_per_us() is not None)
     return replace(e, warnings=tuple(_warnings(e, hs.device_count)))
 
 

@@ -23,6 +23,7 @@ from wotbench.spec._expand import RunSpec, load, load_saved, loads
 from wotbench.spec._gateway_ut import NORTHS, SHIPPED, GatewayUnderTest
 from wotbench.spec._interference import MIN_BUFFER, Interference
 from wotbench.spec._model import Spec
+from wotbench.spec._runcapture import RunCapture
 from wotbench.spec._sections import MAX_GES, ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validate import (
     QUIET,
@@ -45,6 +46,6 @@ __all__ = [
     "Cluster", "NodeSelector", "Interference", "MIN_BUFFER", "MAX_GES",
     "WorkloadSpec", "GroupWorkload", "DistributionSpec", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
-    "GatewayUnderTest", "SHIPPED", "NORTHS",
+    "GatewayUnderTest", "SHIPPED", "NORTHS", "RunCapture",
     "QUIET", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet", "quiet_class", "spec_mode",
 ]

@@ -95,7 +95,8 @@ class DeviceGroup:
         return self._work().rit
 
     @property
-    def service(self) -> DistributionSpec:
+    def service(self) -> DistributionSpec | None:
+        """None in a replay (``workload.replay``): the capture gives the service times."""
         return self._work().service
 
     @property
@@ -119,7 +120,8 @@ class DeviceGroup:
         return self._work().resource_mean_us
 
     @classmethod
-    def build(cls, v: Any, src: YamlSource, at: KeyPath) -> DeviceGroup:
+    def build(cls, v: Any, src: YamlSource, at: KeyPath, replay: bool = False) -> DeviceGroup:
+        """The group at ``at``; in a replay (``replay``) its workload keys are refused."""
         m = read.mapping(v, src, at, CONTAINER_KEYS | GROUP_KEYS)
         if "count" not in m:
             raise src.error("missing (the number of devices)", *at, "count")
@@ -145,19 +147,20 @@ class DeviceGroup:
             nano_cpus=nano,
             memory_bytes=mem,
             impairment=Impairment.build(m.get("impairment"), src, at + ("impairment",)),
-            workload=read_group(m, name, count, src, at),
+            workload=read_group(m, name, count, src, at, replay),
         )
 
 
-def read_groups(v: Any, src: YamlSource) -> tuple[DeviceGroup, ...]:
-    """The ``devices`` list: one or more groups with distinct names."""
+def read_groups(v: Any, src: YamlSource, replay: bool = False) -> tuple[DeviceGroup, ...]:
+    """The ``devices`` list: one or more groups with distinct names (``replay``:
+    the spec replays a capture, its groups give names and counts only)."""
     if v is None:
         raise src.error("missing 'devices' (a list of device groups)", "devices")
     if not isinstance(v, list):
         raise src.error("must be a list of device groups", "devices")
     if not v:
         raise src.error("zero devices: give at least one device group", "devices")
-    groups = tuple(DeviceGroup.build(g, src, ("devices", i)) for i, g in enumerate(v))
+    groups = tuple(DeviceGroup.build(g, src, ("devices", i), replay) for i, g in enumerate(v))
     seen: set[str] = set()
     for i, g in enumerate(groups):
         if g.name in seen:

@@ -161,6 +161,9 @@ def _normalized(src: YamlSource) -> YamlSource:
         for key in _DIST_KEYS:
             if isinstance(section, dict) and isinstance(section.get(key), str):
                 section[key] = _absolute_files(section[key], src.base_dir)
+    replay = doc["workload"].get("replay") if isinstance(doc.get("workload"), dict) else None
+    if isinstance(replay, dict) and isinstance(replay.get("from"), str):     # workload.replay.from
+        replay["from"] = _absolute(replay["from"], src.base_dir)
     return YamlSource(src.name, doc, src.base_dir, src.lines)
 
 

@@ -12,6 +12,7 @@ from wotbench.spec._cluster import Cluster
 from wotbench.spec._devices import DeviceGroup, read_groups
 from wotbench.spec._gateway_ut import GatewayUnderTest, read_gateway_ut
 from wotbench.spec._interference import Interference, read_interference
+from wotbench.spec._runcapture import RunCapture, read_run_capture
 from wotbench.spec._sections import ContentionDetection, Gateway, Phases, Placement, ReportOptions, Sweep
 from wotbench.spec._validity import Thresholds, parse_validity
 from wotbench.spec._workload import WorkloadSpec, read_workload
@@ -19,7 +20,7 @@ from wotbench.spec._yaml import YamlSource
 
 TOP_KEYS = ("name", "workload", "devices", "gateway", "cd", "placement", "phases", "repetitions",
             "sweep", "validity", "capacity", "cluster", "interference", "gateway_under_test", "report",
-            "validate_cd")   # read by `wotbench validate-cd` only (harness/studies/validate_cd.py)
+            "capture", "validate_cd")   # read by `wotbench validate-cd` only (harness/studies/validate_cd.py)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Spec:
     """The user's gateway between the GEs and the devices; None: the GEs talk to the devices."""
     report: ReportOptions = ReportOptions()
     """What the run's report shows beyond its defaults (the drift analysis)."""
+    capture: RunCapture | None = None
+    """tcpdump of each workload GE's traffic into the run folder (docs/capture.md); None: no capture."""
 
     @property
     def device_count(self) -> int:
@@ -70,7 +73,12 @@ class Spec:
         m = read.mapping(src.data, src, (), TOP_KEYS)
         if not m:
             raise src.error("the spec is empty")
-        groups = read_groups(m.get("devices"), src)
+        wl_doc = m.get("workload")
+        replay = isinstance(wl_doc, dict) and "replay" in wl_doc
+        if replay and "capacity" in m:
+            raise src.error("the capacity search scales a synthetic rate: not with workload.replay "
+                            "(sweep workload.replay.rate instead)", "capacity")
+        groups = read_groups(m.get("devices"), src, replay)
         cd = ContentionDetection.build(m.get("cd"), src, ("cd",))
         phases = Phases.build(m.get("phases"), src, ("phases",))
         workload = read_workload(m.get("workload"), tuple(g.workload for g in groups if g.workload),
@@ -99,6 +107,7 @@ class Spec:
                                            phases.measure_us if "phases" in m and phases else None),
             gateway_under_test=read_gateway_ut(m.get("gateway_under_test"), src),
             report=ReportOptions.build(m.get("report"), src, ("report",)),
+            capture=read_run_capture(m["capture"], src) if "capture" in m else None,
         )
         gut, gw = spec.gateway_under_test, spec.gateway
         if gut is not None and gut.north == "http" and (gw.nstart is not None or gw.probing_rate is not None):

@@ -20,6 +20,7 @@ from wotbench.spec._observe import ObserveSpec, read_observe
 from wotbench.spec._sums import numpy_sum
 from wotbench.spec._yaml import KeyPath, YamlSource
 from wotbench.spec.distributions import DistributionSpec, parse_distribution
+from wotbench.spec.replayspec import ReplaySpec, check_count, read_replay
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 #: Keys of a ``devices`` group read here (``name`` and ``count`` are read with the group).
 GROUP_KEYS: frozenset[str] = frozenset({"rit", "service", "methods", "payload_bytes", "resources", "observe"})
 #: Keys of the ``workload`` section.
-WORKLOAD_KEYS: frozenset[str] = frozenset({"seed", "duration", "requests", "rit_scope", "rit"})
+WORKLOAD_KEYS: frozenset[str] = frozenset({"seed", "duration", "requests", "rit_scope", "rit", "replay"})
 RIT_SCOPES = ("device", "gateway")
 
 DEFAULT_RESOURCES = 64
@@ -43,7 +44,8 @@ class GroupWorkload:
 
     name: str
     count: int
-    service: DistributionSpec
+    service: DistributionSpec | None
+    """None only in a replay (``workload.replay``): the capture gives the service times."""
     rit: DistributionSpec | None = None
     """Per-device RIT (``rit_scope: device``); None with ``rit_scope: gateway``."""
     methods: tuple[tuple[str, float], ...] = (("GET", 1.0),)
@@ -62,7 +64,7 @@ class GroupWorkload:
                             field="name")
         if not _is_int(self.count, 1):
             raise UserError(f"a group needs at least 1 device, got {self.count!r}", field="count")
-        if self.service.kind == "mmpp2":
+        if self.service is not None and self.service.kind == "mmpp2":
             raise UserError("mmpp2 is an arrival process: not allowed for service times", field="service")
         if self.rit is not None and not self.rit.mean_us() > 0:
             raise UserError("the mean inter-arrival time must be > 0", field="rit")
@@ -73,6 +75,9 @@ class GroupWorkload:
         if not _is_int(self.resources, 1, MAX_RESOURCES):
             raise UserError(f"must be an integer 1..{MAX_RESOURCES}, got {self.resources!r}",
                             field="resources")
+        if self.service is None:        # a replayed group: the capture's resources
+            object.__setattr__(self, "resource_table_us", ())
+            return
         table = resource_service_times(self.service, self.resources)
         if table[-1] > MAX_SERVICE_US:
             raise UserError(
@@ -97,7 +102,10 @@ class GroupWorkload:
 
     @property
     def resource_mean_us(self) -> float:
-        """Mean service time of a request (resources are chosen uniformly)."""
+        """Mean service time of a request (resources are chosen uniformly);
+        NaN for a replayed group (no distribution: the capture's resources)."""
+        if not self.resource_table_us:
+            return math.nan
         return sum(self.resource_table_us) / len(self.resource_table_us)
 
 
@@ -168,8 +176,11 @@ class WorkloadSpec:
     cd_calibration_us: int = 0
     """The CD trace also covers this long CD-only period before the devices' t0."""
     phase_us: tuple[int, int, int] | None = None
-    """(warmup, measure, cooldown) when the spec has phases: observations register
-    in the first half of warmup and deregister in the first half of cooldown."""
+    """(warmup, measure, cooldown) when the spec has phases (and observe groups or a replay):
+    observations register in the first half of warmup and deregister in the first half of
+    cooldown; a replay's expected.json ``observe`` counts the events of the measure phase."""
+    replay: ReplaySpec | None = None
+    """A captured workload replayed (``workload.replay``); the groups then give names and counts only."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", tuple(self.groups))
@@ -184,7 +195,10 @@ class WorkloadSpec:
         if not _is_int(self.seed, 0, 2**63 - 1):
             raise UserError(f"seed must be an integer >= 0, got {self.seed!r}", field="workload.seed")
         self._check_length()
-        self._check_rits()
+        if self.replay is not None:
+            self._check_replay()
+        else:
+            self._check_rits()
         self._check_cd()
 
     def _check_length(self) -> None:
@@ -194,6 +208,21 @@ class WorkloadSpec:
             raise UserError(f"duration must be > 0, got {self.duration_us!r}", field="workload.duration")
         if self.requests is not None and not _is_int(self.requests, 1, bool_ok=True):
             raise UserError(f"requests must be > 0, got {self.requests!r}", field="workload.requests")
+
+    def _check_replay(self) -> None:
+        """A replay: a duration, no synthetic stream, and (a folder) as many devices as it emulates."""
+        assert self.replay is not None
+        if self.requests is not None:
+            raise UserError("a replay is as long as the phases (or workload.duration), not a request count",
+                            field="workload.requests")
+        if self.rit is not None or self.rit_scope != "device":
+            raise UserError("a replay takes its request times from the capture: no rit or rit_scope",
+                            field="workload.rit" if self.rit is not None else "workload.rit_scope")
+        for i, g in enumerate(self.groups):
+            if g.service is not None or g.rit is not None or g.observe is not None:
+                raise UserError("a replayed group gives a name and a count only", field=f"devices[{i}]")
+        if self.replay.captured_devices is not None:
+            check_count(self.replay, self.replay.captured_devices, self.n_devices)
 
     def _check_rits(self) -> None:
         """The RITs are set where ``rit_scope`` says: once (gateway), or per group
@@ -215,6 +244,10 @@ class WorkloadSpec:
             for i, g in enumerate(self.groups):
                 if g.rit is None and g.observe is None:
                     raise UserError("missing rit (per-device RIT distribution)", field=f"devices[{i}].rit")
+        for i, g in enumerate(self.groups):
+            if g.service is None:
+                raise UserError("missing (the service-time distribution, e.g. exp:5ms)",
+                                field=f"devices[{i}].service")
         if self.observed and self.requests is not None:
             i = next(i for i, g in enumerate(self.groups) if g.observe is not None)
             raise UserError("observe needs a duration (phases or workload.duration), not workload.requests",
@@ -261,7 +294,12 @@ class WorkloadSpec:
         return tuple(i for i, g in enumerate(self.groups) for _ in range(g.count))
 
     def device_rate_per_us(self) -> tuple[float, ...]:
-        """Intended request rate of each group's devices (requests per us), by group."""
+        """Intended request rate of each group's devices (requests per us), by group.
+        A replay: the captured rate scaled, the same for every device (0 while a
+        capture file is not derived yet)."""
+        if self.replay is not None:
+            rate = self.replay.rate_per_us()
+            return (0.0 if rate is None else rate / self.n_devices,) * len(self.groups)
         if self.rit_scope == "gateway":
             assert self.rit is not None
             per = 1.0 / self.rit.mean_us() / self.n_devices
@@ -276,7 +314,12 @@ class WorkloadSpec:
         return numpy_sum(self._group_rates())
 
     def mean_service_us(self) -> float:
-        """Mean service time of a request over all devices (weighted by intended request rate)."""
+        """Mean service time of a request over all devices (weighted by intended request rate).
+        A replay: the captured samples' mean (0 while a capture file is not derived yet);
+        the replayed trace's own mean is what tracegen writes (expected.json)."""
+        if self.replay is not None:
+            src = self.replay.source
+            return 0.0 if src is None or src.service_mean_us is None else src.service_mean_us
         w = self._group_rates()
         if not numpy_sum(w) > 0:        # observe only: no polling, every device alike
             w = [float(g.count) for g in self.groups]
@@ -322,8 +365,15 @@ def parse_payload(v: Any, field_: str) -> int:
 
 
 def read_group(item: Mapping[str, Any], name: str, count: int, src: YamlSource,
-               at: KeyPath) -> GroupWorkload:
-    """The workload of the device group at ``at`` (its keys are checked by the caller)."""
+               at: KeyPath, replay: bool = False) -> GroupWorkload:
+    """The workload of the device group at ``at`` (its keys are checked by the
+    caller). In a replay (``replay``) a group has a name and a count only."""
+    if replay:
+        for key in sorted(GROUP_KEYS):
+            if key in item:
+                raise src.error("not with workload.replay: the capture gives the requests and service times "
+                                "(a group gives name, count and its containers' keys)", *at, key)
+        return GroupWorkload(name, count, None)
     if "service" not in item:
         raise src.error("missing (the service-time distribution, e.g. exp:5ms)", *at, "service")
     kw: dict[str, Any] = {"service": distribution(item["service"], src, at + ("service",), "service")}
@@ -345,20 +395,9 @@ def read_group(item: Mapping[str, Any], name: str, count: int, src: YamlSource,
         raise src.error(err.what, *at, *sub) from None
 
 
-def read_workload(v: Any, groups: tuple[GroupWorkload, ...], measured_us: int | None,
-                  cd: dict[str, Any], src: YamlSource, phase_us: tuple[int, int, int] | None = None
-                  ) -> WorkloadSpec:
-    """The ``workload`` section. ``measured_us``: the length the ``phases``
-    give (warmup + measure + cooldown), if any; ``cd``: the CD workload
-    (``cd_rit_us``, ``cd_service_us``, ``cd_calibration_us``) read with ``cd``;
-    ``phase_us``: (warmup, measure, cooldown) of the phases, if any."""
-    at: KeyPath = ("workload",)
-    wl = read.mapping(v, src, at, WORKLOAD_KEYS)
-    kw: dict[str, Any] = dict(cd)
-    if phase_us is not None and "requests" not in wl and any(g.observe is not None for g in groups):
-        kw["phase_us"] = phase_us
-    if "seed" in wl:
-        kw["seed"] = read.integer(wl["seed"], src, at + ("seed",), 0, 2**63 - 1)
+def _length(wl: Mapping[str, Any], measured_us: int | None, src: YamlSource, at: KeyPath) -> dict[str, int]:
+    """``duration_us`` or ``requests`` of the ``workload`` section ``wl`` (the phases' length by default)."""
+    kw: dict[str, int] = {}
     if "duration" in wl and "requests" in wl:
         raise src.error("give either duration or requests, not both", *at, "requests")
     if "duration" in wl:
@@ -372,10 +411,31 @@ def read_workload(v: Any, groups: tuple[GroupWorkload, ...], measured_us: int | 
         kw["duration_us"] = measured_us
     if "duration_us" not in kw and "requests" not in kw:
         raise src.error("missing duration (or requests, or phases)", *at)
+    return kw
+
+
+def read_workload(v: Any, groups: tuple[GroupWorkload, ...], measured_us: int | None,
+                  cd: dict[str, Any], src: YamlSource, phase_us: tuple[int, int, int] | None = None
+                  ) -> WorkloadSpec:
+    """The ``workload`` section. ``measured_us``: the length the ``phases``
+    give (warmup + measure + cooldown), if any; ``cd``: the CD workload
+    (``cd_rit_us``, ``cd_service_us``, ``cd_calibration_us``) read with ``cd``;
+    ``phase_us``: (warmup, measure, cooldown) of the phases, if any."""
+    at: KeyPath = ("workload",)
+    wl = read.mapping(v, src, at, WORKLOAD_KEYS)
+    kw: dict[str, Any] = dict(cd)
+    if phase_us is not None and "requests" not in wl and (
+            "replay" in wl or any(g.observe is not None for g in groups)):     # a replay's observe: the measure window
+        kw["phase_us"] = phase_us
+    if "seed" in wl:
+        kw["seed"] = read.integer(wl["seed"], src, at + ("seed",), 0, 2**63 - 1)
+    kw.update(_length(wl, measured_us, src, at))
     if "rit_scope" in wl:
         kw["rit_scope"] = read.choice(wl["rit_scope"], src, at + ("rit_scope",), RIT_SCOPES)
     if "rit" in wl:
         kw["rit"] = distribution(wl["rit"], src, at + ("rit",), "rit")
+    if "replay" in wl:
+        kw["replay"] = read_replay(wl["replay"], src, at + ("replay",))
     try:
         return WorkloadSpec(groups, **kw)
     except UserError as err:

@@ -248,6 +248,8 @@ def check(hs: Spec, results: Path | None, host: Host | None = None, *, swarm: bo
         tc = TraceCost(c.requests, hs.device_count, c.disk_bytes, c.tracegen_bytes,
                        trace_cost(hs.workload, _length_us(hs), hs.cd.enabled).notifications)
         host = _check_trace_cost(tc, _rate_field(hs), _devices_field(len(hs.groups)), results, host)
+    if hs.capture is not None and results is not None:
+        _check_capture(hs, c, results)
     if swarm:
         return c
     host = host or Host.read()
@@ -262,6 +264,17 @@ def check(hs: Spec, results: Path | None, host: Host | None = None, *, swarm: bo
                         f"{min(host.threads_max, host.pid_max):,} (kernel.pid_max / threads-max)",
                         field=_devices_field(len(hs.groups)))
     return c
+
+
+def _check_capture(hs: Spec, c: Cost, results: Path) -> None:
+    """A run that captures itself (``capture:``) needs room for every GE's
+    whole ring of files beside the trace and results."""
+    assert hs.capture is not None
+    ring = hs.capture.total_bytes * hs.gateway.instances
+    if c.disk_bytes + ring > (free := _free_bytes(results)):
+        raise UserError(f"a capture ring of {hs.capture.files} x {hs.capture.file_mb} MB per GE "
+                        f"({hs.gateway.instances} GE(s)) needs up to {fmt_size(ring)} of disk beside the run's "
+                        f"{fmt_size(c.disk_bytes)}, but {results} has {fmt_size(free)} free", field="capture.max_size")
 
 
 def _check_cpus(hs: Spec, host: Host) -> None:

@@ -80,8 +80,10 @@ def test_relative_files_round_trip_from_another_folder(tmp_path, monkeypatch):
     rit0, rit1 = g[0].rit, g[1].rit
     assert isinstance(rit0, Empirical) and isinstance(rit1, Mmpp2), (rit0, rit1)
     assert rit0.path == tmp_path / "specs" / "rits.csv"
-    assert g[1].service.kind == "empirical" and rit1.on.kind == "empirical"
-    assert g[0].service.mean_us() == pytest.approx(np.mean(
+    svc0, svc1 = g[0].service, g[1].service
+    assert svc0 is not None and svc1 is not None
+    assert svc1.kind == "empirical" and rit1.on.kind == "empirical"
+    assert svc0.mean_us() == pytest.approx(np.mean(
         [int(v) for v in (tmp_path / "specs" / "svc.csv").read_text().split()[1:]]))
 
 

@@ -63,7 +63,7 @@ DURATIONS: list[tuple[str, tuple[Any, ...], list[Get]]] = [
     ("validity.cd_window", ("validity", "cd_window"), [lambda s: s.validity.cd_window_us]),
     ("capacity.objective", ("capacity", "objective", "p95"), [lambda s: present(s.capacity).objectives[0].limit_us]),
     ("devices.rit", ("devices", 0, "rit"), [lambda s: present(s.groups[0].rit).mean_us()]),
-    ("devices.service", ("devices", 0, "service"), [lambda s: s.groups[0].service.mean_us()]),
+    ("devices.service", ("devices", 0, "service"), [lambda s: present(s.groups[0].service).mean_us()]),
     ("workload.rit", ("workload", "rit"), [lambda s: present(present(s.workload).rit).mean_us()]),
 ]
 #: Distributions take the duration as a parameter.
@@ -130,7 +130,7 @@ def test_tracegen_flags_read_durations_as_the_spec_does(text):
          "--cd-rit", text, "--cd-service", text, "--cd-calibration", text, "--out", "unused"])
     w = spec_from_args(args)
     assert (w.duration_us, w.cd_rit_us, w.cd_service_us, w.cd_calibration_us) == (2000,) * 4
-    assert present(w.groups[0].rit).mean_us() == w.groups[0].service.mean_us() == 2000
+    assert present(w.groups[0].rit).mean_us() == present(w.groups[0].service).mean_us() == 2000
 
 
 def test_sizes_fractions_rates_counts():

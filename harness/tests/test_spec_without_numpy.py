@@ -152,7 +152,7 @@ def _numpy_workload(spec: WorkloadSpec) -> dict[str, object]:
         rate = np.full(len(spec.groups), 1.0 / spec.rit.mean_us() / spec.n_devices)
     else:
         rate = np.array([1.0 / g.rit.mean_us() for g in spec.groups])  # type: ignore[union-attr]
-    table = [numpy_table(sampler(g.service), g.resources) for g in spec.groups]
+    table = [numpy_table(sampler(g.service), g.resources) for g in spec.groups]  # type: ignore[arg-type]
     w = rate * np.array(counts)
     s = np.array([float(t.mean()) for t in table])
     return {"rates": rate.tolist(), "aggregate": float((rate * counts).sum()),

@@ -25,6 +25,7 @@ its own lock) and prints a table.
 
     python tracegen/bench/bench_pcap.py --make
     python tracegen/bench/bench_pcap.py --readers dpkt-pcap,dpkt-pcapng --runs 3
+    python tracegen/bench/bench_pcap.py --scale 250000,1000000,4000000 --runs 1
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ ALL = ("baseline", "dpkt-pcap", "dpkt-pcapng", "pcapng-lib", "scapy-raw", "scapy
 SLOW = ("scapy-full", "coap-scapy")
 
 
-def capture_path(fmt: str) -> Path:
-    return WORK / f"coap-1m.{fmt}"
+def capture_path(fmt: str, packets: int | None = None) -> Path:
+    return WORK / (f"coap-1m.{fmt}" if packets is None else f"coap-{packets}.{fmt}")
 
 
-def make(packets: int) -> None:
-    """The synthetic capture, as pcap and pcapng (the same packets)."""
+def make(packets: int, formats: tuple[str, ...] = ("pcap", "pcapng"), named: bool = False) -> None:
+    """The synthetic capture, as pcap and pcapng (the same packets); ``named``:
+    the file names carry the packet count (``--scale``)."""
     import dpkt
     import numpy as np
 
@@ -66,8 +68,8 @@ def make(packets: int) -> None:
     t_req = 1_700_000_000.0 + np.cumsum(rng.exponential(1e-4, n_req))
     templates = [(_frame(dpkt, p, True), _frame(dpkt, p, False)) for p in range(PAIRS)]
     off = 14 + 20 + 8 + 2           # Ethernet, IPv4, UDP, then CoAP's first two bytes: mid, token
-    for fmt in ("pcap", "pcapng"):
-        with open(capture_path(fmt), "wb") as fh:
+    for fmt in formats:
+        with open(capture_path(fmt, packets if named else None), "wb") as fh:
             w = dpkt.pcap.Writer(fh) if fmt == "pcap" else dpkt.pcapng.Writer(fh)
             seq = [0] * PAIRS      # message ids and tokens count per client, as a client's do
             for p, t in zip(pair.tolist(), t_req.tolist(), strict=True):
@@ -77,7 +79,7 @@ def make(packets: int) -> None:
                 req, ack = templates[p]
                 w.writepkt(req[:off] + patch + req[off + 4:], ts=t)
                 w.writepkt(ack[:off] + patch + ack[off + 4:], ts=t + 0.001)
-    print(f"bench: wrote {2 * n_req} packets to {capture_path('pcap')} and {capture_path('pcapng')}")
+    print(f"bench: wrote {2 * n_req} packets as {', '.join(formats)}")
 
 
 def _frame(dpkt: Any, p: int, request: bool) -> bytes:
@@ -190,8 +192,9 @@ def _tshark_cmd() -> list[str] | None:
     return cmd
 
 
-def measure(reader: str, limit: int) -> dict[str, Any]:
-    """One run of ``reader`` in a child process: wall time, packets per second, peak RSS."""
+def measure(reader: str, limit: int, capture: Path | None = None) -> dict[str, Any]:
+    """One run of ``reader`` in a child process: wall time, packets per second,
+    peak RSS (``capture``: the file the full path reads instead of the 1M one)."""
     out = None
     if reader == "tshark":
         cmd = _tshark_cmd()
@@ -200,7 +203,7 @@ def measure(reader: str, limit: int) -> dict[str, Any]:
     elif reader.startswith("full-"):
         out = Path(tempfile.mkdtemp(prefix="wl-", dir=WORK)) / "wl"
         cmd = [sys.executable, "-m", "wotbench.commands.main", "tracegen", "--from-pcap",
-               str(capture_path(reader.split("-")[1])), "--out", str(out)]
+               str(capture or capture_path(reader.split("-")[1])), "--out", str(out)]
     else:
         cmd = [sys.executable, __file__, "--one", reader, "--limit", str(limit)]
     start = time.perf_counter()
@@ -226,6 +229,7 @@ def measure(reader: str, limit: int) -> dict[str, Any]:
         summary = json.loads((out / "capture.json").read_text())
         row["packets"] = summary["packets"]
         row["requests"] = summary["requests_in_trace"]
+        row["settled_early"] = summary["window"]["settled_early"]
         shutil.rmtree(out.parent)
     else:
         got = json.loads(last)          # timed in the child: no interpreter start, no imports before
@@ -268,6 +272,29 @@ def table(results: dict[str, Any]) -> str:
                     tablefmt="github")
 
 
+def scale(sizes: list[int], runs: int, path: Path) -> str:
+    """The full path on captures of each size (pcap, written then removed):
+    peak RSS must not grow with the packets (bounded memory)."""
+    from tabulate import tabulate
+
+    results = json.loads(path.read_text()) if path.exists() else {}
+    for n in sizes:
+        # Written by a child: a child exec'd from this process would count this
+        # process's peak (Linux keeps the RSS high-water mark across exec).
+        subprocess.run([sys.executable, __file__, "--make", "--named", "--packets", str(n)], check=True)
+        try:
+            results[f"scale-{n}"] = median_row([measure("full-pcap", 0, capture_path("pcap", n))
+                                                for _ in range(runs)])
+        finally:
+            capture_path("pcap", n).unlink()
+        path.write_text(json.dumps(results, indent=1) + "\n")
+    rows = [(r["packets"], f"{r['per_s']:,.0f}", f"{r['wall_s']:.1f}", f"{r['peak_rss_mib']:.0f}",
+             r["runs"][0].get("settled_early", "-"))
+            for k, r in results.items() if k.startswith("scale-")]
+    return tabulate(sorted(rows), headers=("packets", "packets/s", "s", "peak RSS MiB", "settled early"),
+                    tablefmt="github")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--make", action="store_true", help="write the synthetic captures")
@@ -276,6 +303,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--slow-packets", type=int, default=100_000)
     ap.add_argument("--json", type=Path, default=WORK / "bench_pcap.json")
+    ap.add_argument("--scale", help="packet counts (250000,1000000,4000000): the full path's peak RSS per size")
+    ap.add_argument("--named", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -285,7 +314,10 @@ def main() -> int:
         print(json.dumps({"read_s": time.perf_counter() - start, **got}))
         return 0
     if args.make:
-        make(args.packets)
+        make(args.packets, ("pcap",) if args.named else ("pcap", "pcapng"), named=args.named)
+        return 0
+    if args.scale:
+        print(scale([int(n) for n in args.scale.split(",")], args.runs, args.json))
         return 0
     results = json.loads(args.json.read_text()) if args.json.exists() else {}
     for reader in args.readers.split(","):

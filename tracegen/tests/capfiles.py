@@ -112,3 +112,21 @@ def mixed() -> list[Pkt]:
         Pkt(T0 + 0.030, C, 40000, S1, 5683, coap(CON, GET, 4, b"\x04", ("sensors", "hum"))),
         Pkt(T0 + 0.031, S1, 5683, C, 40000, coap(ACK, CONTENT, 99, b"\x63")),         # no request
     ]
+
+
+def write_interfaces(path: Path, pkts: list[tuple[int, Pkt]], links: list[str], ns: tuple[int, ...] = ()) -> Path:
+    """A pcapng capture of several interfaces (``links[i]`` the link of interface i;
+    those in ``ns`` stamp in nanoseconds): each packet on its interface."""
+    ng = dpkt.pcapng
+    idbs = [ng.InterfaceDescriptionBlockLE(snaplen=65535, linktype=LINKTYPE[link],
+                                           opts=[ng.PcapngOptionLE(code=ng.PCAPNG_OPT_IF_TSRESOL, data=b"\x09"),
+                                                 ng.PcapngOptionLE(code=ng.PCAPNG_OPT_ENDOFOPT)] if i in ns else [])
+            for i, link in enumerate(links)]
+    with open(path, "wb") as fh:
+        w = ng.Writer(fh, idb=idbs)
+        for iface, p in pkts:
+            data = frame(p, links[iface])
+            ticks = round(p.t * (1e9 if iface in ns else 1e6))
+            w.writepkt(ng.EnhancedPacketBlockLE(iface_id=iface, ts_high=ticks >> 32, ts_low=ticks & 0xFFFFFFFF,
+                                                caplen=len(data), pkt_len=len(data), pkt_data=data))
+    return path

@@ -11,6 +11,7 @@ import pandas as pd
 
 from wotbench.base import results as res
 from wotbench.execution.monitor import Collectl
+from wotbench.execution.phases._capturing import stop_captures
 from wotbench.execution.phases._context import RunContext
 from wotbench.execution.phases._gateway import record_end
 from wotbench.execution.phases._measure import Measured
@@ -91,6 +92,7 @@ def _outputs(ctx: RunContext, m: Measured) -> None:
 
 
 def collect(ctx: RunContext, m: Measured) -> None:
+    stop_captures(ctx)               # before anything stops: the load is over, the last files whole
     states = ctx.backend.states()
     ctx.observed.states(states)
     record_end(ctx, states)          # gateway.json: before anything is stopped

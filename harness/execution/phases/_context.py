@@ -90,6 +90,8 @@ class RunContext:
     manifest: dict[str, Any] = field(default_factory=dict)
     gateway: Started | None = None
     """The gateway under test, once started and ready (None: the GEs talk to the devices)."""
+    captures: list[Started] = field(default_factory=list)
+    """The captures running (``capture:``): stopped after the load, or at teardown."""
 
     @property
     def hs(self) -> Spec:

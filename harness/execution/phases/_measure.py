@@ -19,6 +19,7 @@ from wotbench.base import results as res
 from wotbench.base.formats import DEFAULT_COAP_PORT as COAP_PORT
 from wotbench.engine import ContainerSpec, Mount, Started
 from wotbench.execution.monitor import Collectl
+from wotbench.execution.phases._capturing import start_captures
 from wotbench.execution.phases._context import RunContext
 from wotbench.execution.phases._ge import cd_ge_spec, drain_us, ge_spec, trace_lines, write_inputs
 from wotbench.execution.phases._interfere import Episode, schedule, start_hogs
@@ -89,12 +90,14 @@ def start_monitor(ctx: RunContext, lay: Layout) -> list[tuple[str, Started]]:
 
 
 def _start_instant(ctx: RunContext, lay: Layout, calibration_us: int, hogs: int = 0, prime_nodes: int = 0,
-                   gateway_nodes: int = 0) -> int:
+                   gateway_nodes: int = 0, captures: int = 0) -> int:
     """t0: every GE container must be up before its start instant, so allow
     for the slowest container start seen so far, per GE, on this host now,
     and for priming the GEs' ARP entries (harness/host/prime.py) after that
-    (``prime_nodes`` each), and the gateway under test's (``gateway_nodes``)."""
+    (``prime_nodes`` each), and the gateway under test's (``gateway_nodes``),
+    and the ``captures`` (started after the priming, each until tcpdump listens)."""
     n_ge = ctx.hs.gateway.instances + sum(1 for p in lay.parts if p.cd) + hogs   # hogs start after the GEs
+    n_ge += 2 * captures                    # a capture: a start and tcpdump's own start-up
     prime_s = ctx.hs.gateway.instances * _prime.budget_s(prime_nodes) + _prime.budget_s(gateway_nodes)
     lead_us = int((START_LEAD_S + 1.5 * n_ge * ctx.backend.slowest_start_s + prime_s) * 1e6)
     return time.time_ns() // 1000 + lead_us + calibration_us
@@ -257,13 +260,15 @@ def measure(ctx: RunContext, lay: Layout, wl: Workload, nodes: Sequence[Node]) -
         [n.started.address for n in nodes if n.started.address],
         (gw.address, gut.port) if gw is not None and gw.address and gut is not None else None,
     ) if not lay.swarm else ([], [])
-    t0 = _start_instant(ctx, lay, cal_us, len(episodes), len(targets), len(via_gateway))
+    captures = ctx.hs.gateway.instances if ctx.hs.capture is not None else 0
+    t0 = _start_instant(ctx, lay, cal_us, len(episodes), len(targets), len(via_gateway), captures)
     jobs, outputs = _jobs(ctx, lay, wl, traces, t0, cal_us)
     ges = _start_ges(ctx, jobs, t0 - cal_us, parallel=lay.swarm)
     if targets:
         _prime_ges(ctx, [st for st in ges if st.role == "ge"], targets, t0 - cal_us)
     if via_gateway and gw is not None:
         _prime_gateway(ctx, gw, via_gateway, t0 - cal_us)
+    start_captures(ctx, lay, [st for st in ges if st.role == "ge"], t0)
     hogs = start_hogs(ctx, episodes, t0)          # asleep until their instants
     end_us = wl.duration_us
     windows = hs.phases.windows() if hs.phases else {

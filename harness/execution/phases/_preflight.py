@@ -13,9 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from wotbench.base import results as res
+from wotbench.base import rundir
 from wotbench.base.errors import UserError
 from wotbench.engine import GATEWAY_ROLE, Backend, SwarmBackend
+from wotbench.engine.dockerenv import IMAGES
 from wotbench.engine.inventory import Inventory
+from wotbench.engine.netcapture import check_image as check_capture_image
 from wotbench.execution import rtplan
 from wotbench.execution.instances import (
     HEADROOM,
@@ -33,7 +37,8 @@ from wotbench.execution.phases._topology import HostPart, Layout, layout_of
 from wotbench.execution.placement import ClusterPlan, Plan, make_cluster_plan, make_plan
 from wotbench.host.gecap import CalibrationSetup, GeCapacity, capacity_for
 from wotbench.spec import MAX_GES, Cluster
-from wotbench.tracegen import build_requests, generate
+from wotbench.spec.replayspec import KEPT_SOURCE, standalone_yaml
+from wotbench.tracegen import build_requests, generate, replay_info, replay_times
 
 if TYPE_CHECKING:
     from wotbench.spec import RunSpec, Spec, WorkloadSpec
@@ -90,7 +95,11 @@ def _stderr(msg: str) -> None:
 @functools.lru_cache(maxsize=4)
 def _trace_peak(workload: WorkloadSpec) -> float:
     """The trace's peak rate; the requests are built once per workload
-    (every test's preflight runs twice: before any test starts, and its own)."""
+    (every test's preflight runs twice: before any test starts, and its own).
+    A replay's: of the replayed trace (a capture file is derived for it into
+    a temporary folder; a bad capture is a UserError here, before anything starts)."""
+    if workload.replay is not None:
+        return peak_rps(replay_times(workload))
     return peak_rps(build_requests(workload).t_us)
 
 
@@ -151,6 +160,9 @@ def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
     the images on every node, and support for the impairment asked for."""
     hs, auto = decide_instances(hs, inventory)
     lay = layout_of(layout_for(hs, inventory), hs.device_count, hs.gateway.instances, hs.placement.reserve)
+    if hs.capture is not None and lay.swarm:       # before any node's engine is asked
+        raise UserError("a run across a swarm does not capture itself yet: run it on one host, or leave "
+                        "capture out", field="capture")
     if lay.swarm:
         if not isinstance(backend, SwarmBackend):
             raise RuntimeError("a swarm layout needs the swarm backend")
@@ -158,7 +170,9 @@ def preflight(hs: Spec, backend: Backend, inventory: Inventory) -> Preflight:
     imps = [(f"devices[{i}].impairment", g.impairment) for i, g in enumerate(hs.groups)
             if g.impairment is not None]
     remote = lay.swarm and any(p.node != inventory.local.hostname for p in lay.parts)
-    images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote else []))
+    images = backend.check_images(["device", "ge"] + (["nettools"] if imps or remote or hs.capture else []))
+    if hs.capture is not None:
+        check_capture_image(backend.image_labels(images["nettools"]), IMAGES["nettools"])
     gut = hs.gateway_under_test
     if gut is not None:            # on the GE node (a swarm: the node cluster.ge names)
         images[GATEWAY_ROLE] = backend.check_image(image_ref(gut), lay.ge_part.node)
@@ -191,8 +205,15 @@ class Workload:
 
 def prepare(ctx: RunContext) -> Workload:
     """Generates the workload (offline work, before anything starts)."""
-    ctx.say("generating workload")
+    rp = ctx.rs.spec.workload.replay if ctx.rs.spec.workload is not None else None
+    ctx.say("generating workload" if rp is None else
+            f"replaying {rp.text} (devices x{rp.devices if rp.map is None else 'map'}, rate x{rp.rate:g}, "
+            f"service {rp.service})")
     gen = generate_workload(ctx.rs, ctx.run.workload)
+    if rp is not None:      # the run names the replay: source, its hash, k, r, map (expected.json "replay")
+        ctx.manifest["replay"] = replay_info(gen)
+        # spec.yaml refers to the source's copy in workload/: the run folder stands alone
+        res.write_atomic(ctx.run.spec, standalone_yaml(ctx.rs.doc, f"{rundir.WORKLOAD}/{KEPT_SOURCE}"))
     group_of = ctx.hs.group_of()
     if tuple(gen.device_group) != tuple(ctx.hs.groups[gi].name for gi in group_of):
         raise RuntimeError("tracegen numbered the devices differently from the spec's groups")

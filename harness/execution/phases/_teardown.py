@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from wotbench.engine import ENGINE_GONE, Removed
+from wotbench.execution.phases._capturing import stop_quietly
 from wotbench.execution.phases._context import RunContext
 
 #: How long teardown waits for an engine that stopped answering (dockerd
@@ -45,6 +46,7 @@ def teardown(ctx: RunContext) -> None:
             ctx.collectl.stop(grace_s=2.0)    # only an interrupted run still has it running
         except ENGINE_GONE:
             pass                              # its container goes with the rest below
+    stop_quietly(ctx)                         # an interrupted run's captures: their last files whole
     t = time.monotonic()
     removed = with_engine(lambda: ctx.backend.teardown(progress=ctx.opts.progress), ctx.say)
     if removed is None:
