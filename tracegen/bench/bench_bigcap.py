@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import socket
 import struct
@@ -31,6 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from wotbench.tracegen.bench import bench_pcap
 
 PAIRS = 100
 #: pcap record header: ts_sec, ts_usec, incl_len, orig_len (little-endian).
@@ -106,18 +107,6 @@ def write(path: Path, gb: float, frame: int, every: int) -> int:
     return total
 
 
-def run(capture: Path, out: Path) -> dict[str, float]:
-    cmd = [sys.executable, "-m", "wotbench.commands.main", "tracegen", "--from-pcap", str(capture),
-           "--out", str(out)]
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"bench_bigcap: {' '.join(cmd)} failed ({os.waitstatus_to_exitcode(status)})")
-    return {"wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gb", type=float, default=10.0)
@@ -140,13 +129,12 @@ def main() -> int:
                                 str(a.frame), "--every", str(a.every)], check=True, capture_output=True,
                                text=True).stdout)
         made = time.monotonic() - t0
-        r = run(cap, work / "out")
-        summary = json.loads((work / "out" / "capture.json").read_text())
+        bench_pcap.WORK.mkdir(parents=True, exist_ok=True)
+        r = bench_pcap.measure("full-pcap", 0, cap)      # the command in a child: wall time, wait4's peak RSS
         print(json.dumps({"bytes": cap.stat().st_size, "packets": n, "write_s": round(made, 1),
                           "wall_s": round(r["wall_s"], 1), "packets_per_s": round(n / r["wall_s"]),
                           "peak_rss_mib": round(r["peak_rss_mib"], 1),
-                          "requests": summary.get("requests"), "devices": summary.get("devices"),
-                          "skipped": summary.get("skipped")}, indent=1))
+                          "requests": r["requests"], "devices": r["devices"], "skipped": r["skipped"]}, indent=1))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

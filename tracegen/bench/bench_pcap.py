@@ -230,6 +230,7 @@ def measure(reader: str, limit: int, capture: Path | None = None) -> dict[str, A
         row["packets"] = summary["packets"]
         row["requests"] = summary["requests_in_trace"]
         row["settled_early"] = summary["window"]["settled_early"]
+        row["devices"], row["skipped"] = summary.get("devices"), summary.get("skipped")
         shutil.rmtree(out.parent)
     else:
         got = json.loads(last)          # timed in the child: no interpreter start, no imports before
