@@ -137,7 +137,7 @@ def test_send_lag_check_fails_on_fifo_stalls_and_reports_yields():
     assert ok and "GE 0 yielded 7 times" in why
     stalled = dict(fifo, stalls=3, stall_max_us=98_000)
     ok, why = check_send_lag({"ges": [{"ge": 0, "send_lag_us": lag, "sched": stalled}]}, th)
-    assert not ok and "GE 0 lost its core 3 time(s) for over 1 ms under SCHED_FIFO, up to 98 ms" in why
+    assert not ok and "GE 0 lost its core 3 time(s) for over 1 ms under SCHED_FIFO, up to 98.0 ms" in why
     # under the normal scheduler a stall is the send lag's business only
     other = dict(stalled, policy="other", error="sched_setscheduler(SCHED_FIFO, 50): Operation not permitted")
     assert check_send_lag({"ges": [{"ge": 0, "send_lag_us": lag, "sched": other}]}, th)[0]
