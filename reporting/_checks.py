@@ -599,7 +599,7 @@ def stability_warnings(a: A, th: Thresholds) -> list[str]:
 
 def _holes(ges: list[A], th: Thresholds) -> list[str]:
     """A send later than 10 x ``late_send``: the GE's loop was held that long
-    at least once (a disk write blocked it, docs/soak.md "Holes in the
+    at least once (its trace paged out under it, docs/soak.md "Holes in the
     schedule"), and what was due meanwhile went out together. The p99 and
     the late-send share do not judge one such hole, so it is named."""
     out = []
