@@ -218,15 +218,21 @@ def _http(gw: str, method: str, target: str, body: str | None = None) -> tuple[i
 
 
 def _http_until_up(ct: Any, gw: str) -> None:
+    """Until the flow answers: Node-RED's HTTP server is up (404 "Cannot GET")
+    before its flow's /proxy route is deployed, which answers a non-CoAP
+    target 400."""
     deadline = time.monotonic() + READY_S
     while True:
         try:
-            _http(gw, "GET", "/")
-            return
-        except OSError as exc:
-            ct.reload()
-            assert ct.status == "running" and time.monotonic() < deadline, (exc, ct.logs().decode(errors="replace"))
-            time.sleep(0.5)
+            status, text = _http(gw, "GET", "/proxy/http://x/")
+            if status != 404:
+                return
+            exc: Exception = AssertionError(f"the flow is not deployed yet: {status}")
+        except OSError as err:
+            exc = err
+        ct.reload()
+        assert ct.status == "running" and time.monotonic() < deadline, (exc, ct.logs().decode(errors="replace"))
+        time.sleep(0.5)
 
 
 def test_nodered_maps_http_to_coap_and_coap_codes_to_http_statuses(lab: Lab) -> None:
