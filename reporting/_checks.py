@@ -174,8 +174,8 @@ def check_send_lag(a: A, th: Thresholds) -> Check:
     yields = "".join(f"; GE {k} yielded {s['yields']} times ({s['yield_us'] / 1000:.0f} ms) to stay in its RT budget"
                      for k, s in fifo if s.get("yields"))
     if bad or stalled:
-        lag = ("; ".join(bad) + f" > {th.send_lag_p99_max_us:.0f}us: the GE fell behind its schedule") if bad else ""
-        return False, ("; ".join([lag] * bool(bad) + stalled)
+        lag = ["; ".join(bad) + f" > {th.send_lag_p99_max_us:.0f}us: the GE fell behind its schedule"] if bad else []
+        return False, ("; ".join(lag + stalled)
                        + yields + (f"; {a['ges_needed']['sentence']}" if a.get("ges_needed") else "")
                        + _excused(held, excused) + _nstart_note(a["ges"]))
     return True, (f"p99 send lag within {th.send_lag_p99_max_us:.0f}us for every GE" + yields

@@ -224,7 +224,7 @@ def _http_until_up(ct: Any, gw: str) -> None:
     deadline = time.monotonic() + READY_S
     while True:
         try:
-            status, text = _http(gw, "GET", "/proxy/http://x/")
+            status = _http(gw, "GET", "/proxy/http://x/")[0]
             if status != 404:
                 return
             exc: Exception = AssertionError(f"the flow is not deployed yet: {status}")

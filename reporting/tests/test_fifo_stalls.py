@@ -75,8 +75,8 @@ def _set_summary(run: Path, **kw: Any) -> None:
 
 def test_a_run_names_a_tolerated_stall_in_its_warnings_and_refuses_a_long_one(tmp_path: Path):
     run = synth_run(tmp_path / "run", replace(SPARSE, cd_rit_s=0.1))
-    rows = analyze_run(run)["ges"][0]["counters"]["requests"]
-    gap_us = 1e6 / analyze_run(run)["ges"][0]["target_rate"]
+    ge = analyze_run(run)["ges"][0]
+    rows, gap_us = ge["counters"]["requests"], 1e6 / ge["target_rate"]
     _set_summary(run, sched=dict(FIFO, stall_max_us=int(gap_us * 0.9)), tx_stamps_kernel=rows, tx_stamps_fallback=0)
     r = analyze_run(run)
     check = next(c for c in r["checks"] if c["check"] == "send_lag")
