@@ -6,7 +6,7 @@ GE_DIR  := gateway-emulator
 GE_MODS := err json cli files hosts trace plan north hist wire timers ring \
            window reuse state loop recv counters stats output rt \
            http_parse http_req http cc held textout rtolog obs obstab obsout \
-           txstamp
+           txstamp keep
 # One foreign source: the --cpus LIST parser is the device's, so that both
 # programs take one syntax (fuzzed there as fuzz-device-cpulist). It is
 # compiled here with the GE's flags into the GE's own object folders.

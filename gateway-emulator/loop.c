@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "held.h"
 #include "http.h"
+#include "keep.h"
 #include "loop.h"
 #include "north.h"
 #include "obsout.h"
@@ -733,6 +734,10 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
         return -1;
       continue;
     }
+    /* the trace ahead kept in memory: a chunk (keep.h) */
+    if (ge_keep_step(&L->keep, L->out.released,
+                     (size_t)(L->cur.it.p - L->plan->text)))
+      continue;
     if (ge_out_format(L, GE_FORMAT_UNIT))
       continue;
     /* small pieces fit the gaps of a fast schedule, big ones the rest */

@@ -22,6 +22,7 @@
 #include "err.h"
 #include "files.h"
 #include "hosts.h"
+#include "keep.h"
 #include "loop.h"
 #include "north.h"
 #include "obsout.h"
@@ -188,6 +189,8 @@ static int prepare(struct run *r) {
   if (install_signals(&r->e) || ge_loop_open(L, &r->e) ||
       ge_state_feed(L, GE_FEED_AHEAD, &r->e) < 0)
     return 1;
+  ge_keep_init(&L->keep, &r->plan);
+  ge_keep_fill(&L->keep, L->out.released);
   return 0;
 }
 

@@ -1,8 +1,9 @@
 /* Real-time scheduling of the loop: SCHED_FIFO when asked (falling back to
  * SCHED_OTHER with the reason recorded), a leaky bucket that keeps the
  * loop's running time inside the container's RT budget so that the kernel
- * never throttles it, and a stall counter (gaps in the loop it did not
- * sleep for, during which it was preempted or throttled).
+ * never throttles it, and stall and hold counters (gaps in the loop it did
+ * not sleep for, during which it was preempted or throttled, or waited in
+ * the kernel: a major fault, a blocking write).
  *
  * Why the bucket keeps the kernel from throttling. Let r/P be the RT
  * budget (runtime r per period P), m the margin (GE_RT_MARGIN_PPM of P),
@@ -49,11 +50,17 @@ int ge_rt_check_budget(int64_t runtime_us, int64_t period_us) {
   return runtime_us * 1000000 / period_us > GE_RT_MARGIN_PPM ? 0 : -1;
 }
 
-static long nivcsw(void) {
+/* The thread's counters now into rt (ivcsw -1: unknown, which cannot
+ * happen with valid arguments and disables stalls and holds). */
+static void snapshot(struct ge_rt *rt) {
   struct rusage ru;
-  if (getrusage(RUSAGE_THREAD, &ru))
-    return -1; /* cannot happen with valid arguments; disables stalls */
-  return ru.ru_nivcsw;
+  if (getrusage(RUSAGE_THREAD, &ru)) {
+    rt->ivcsw = -1;
+    return;
+  }
+  rt->ivcsw = ru.ru_nivcsw;
+  rt->vcsw = ru.ru_nvcsw;
+  rt->majflt = ru.ru_majflt;
 }
 
 void ge_rt_init(struct ge_rt *rt, const struct ge_config *cfg) {
@@ -114,12 +121,16 @@ int ge_rt_enter(struct ge_rt *rt, int64_t deadline) {
   int64_t now = ge_now_ns();
   rt->last_ns = now;
   rt->window_start_ns = now;
-  rt->nivcsw = nivcsw();
+  snapshot(rt);
+  rt->majflt_start = rt->majflt;
   return rt->fifo ? 0 : (rt->requested_fifo ? -1 : 0);
 }
 
 void ge_rt_leave(struct ge_rt *rt, int64_t now) {
   ge_rt_tick(rt, now);
+  long before = rt->majflt_start;
+  snapshot(rt);
+  rt->majflt_run = rt->ivcsw < 0 ? -1 : rt->majflt - before;
   if (rt->fifo) {
     struct sched_param sp = {.sched_priority = 0};
     /* The results are written after the loop: no reason to hold the
@@ -141,14 +152,22 @@ void ge_rt_windows(struct ge_rt *rt, int64_t now) {
 }
 
 void ge_rt_gap(struct ge_rt *rt, int64_t dt) {
-  long n = nivcsw();
-  if (n >= 0 && rt->nivcsw >= 0 && n > rt->nivcsw) {
+  long iv = rt->ivcsw, v = rt->vcsw, mf = rt->majflt;
+  snapshot(rt);
+  if (iv < 0 || rt->ivcsw < 0)
+    return;
+  if (rt->ivcsw > iv) {
     rt->stalls++;
     rt->stall_total_ns += dt;
     if (dt > rt->stall_max_ns)
       rt->stall_max_ns = dt;
   }
-  rt->nivcsw = n;
+  if (rt->vcsw > v || rt->majflt > mf) {
+    rt->holds++;
+    rt->hold_total_ns += dt;
+    if (dt > rt->hold_max_ns)
+      rt->hold_max_ns = dt;
+  }
 }
 
 /* [from, to) was spent blocked (not running): everything since the last
@@ -162,7 +181,7 @@ static void idle(struct ge_rt *rt, int64_t from, int64_t to) {
       rt->level_ns = 0;
   }
   rt->last_ns = to;
-  rt->nivcsw = nivcsw(); /* switches while blocked are not stalls */
+  snapshot(rt); /* switches while blocked are neither stalls nor holds */
 }
 
 void ge_rt_blocked(struct ge_rt *rt, int64_t from, int64_t to) {
@@ -234,9 +253,12 @@ void ge_rt_json(FILE *f, const struct ge_rt *rt) {
   fprintf(f,
           ", \"duty_max\": %.4f, \"yields\": %llu, \"yield_us\": %lld, "
           "\"stalls\": %llu, \"stall_max_us\": %lld, \"stall_total_us\": "
-          "%lld},\n",
+          "%lld, \"holds\": %llu, \"hold_max_us\": %lld, \"hold_total_us\": "
+          "%lld, \"majflt\": %ld},\n",
           (double)duty / (double)rt->window_ns, (unsigned long long)rt->yields,
           (long long)ge_us(rt->yield_ns), (unsigned long long)rt->stalls,
           (long long)ge_us(rt->stall_max_ns),
-          (long long)ge_us(rt->stall_total_ns));
+          (long long)ge_us(rt->stall_total_ns), (unsigned long long)rt->holds,
+          (long long)ge_us(rt->hold_max_ns),
+          (long long)ge_us(rt->hold_total_ns), rt->majflt_run);
 }

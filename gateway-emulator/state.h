@@ -19,6 +19,7 @@
 #include "hist.h"
 #include "hosts.h"
 #include "http.h"
+#include "keep.h"
 #include "obstab.h"
 #include "output.h"
 #include "plan.h"
@@ -81,6 +82,7 @@ struct ge_loop {
   const struct ge_plan *plan;
   const struct ge_hosts *hosts;
   struct ge_cursor cur; /* the next line to parse */
+  struct ge_keep keep;  /* the trace kept resident ahead of cur (keep.h) */
   bool feed_done;
   struct ge_window win;
   struct ge_rankq *rq;   /* per peer */

@@ -184,6 +184,7 @@ int ge_stats_write(const struct ge_loop *L, int fd, struct ge_err *e) {
   congestion_json(f, L);
   ge_obs_json(f, &L->obs);
   memory_json(f, L);
+  ge_keep_json(f, &L->keep);
   fprintf(f, "  \"duration_s\": %.6f,\n  \"send_span_s\": %.6f,\n",
           (double)(L->t_end - L->t0) / 1e9, sent_span / 1e6);
   if (intended_span > 0)

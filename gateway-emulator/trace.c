@@ -432,9 +432,12 @@ void ge_text_release(const struct ge_plan *p, size_t *released, size_t upto) {
   size_t to = upto >= p->text_len ? p->text_len : upto & ~(page - 1);
   if (to <= *released || (to - *released < step && to < p->text_len))
     return;
-  /* MADV_DONTNEED on a read-only private file mapping drops our copy of
-   * the pages; a later read faults them in again from the page cache. A
-   * failure only leaves them resident, so it is not an error. */
+  /* Unlocked first (the keeper locks ahead of the loop: keep.h; locked
+   * pages refuse MADV_DONTNEED). MADV_DONTNEED on a read-only private file
+   * mapping drops our copy of the pages; a later read faults them in again
+   * from the page cache. A failure only leaves them resident (or locked
+   * until the unmap), so it is not an error. */
+  (void)munlock((char *)p->text + *released, to - *released);
   (void)madvise((char *)p->text + *released, to - *released, MADV_DONTNEED);
   *released = to;
 }

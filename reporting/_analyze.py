@@ -199,6 +199,7 @@ def _ge_sections(files: RunFiles, th: Thresholds
         doc, summary_error = ge_summary(summary)
         sec["counters"] = ge_counters(doc)
         sec["sched"] = ge_sched(doc)
+        sec["trace_keep"] = (doc or {}).get("trace_keep")
         cfg = (doc or {}).get("config") or {}
         sec["exchange"] = {"type": (doc or {}).get("type"),
                            "max_retransmit": cfg.get("max_retransmit", (doc or {}).get("max_retransmit"))}

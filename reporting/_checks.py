@@ -183,37 +183,57 @@ def check_send_lag(a: A, th: Thresholds) -> Check:
 
 
 def _fifo_stalls(ges: list[A]) -> tuple[list[str], list[str]]:
-    """A SCHED_FIFO GE switched out for over 1 ms anyway (preempted,
-    RT-throttled, or time taken below the guest's scheduler: docs/soak.md,
-    "The FIFO stall traced"): (refused, tolerated) sentences. A stall is
-    tolerated only when what it did is measured and small: every send of
-    the GE carries the kernel's TX stamp (so the sends it delayed are in
-    the send lag, and replies are stamped by the kernel anyway), and the
-    longest stall is at most the GE's mean intended gap in the measurement
-    phase (so it bunched about one request). Without the evidence (the
-    counters, the trace's rate) it is refused."""
-    refused, tolerated = [], []
+    """Gaps of over 1 ms in a GE's loop that it did not sleep for: a stall
+    (a SCHED_FIFO GE switched out anyway: preempted, RT-throttled, or time
+    taken below the guest's scheduler, docs/soak.md "The FIFO stall
+    traced") or a hold (any GE that waited in the kernel: a major fault, a
+    blocking write; docs/soak.md "Holes in the schedule"). (refused,
+    tolerated) sentences. One is tolerated only when what it did is
+    measured and small: every send of the GE carries the kernel's TX stamp
+    (so the sends it delayed are in the send lag, and replies are stamped
+    by the kernel anyway), and the longest is at most the GE's mean
+    intended gap in the measurement phase (so it bunched about one
+    request). Without the evidence (the counters, the trace's rate, a
+    summary with the hold counters) it is refused."""
+    refused: list[str] = []
+    tolerated: list[str] = []
     for g in ges:
-        s = g.get("sched") or {}
-        if s.get("policy") != "fifo" or not s.get("stalls"):
+        s = g.get("sched")
+        if s is None:
             continue
-        what = (f"GE {g['ge']} lost its core {s['stalls']} time(s) for over 1 ms under SCHED_FIFO, up to "
-                f"{s['stall_max_us'] / 1000:.1f} ms (preempted, RT-throttled, or an interrupt or the hypervisor "
-                "below the guest's scheduler)")
-        c = g.get("counters") or {}
-        rate = g.get("target_rate")
-        gap_us = 1e6 / rate if rate else None
-        if c.get("tx_stamps_fallback") != 0 or not c.get("tx_stamps_kernel"):
-            refused.append(what + ": not all its sends carry the kernel's stamp, so their lag may not show it")
-        elif gap_us is None:
-            refused.append(what + ": its mean intended gap is unknown (no trace rate)")
-        elif s["stall_max_us"] > gap_us:
-            refused.append(what + f", longer than its mean intended gap of {gap_us / 1000:.1f} ms: "
-                           "it bunched several requests")
-        else:
-            tolerated.append(what + f", within its mean intended gap of {gap_us / 1000:.1f} ms: "
-                             "the sends it delayed are in its send lag, stamped by the kernel")
+        gaps = []
+        if s.get("policy") == "fifo" and s.get("stalls"):
+            gaps.append((s["stall_max_us"], f"GE {g['ge']} lost its core {s['stalls']} time(s) for over 1 ms under "
+                         f"SCHED_FIFO, up to {s['stall_max_us'] / 1000:.1f} ms (preempted, RT-throttled, or an "
+                         "interrupt or the hypervisor below the guest's scheduler)"))
+        if "holds" not in s:
+            refused.append(f"GE {g['ge']}: its summary has no hold counters (a GE older than this analysis), so "
+                           "whether its loop waited in the kernel is unknown")
+        elif s["holds"]:
+            faults = f", {s['majflt']} major page fault(s) in the run" if s.get("majflt") else ""
+            gaps.append((s["hold_max_us"], f"GE {g['ge']}'s loop waited in the kernel {s['holds']} time(s) for over "
+                         f"1 ms, up to {s['hold_max_us'] / 1000:.1f} ms{faults} (a page read back from the disk, "
+                         "a blocking write)"))
+        for worst_us, what in gaps:
+            verdict, tolerable = _judge_gap(g, worst_us)
+            (tolerated if tolerable else refused).append(what + verdict)
     return refused, tolerated
+
+
+def _judge_gap(g: A, worst_us: float) -> tuple[str, bool]:
+    """The rule of :func:`_fifo_stalls` for one kind of gap: (why, tolerated)."""
+    c = g.get("counters") or {}
+    rate = g.get("target_rate")
+    gap_us = 1e6 / rate if rate else None
+    if c.get("tx_stamps_fallback") != 0 or not c.get("tx_stamps_kernel"):
+        return ": not all its sends carry the kernel's stamp, so their lag may not show it", False
+    if gap_us is None:
+        return ": its mean intended gap is unknown (no trace rate)", False
+    if worst_us > gap_us:
+        return (f", longer than its mean intended gap of {gap_us / 1000:.1f} ms: it bunched several requests",
+                False)
+    return (f", within its mean intended gap of {gap_us / 1000:.1f} ms: the sends it delayed are in its send lag, "
+            "stamped by the kernel"), True
 
 
 def check_errors(a: A, th: Thresholds) -> Check:
@@ -591,7 +611,7 @@ def stability_warnings(a: A, th: Thresholds) -> list[str]:
         n = c["measure"]["n"]
         if 0 < n < 30:
             out.append(f"{where}only {n} CD samples in the measurement phase: the contention test has little power")
-    out += _fifo_stalls(a["ges"])[1] + _holes(a["ges"], th)
+    out += _fifo_stalls(a["ges"])[1] + _holes(a["ges"], th) + _keep_warnings(a["ges"])
     if a["phases"]["inferred"]:
         out.append(f"no {layout.PHASES}: the whole trace is treated as the measurement phase (no warm-up cut)")
     return out + _counter_warnings(a)
@@ -611,6 +631,23 @@ def _holes(ges: list[A], th: Thresholds) -> list[str]:
                        "its loop was held that long at least once and the requests due meanwhile went out "
                        "together; the p99 and the late-send share do not judge one such hole "
                        "(docs/soak.md, \"Holes in the schedule\")")
+    return out
+
+
+def _keep_warnings(ges: list[A]) -> list[str]:
+    """A GE that could not keep its trace locked ahead of its loop
+    (gateway-emulator/README.md, "The trace kept resident"): its loop may
+    wait on the disk where the host pages cold files out (its holds say
+    whether it did)."""
+    out = []
+    for g in ges:
+        k = g.get("trace_keep") or {}
+        if k.get("mode") == "prefetch":
+            why = f" (mlock: {k['lock_error']})" if k.get("lock_error") else " (RLIMIT_MEMLOCK under 1 MB)"
+            out.append(f"GE {g['ge']} could not lock its trace ahead of its loop{why}: it read ahead only")
+        if k.get("behind"):
+            out.append(f"GE {g['ge']}'s parse overtook its trace keeper {k['behind']} time(s): its gaps were too "
+                       "short to keep the trace locked ahead")
     return out
 
 

@@ -132,7 +132,7 @@ def test_send_lag_check_fails_on_fifo_stalls_and_reports_yields():
     th = Thresholds()
     lag = {"p99": 5.0}
     fifo = {"policy": "fifo", "requested": "fifo", "budget_us": 895000, "period_us": 1000000,
-            "yields": 7, "yield_us": 700, "stalls": 0, "stall_max_us": 0}
+            "yields": 7, "yield_us": 700, "stalls": 0, "stall_max_us": 0, "holds": 0, "hold_max_us": 0}
     ok, why = check_send_lag({"ges": [{"ge": 0, "send_lag_us": lag, "sched": fifo}]}, th)
     assert ok and "GE 0 yielded 7 times" in why
     stalled = dict(fifo, stalls=3, stall_max_us=98_000)

@@ -1,8 +1,10 @@
 """A SCHED_FIFO GE that lost its core for over 1 ms (a stall: docs/soak.md,
-"The FIFO stall traced") fails the send_lag check unless what the stall
-did is measured and small: every send carries the kernel's TX stamp, and
-the longest stall is at most the GE's mean intended gap. A tolerated stall
-is named in the check and in the run's warnings; missing evidence refuses."""
+"The FIFO stall traced"), or any GE whose loop waited in the kernel for
+over 1 ms (a hold: "Holes in the schedule"), fails the send_lag check
+unless what the gap did is measured and small: every send carries the
+kernel's TX stamp, and the longest gap is at most the GE's mean intended
+gap. A tolerated one is named in the check and in the run's warnings;
+missing evidence (a summary without the hold counters) refuses."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from wotbench.reporting.tests.test_verdict_checks import SPARSE
 from wotbench.spec import Thresholds
 
 FIFO = {"policy": "fifo", "requested": "fifo", "budget_us": 895000, "period_us": 1000000,
-        "yields": 0, "yield_us": 0, "stalls": 1, "stall_max_us": 1564}
+        "yields": 0, "yield_us": 0, "stalls": 1, "stall_max_us": 1564, "holds": 0, "hold_max_us": 0,
+        "hold_total_us": 0, "majflt": 0}
 KERNEL = {"tx_stamps_kernel": 60_000, "tx_stamps_fallback": 0}
 
 
@@ -97,3 +100,25 @@ def test_a_send_held_ten_times_past_late_send_is_named_a_hole():
     assert hole.startswith("GE 0: a send was 301 ms late (p99 98 us)") and "Holes in the schedule" in hole
     assert _holes([_ge(send_lag_us={"p99": 98.0, "max": 301_000.0})], Thresholds(late_send_us=50_000.0)) == []
     assert _holes([_ge(send_lag_us={"p99": None, "max": None})], th) == []
+
+
+HOLD = dict(FIFO, policy="other", stalls=0, stall_max_us=0, holds=2, hold_max_us=3100, hold_total_us=4500, majflt=19)
+
+
+def test_a_hold_is_judged_like_a_stall_under_any_policy():
+    ok, why = check_send_lag({"ges": [_ge(sched=dict(HOLD))]}, Thresholds())
+    assert ok, why
+    assert ("GE 0's loop waited in the kernel 2 time(s) for over 1 ms, up to 3.1 ms, 19 major page fault(s) "
+            "in the run") in why and "within its mean intended gap of 5.0 ms" in why
+    ok, why = check_send_lag({"ges": [_ge(sched=dict(HOLD, hold_max_us=301_000))]}, Thresholds())
+    assert not ok and why.startswith("GE 0's loop waited in the kernel") and "bunched several requests" in why, why
+    ok, why = check_send_lag({"ges": [_ge(sched=dict(HOLD), counters={"tx_stamps_kernel": 0,
+                                                                         "tx_stamps_fallback": 5})]}, Thresholds())
+    assert not ok and "not all its sends carry the kernel" in why, why
+
+
+def test_a_summary_without_hold_counters_is_refused():
+    old = {k: v for k, v in FIFO.items() if k not in ("holds", "hold_max_us", "hold_total_us", "majflt")}
+    ok, why = check_send_lag({"ges": [_ge(sched=dict(old, stalls=0))]}, Thresholds())
+    assert not ok and why == ("GE 0: its summary has no hold counters (a GE older than this analysis), so whether "
+                              "its loop waited in the kernel is unknown"), why

@@ -1,0 +1,51 @@
+/* The trace kept in memory ahead of the loop (README.md, "The trace kept
+ * resident"). The scan reads the whole trace at load, long before the
+ * loop parses a line of it again, and a host may page cold file pages out
+ * meanwhile (a DAMON pageout scheme, reclaim): the parse would then wait
+ * on the disk inside a page fault, with no system call to see. So in the
+ * loop's gaps the keeper checks the next chunk of the mapping, asks for
+ * it to be read in when it is not resident (MADV_WILLNEED, which does not
+ * wait), and locks it once it is (mlock), never more than a window past
+ * the output's release point; ge_text_release unlocks behind. Without
+ * RLIMIT_MEMLOCK room it only reads ahead (mode "prefetch"). */
+#ifndef GE_KEEP_H
+#define GE_KEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plan.h"
+
+#define GE_KEEP_CHUNK (64u << 10)
+#define GE_KEEP_MAX (32u << 20)     /* the window at most */
+#define GE_KEEP_MIN (1u << 20)      /* less lockable room: prefetch only */
+#define GE_KEEP_PREFETCH (4u << 20) /* read ahead this far without locks */
+
+enum { GE_KEEP_OFF = 0, GE_KEEP_LOCKED, GE_KEEP_PREFETCH_ONLY };
+
+struct ge_keep {
+  const char *base; /* the mapped trace; NULL: nothing to keep */
+  size_t len;
+  size_t window; /* locked (or read ahead) at most, bytes */
+  size_t hi;     /* [.., hi) is handled: locked, or read ahead */
+  size_t asked;  /* MADV_WILLNEED asked up to here */
+  int mode;
+  int lock_errno; /* why locking stopped mid-run (0: it did not) */
+  uint64_t chunks, misses, behind;
+  size_t locked_peak;
+};
+
+/* Sizes the window from RLIMIT_MEMLOCK; a buffer that is not a mapping
+ * (or an empty one) is kept as it is: mode off. */
+void ge_keep_init(struct ge_keep *k, const struct ge_plan *p);
+/* Before the start: locks (or reads) the first window, waiting for it. */
+void ge_keep_fill(struct ge_keep *k, size_t released);
+/* One chunk in a gap, without waiting for the disk: 1 done (come back),
+ * 0 nothing to do now. `released`: the output's release point, `cursor`:
+ * the parse cursor (a cursor past hi counts as `behind`). */
+int ge_keep_step(struct ge_keep *k, size_t released, size_t cursor);
+void ge_keep_json(FILE *f, const struct ge_keep *k);
+
+#endif
