@@ -89,6 +89,7 @@ fuzz-build: $(FUZZERS)
 # time (the binaries' and Docker's tests measure time on a quiet host).
 test: setup build build-asan fuzz-build images images-swarm images-gateways
 	$(Q)$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
+	$(Q)$(PY) -m wotbench.tests.leftovers
 	$(Q)$(PY) -m pytest --exclude-tier check --durations=30 $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.

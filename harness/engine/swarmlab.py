@@ -39,10 +39,16 @@ from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
 from wotbench.engine.dockerenv import IMAGE_TAG, IMAGES, LABEL_ENGINE, LABEL_ROLE
 
-__all__ = ["LABEL_LAB", "NODE_IMAGE", "HostState", "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR",
+__all__ = ["LABEL_LAB", "TEST_SESSION_LABEL", "TEST_SESSION_ENV", "NODE_IMAGE", "HostState", "Lab", "Node",
+           "SwarmLab", "SwarmLabError", "STATE_DIR", "labels_of_test_session",
            "DEFAULT_IMAGES"]
 
 LABEL_LAB = "org.wotbench.swarmlab"
+#: A swarm made under a test session carries that session's pid (from the
+#: environment variable TEST_SESSION_ENV), so that one a killed session left
+#: behind can be told from any other (wotbench.tests.leftovers).
+TEST_SESSION_LABEL = "org.wotbench.test-session"
+TEST_SESSION_ENV = "WOTBENCH_TEST_SESSION"
 NODE_IMAGE = f"wotbench/swarm-node:{IMAGE_TAG}"
 SWARM_PORT = 2377
 DEFAULT_IMAGES = (IMAGES["device"], IMAGES["ge"], IMAGES["nettools"])
@@ -322,6 +328,12 @@ class Lab:
             _until(self.timeout_s, f"removing network {net.name}", partial(removed, net), lambda: "in use")
 
 
+def labels_of_test_session() -> dict[str, str]:
+    """The swarm label of the test session this runs under, if any."""
+    session = os.environ.get(TEST_SESSION_ENV)
+    return {TEST_SESSION_LABEL: session} if session else {}
+
+
 @dataclass
 class SwarmLab:
     """How to make a lab: ``workers`` node containers (0: a one-node swarm,
@@ -376,7 +388,8 @@ class SwarmLab:
         lab.save()
         try:
             c.swarm.init(advertise_addr=lab.manager, listen_addr=f"{lab.manager}:{SWARM_PORT}",
-                         default_addr_pool=[str(swarm_pool)], subnet_size=24, labels={LABEL_LAB: lab.id})
+                         default_addr_pool=[str(swarm_pool)], subnet_size=24,
+                         labels={LABEL_LAB: lab.id, **labels_of_test_session()})
             c.swarm.reload()
             token = c.swarm.attrs["JoinTokens"]["Worker"]
         except _SDK_ERRORS as exc:

@@ -6,6 +6,7 @@ leaves it, and leaves the host's networks exactly as it found them
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from wotbench.engine.inventory import read_inventory
+from wotbench.engine.swarmlab import labels_of_test_session
 
 pytestmark = pytest.mark.docker
 
@@ -64,7 +66,7 @@ def one_node_swarm(docker_client: Any) -> Iterator[str]:
                     "leaves its own one-node swarm; run it on a host that is not in one")
     before = _networks()
     had_gwbridge = any(f" {GWBRIDGE} " in n for n in before)
-    _docker("swarm", "init", "--advertise-addr", _docker0_address())
+    docker_client.swarm.init(advertise_addr=_docker0_address(), labels=labels_of_test_session())
     try:
         yield docker_client.info()["Swarm"]["NodeID"]
     finally:
@@ -145,3 +147,33 @@ def test_run_on_a_one_node_swarm_puts_everything_on_it(one_node_swarm, docker_cl
     assert sec["routing"]["devices"] == 4 and sec["routing"]["served"] == sec["routing"]["sent"] > 0, sec["routing"]
     assert sec["routing"]["served_more"] == 0, sec["routing"]
     assert run_objects(None) == ([], [])
+
+
+def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_client):
+    """wotbench.tests.leftovers (make test, before the Docker tests): a swarm
+    whose test-session label names a live process (this one) stays; once it
+    names a process that is gone, the swarm is left and the host's networks
+    are as they were."""
+    from wotbench.engine.swarmlab import TEST_SESSION_LABEL
+    from wotbench.tests.leftovers import take_down_dead_sessions_swarm
+    state = docker_client.info()["Swarm"]["LocalNodeState"]
+    if state != "inactive":
+        pytest.fail(f"this host is in a swarm already (LocalNodeState {state!r})")
+    before = _networks()
+    had_gwbridge = any(f" {GWBRIDGE} " in n for n in before)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: str(os.getpid())})
+    try:
+        assert take_down_dead_sessions_swarm(docker_client) is None
+        assert docker_client.info()["Swarm"]["LocalNodeState"] == "active"
+        docker_client.swarm.update(labels={TEST_SESSION_LABEL: str(gone.pid)})
+        assert take_down_dead_sessions_swarm(docker_client) == \
+            f"left the one-node swarm of test session {gone.pid} (gone)"
+        assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
+    finally:
+        if docker_client.info()["Swarm"]["LocalNodeState"] != "inactive":
+            _docker("swarm", "leave", "--force")
+            if not had_gwbridge:
+                _remove_gwbridge()
+    assert _networks() == before
