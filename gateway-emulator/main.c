@@ -189,7 +189,10 @@ static int prepare(struct run *r) {
   if (install_signals(&r->e) || ge_loop_open(L, &r->e) ||
       ge_state_feed(L, GE_FEED_AHEAD, &r->e) < 0)
     return 1;
-  ge_keep_init(&L->keep, &r->plan);
+  if (ge_keep_init(&L->keep, &r->plan, r->src.map ? r->src.fd : -1)) {
+    ge_err_set(&r->e, NULL, 0, "loop", "out of memory");
+    return 1;
+  }
   ge_keep_fill(&L->keep, L->out.released);
   return 0;
 }
@@ -315,6 +318,7 @@ static void cleanup(struct run *r) {
   if (r->loop_ready) {
     ge_loop_close(&r->L);
     ge_obs_free(&r->L.obs);
+    ge_keep_free(&r->L.keep);
     ge_state_free(&r->L);
   }
   ge_plan_free(&r->plan);

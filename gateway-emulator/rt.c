@@ -61,6 +61,9 @@ static void snapshot(struct ge_rt *rt) {
   rt->ivcsw = ru.ru_nivcsw;
   rt->vcsw = ru.ru_nvcsw;
   rt->majflt = ru.ru_majflt;
+  rt->cpu_ns =
+      ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+      ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
 }
 
 void ge_rt_init(struct ge_rt *rt, const struct ge_config *cfg) {
@@ -153,6 +156,7 @@ void ge_rt_windows(struct ge_rt *rt, int64_t now) {
 
 void ge_rt_gap(struct ge_rt *rt, int64_t dt) {
   long iv = rt->ivcsw, v = rt->vcsw, mf = rt->majflt;
+  int64_t cpu = rt->cpu_ns;
   snapshot(rt);
   if (iv < 0 || rt->ivcsw < 0)
     return;
@@ -161,12 +165,18 @@ void ge_rt_gap(struct ge_rt *rt, int64_t dt) {
     rt->stall_total_ns += dt;
     if (dt > rt->stall_max_ns)
       rt->stall_max_ns = dt;
+    return;
   }
-  if (rt->vcsw > v || rt->majflt > mf) {
+  /* a switch or fault from before a deliberate block is counted there
+   * (idle: the block's own time is neither running nor off the CPU
+   * here), and one carried over from a short gap finds no time off the
+   * CPU in a long one that only ran */
+  int64_t off = dt - (rt->cpu_ns - cpu);
+  if ((rt->vcsw > v || rt->majflt > mf) && off > GE_RT_STALL_GAP_NS) {
     rt->holds++;
-    rt->hold_total_ns += dt;
-    if (dt > rt->hold_max_ns)
-      rt->hold_max_ns = dt;
+    rt->hold_total_ns += off;
+    if (off > rt->hold_max_ns)
+      rt->hold_max_ns = off;
   }
 }
 

@@ -24,14 +24,17 @@ struct ge_rt {
   int64_t window_ns, window_start_ns, window_run_ns, duty_max_ns;
   uint64_t yields, stalls, holds;
   int64_t yield_ns, stall_max_ns, stall_total_ns, hold_max_ns, hold_total_ns;
-  /* the thread's switches and major faults at the last check (ivcsw -1:
-   * unknown), at the start, and over the run */
+  /* the thread's switches, major faults and CPU time (ns) at the last
+   * check (ivcsw -1: unknown), major faults at the start and over the run */
   long ivcsw, vcsw, majflt, majflt_start, majflt_run;
+  int64_t cpu_ns;
 };
 /* A loop gap longer than this is checked: a stall (an involuntary switch
- * in it: preempted, throttled) and/or a hold (a voluntary switch or a
- * major fault in it that no deliberate block explains: the loop waited in
- * the kernel, e.g. a page of its trace read back from the disk). */
+ * in it: preempted, throttled), or a hold: no involuntary switch, but a
+ * voluntary one or a major fault that no deliberate block explains, and
+ * over 1 ms of the gap off the CPU (the gap less the thread's CPU time in
+ * it): the loop waited in the kernel, e.g. for a page of its trace read
+ * back from the disk. A hold's length is that time off the CPU. */
 #define GE_RT_STALL_GAP_NS 1000000
 /* FIFO given from outside must be in force this long before the start. */
 #define GE_RT_WAIT_SLACK_NS 2000000

@@ -524,16 +524,18 @@ int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
     return -1;
   }
   void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
   if (m == MAP_FAILED) {
     ge_err_set(e, path, 0, NULL, "cannot map: %s", strerror(errno));
+    close(fd);
     return -1;
   }
   if (madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL) && errno != EINVAL) {
     ge_err_set(e, path, 0, NULL, "madvise: %s", strerror(errno));
     munmap(m, (size_t)st.st_size);
+    close(fd);
     return -1;
   }
+  src->fd = fd;
   src->map = m;
   src->len = (size_t)st.st_size;
   p->text_mapped = true;
@@ -541,7 +543,9 @@ int ge_trace_load(struct ge_plan *p, struct ge_trace_src *src, const char *path,
 }
 
 void ge_trace_unmap(struct ge_trace_src *src) {
-  if (src->map)
+  if (src->map) {
     munmap(src->map, src->len);
+    (void)close(src->fd); /* read-only: nothing to flush */
+  }
   src->map = NULL;
 }

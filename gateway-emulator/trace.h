@@ -51,6 +51,7 @@ void ge_text_release(const struct ge_plan *p, size_t *released, size_t upto);
 struct ge_trace_src {
   void *map;
   size_t len;
+  int fd; /* open while mapped: the keeper reads from it (keep.h) */
 };
 /* Maps the trace and scans it: every line checked, devices, peers and
  * templates built, counts, EXCHANGE_LIFETIME window maxima and the

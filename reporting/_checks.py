@@ -645,6 +645,10 @@ def _keep_warnings(ges: list[A]) -> list[str]:
         if k.get("mode") == "prefetch":
             why = f" (mlock: {k['lock_error']})" if k.get("lock_error") else " (RLIMIT_MEMLOCK under 1 MB)"
             out.append(f"GE {g['ge']} could not lock its trace ahead of its loop{why}: it read ahead only")
+        if k.get("probe") == "mincore":
+            out.append(f"GE {g['ge']}'s trace keeper could not ask the page cache without waiting (no RWF_NOWAIT "
+                       "on its file system): it trusted mincore, which calls every page resident for a file the GE "
+                       "does not own, so a paged-out chunk may have been read in its loop")
         if k.get("behind"):
             out.append(f"GE {g['ge']}'s parse overtook its trace keeper {k['behind']} time(s): its gaps were too "
                        "short to keep the trace locked ahead")

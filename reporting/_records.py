@@ -45,7 +45,7 @@ GE_SUMMARY = Obj({
     "garbage": (Obj({"total": (_I, _0), "truncated": (_I, _0), "unparseable": (_I, _0)}), _0),
     "sched": (Obj({"policy": (_S, _0), "stalls": (_I, _0), "stall_max_us": (_N, _0), "yields": (_I, _0),
                    "yield_us": (_N, _0), "holds": (_I, _0), "hold_max_us": (_N, _0), "majflt": (_I, _0)}), _0),
-    "trace_keep": (Obj({"mode": (_S, _0), "window_bytes": (_I, _0), "behind": (_I, _0),
+    "trace_keep": (Obj({"mode": (_S, _0), "probe": (_S, _0), "window_bytes": (_I, _0), "behind": (_I, _0),
                         "lock_error": (_S, _0)}), _0),
 }, required=("requests",))
 #: A device's --stats file (docs/formats.md): every counter, an integer.

@@ -6,7 +6,6 @@ leaves it, and leaves the host's networks exactly as it found them
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -151,11 +150,12 @@ def test_run_on_a_one_node_swarm_puts_everything_on_it(one_node_swarm, docker_cl
 
 def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_client):
     """wotbench.tests.leftovers (make test, before the Docker tests): a swarm
-    whose test-session label names a live process (this one) stays; once it
-    names a process that is gone, the swarm is left and the host's networks
-    are as they were."""
+    whose test-session label names a live process (this one), a process of
+    another boot or pid namespace, or nothing it can read, stays; once it
+    names a process of this boot and namespace that is gone, the swarm is
+    left and the host's networks are as they were."""
     from wotbench.engine.swarmlab import TEST_SESSION_LABEL
-    from wotbench.tests.leftovers import take_down_dead_sessions_swarm
+    from wotbench.tests.leftovers import session_identity, take_down_dead_sessions_swarm
     state = docker_client.info()["Swarm"]["LocalNodeState"]
     if state != "inactive":
         pytest.fail(f"this host is in a swarm already (LocalNodeState {state!r})")
@@ -163,13 +163,18 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
     had_gwbridge = any(f" {GWBRIDGE} " in n for n in before)
     gone = subprocess.Popen(["true"])
     gone.wait()
-    docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: str(os.getpid())})
+    me = session_identity()
+    boot, pidns, _, _ = me.rsplit("/", 3)
+    dead = f"{boot}/{pidns}/{gone.pid}/1"
+    docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: me})
     try:
-        assert take_down_dead_sessions_swarm(docker_client) is None
-        assert docker_client.info()["Swarm"]["LocalNodeState"] == "active"
-        docker_client.swarm.update(labels={TEST_SESSION_LABEL: str(gone.pid)})
-        assert take_down_dead_sessions_swarm(docker_client) == \
-            f"left the one-node swarm of test session {gone.pid} (gone)"
+        for alive_or_foreign in (me, f"another-boot/{pidns}/{gone.pid}/1", f"{boot}/pid:[1]/{gone.pid}/1",
+                                 "garbage"):
+            docker_client.swarm.update(labels={TEST_SESSION_LABEL: alive_or_foreign})
+            assert take_down_dead_sessions_swarm(docker_client) is None, alive_or_foreign
+            assert docker_client.info()["Swarm"]["LocalNodeState"] == "active"
+        docker_client.swarm.update(labels={TEST_SESSION_LABEL: dead})
+        assert take_down_dead_sessions_swarm(docker_client) == f"left the one-node swarm of test session {dead} (gone)"
         assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
     finally:
         if docker_client.info()["Swarm"]["LocalNodeState"] != "inactive":

@@ -388,9 +388,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The session's pid on the swarms its tests make (wotbench.tests.leftovers);
+    # The session's identity on the swarms its tests make (wotbench.tests.leftovers);
     # xdist's workers and the processes the tests start inherit it.
-    os.environ.setdefault("WOTBENCH_TEST_SESSION", str(os.getpid()))   # swarmlab.TEST_SESSION_ENV
+    from wotbench.tests.leftovers import session_identity
+    os.environ.setdefault("WOTBENCH_TEST_SESSION", session_identity())   # swarmlab.TEST_SESSION_ENV
     config.addinivalue_line("markers", "native: runs a binary under build/ or make "
                                        "(assigned by wotbench.tests.tiers; make test-native)")
     config.addinivalue_line("markers", "root: needs to run as root (assigned by wotbench.tests.tiers)")
