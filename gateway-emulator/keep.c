@@ -127,7 +127,8 @@ static void ask(struct ge_keep *k, size_t end) {
   (void)madvise((void *)(k->base + k->hi), to - k->hi, MADV_WILLNEED);
 }
 
-int ge_keep_step(struct ge_keep *k, size_t released, size_t cursor) {
+int ge_keep_step(struct ge_keep *k, size_t released, size_t cursor,
+                 int64_t now) {
   if (k->mode == GE_KEEP_OFF)
     return 0;
   size_t at = cursor & ~(size_t)(GE_KEEP_CHUNK - 1);
@@ -138,13 +139,14 @@ int ge_keep_step(struct ge_keep *k, size_t released, size_t cursor) {
   size_t limit = k->mode == GE_KEEP_LOCKED
                      ? (released & ~(size_t)4095) + k->window
                      : cursor + k->window;
-  if (k->hi >= k->len || k->hi + GE_KEEP_CHUNK > limit)
+  if (k->hi >= k->len || k->hi + GE_KEEP_CHUNK > limit || now < k->retry_ns)
     return 0;
   size_t end = chunk_end(k);
   if (!resident(k, end)) {
     ask(k, end);
+    k->retry_ns = now + GE_KEEP_RETRY_NS;
     if (k->mode == GE_KEEP_LOCKED)
-      return 0; /* back in a later gap */
+      return 0; /* back in a later gap, not in every one meanwhile */
   }
   if (k->mode == GE_KEEP_LOCKED) {
     int locked = lock_chunk(k, end, released);

@@ -25,18 +25,20 @@
 #define GE_KEEP_MAX (32u << 20)    /* the window at most */
 #define GE_KEEP_MIN (1u << 20)     /* less lockable room: prefetch only */
 #define GE_KEEP_AHEAD (256u << 10) /* prefetch: checked this far ahead */
+#define GE_KEEP_RETRY_NS 1000000   /* a chunk asked for: probed again then */
 
 enum { GE_KEEP_OFF = 0, GE_KEEP_LOCKED, GE_KEEP_PREFETCH_ONLY };
 
 struct ge_keep {
   const char *base; /* the mapped trace; NULL: nothing to keep */
   size_t len;
-  int fd;        /* the trace, for the RWF_NOWAIT probe (not owned) */
-  bool nowait;   /* the probe works; else mincore (which may not tell) */
-  char *buf;     /* the probe's chunk buffer; NULL: nothing to keep */
-  size_t window; /* locked (or read ahead) at most, bytes */
-  size_t hi;     /* [.., hi) is handled: locked, or read ahead */
-  size_t asked;  /* MADV_WILLNEED asked up to here */
+  int fd;           /* the trace, for the RWF_NOWAIT probe (not owned) */
+  bool nowait;      /* the probe works; else mincore (which may not tell) */
+  char *buf;        /* the probe's chunk buffer; NULL: nothing to keep */
+  size_t window;    /* locked (or read ahead) at most, bytes */
+  size_t hi;        /* [.., hi) is handled: locked, or read ahead */
+  size_t asked;     /* MADV_WILLNEED asked up to here */
+  int64_t retry_ns; /* a chunk being read in: probed again from then */
   int mode;
   int lock_errno; /* why locking stopped mid-run (0: it did not) */
   uint64_t chunks, misses, behind;
@@ -52,8 +54,10 @@ void ge_keep_free(struct ge_keep *k);
 void ge_keep_fill(struct ge_keep *k, size_t released);
 /* One chunk in a gap, without waiting for the disk: 1 done (come back),
  * 0 nothing to do now. `released`: the output's release point, `cursor`:
- * the parse cursor (a cursor past hi counts as `behind`). */
-int ge_keep_step(struct ge_keep *k, size_t released, size_t cursor);
+ * the parse cursor (a cursor past hi counts as `behind`), `now`: monotonic
+ * ns (a chunk asked for is probed again GE_KEEP_RETRY_NS later). */
+int ge_keep_step(struct ge_keep *k, size_t released, size_t cursor,
+                 int64_t now);
 void ge_keep_json(FILE *f, const struct ge_keep *k);
 
 #endif

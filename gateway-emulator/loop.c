@@ -736,7 +736,7 @@ static int background(struct ge_loop *L, int64_t now, int64_t until,
     }
     /* the trace ahead kept in memory: a chunk (keep.h) */
     if (ge_keep_step(&L->keep, L->out.released,
-                     (size_t)(L->cur.it.p - L->plan->text)))
+                     (size_t)(L->cur.it.p - L->plan->text), now))
       continue;
     if (ge_out_format(L, GE_FORMAT_UNIT))
       continue;

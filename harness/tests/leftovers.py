@@ -60,7 +60,8 @@ def _gone(identity: str) -> bool:
         return False
 
 
-def _remove_gwbridge(c: docker.DockerClient) -> None:
+def remove_gwbridge(c: docker.DockerClient) -> None:
+    """The docker_gwbridge network a swarm leaves behind once its endpoints go."""
     import docker.errors
 
     for _ in range(40):         # its endpoints go a moment after the swarm does
@@ -96,7 +97,7 @@ def take_down_dead_sessions_swarm(c: docker.DockerClient) -> str | None:
             Lab.load(lab, state_dir=Path(state)).down()
         return f"took down Swarm lab {lab}, left by test session {owner} (gone)"
     c.swarm.leave(force=True)
-    _remove_gwbridge(c)
+    remove_gwbridge(c)
     return f"left the one-node swarm of test session {owner} (gone)"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from wotbench.engine.inventory import read_inventory
 from wotbench.engine.swarmlab import labels_of_test_session
+from wotbench.tests.leftovers import remove_gwbridge
 
 pytestmark = pytest.mark.docker
 
@@ -40,15 +40,6 @@ def _networks() -> list[str]:
                           "{{.ID}} {{.Name}} {{.Driver}} {{.Scope}}").splitlines())
 
 
-def _remove_gwbridge() -> None:
-    for _ in range(40):         # its endpoints go a moment after the swarm does
-        r = subprocess.run(["docker", "network", "rm", GWBRIDGE], capture_output=True, text=True)
-        if r.returncode == 0 or "not found" in r.stderr:
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"cannot remove {GWBRIDGE}: {r.stderr.strip()}")
-
-
 def _docker0_address() -> str:
     out = subprocess.run(["ip", "-4", "-o", "addr", "show", "docker0"], capture_output=True, text=True,
                          check=True).stdout.split()
@@ -71,7 +62,7 @@ def one_node_swarm(docker_client: Any) -> Iterator[str]:
     finally:
         _docker("swarm", "leave", "--force")
         if not had_gwbridge:
-            _remove_gwbridge()
+            remove_gwbridge(docker_client)
     assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
     assert _networks() == before
 
@@ -167,7 +158,7 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
     boot, pidns, _, _ = me.rsplit("/", 3)
     dead = f"{boot}/{pidns}/{gone.pid}/1"
     docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: me})
-    try:
+    try:                        # from here the swarm is this test's: only it is left in `finally`
         for alive_or_foreign in (me, f"another-boot/{pidns}/{gone.pid}/1", f"{boot}/pid:[1]/{gone.pid}/1",
                                  "garbage"):
             docker_client.swarm.update(labels={TEST_SESSION_LABEL: alive_or_foreign})
@@ -180,5 +171,5 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
         if docker_client.info()["Swarm"]["LocalNodeState"] != "inactive":
             _docker("swarm", "leave", "--force")
             if not had_gwbridge:
-                _remove_gwbridge()
+                remove_gwbridge(docker_client)
     assert _networks() == before
