@@ -100,7 +100,10 @@ def test_a_ge_that_does_not_own_its_trace_sees_what_is_paged_out(ge_bin, make_de
         out.chmod(0o777)
         trace = _trace(shared / "t.csv", dev.uri(PATH), 80_000, 25)
         trace.chmod(0o644)
-        s = _run_evicted(ge_bin, trace, 4 << 20, outdir=out,
+        ge = shared / "wotbench-ge"     # the build folder may not be open to uid 65534 (a mktemp clone: 0700)
+        shutil.copy2(ge_bin, ge)
+        ge.chmod(0o755)
+        s = _run_evicted(ge, trace, 4 << 20, outdir=out,
                          user=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
         _kept_ahead(s, trace.stat().st_size)
     finally:
