@@ -174,15 +174,19 @@ def hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float,
                    rng: np.random.Generator) -> tuple[float, tuple[float, float]]:
     """Shift estimate of x over y and its confidence interval from the
     order statistics of the pairwise differences (normal approximation of
-    the U distribution, as in Hollander & Wolfe)."""
-    d = np.sort((_subsample(x, rng)[:, None] - _subsample(y, rng)[None, :]).ravel())
+    the U distribution, as in Hollander & Wolfe). Only the order
+    statistics it needs are put in place (a partition, not a sort of the
+    up to 4e6 differences: the same values, several times faster)."""
+    d = (_subsample(x, rng)[:, None] - _subsample(y, rng)[None, :]).ravel()
     n1 = min(x.size, _MAX_PAIR_SAMPLES)
     n2 = min(y.size, _MAX_PAIR_SAMPLES)
     nm = d.size
     z = stats.norm.ppf(0.5 + confidence / 2)
     k = int(math.floor(nm / 2 - z * math.sqrt(nm * (n1 + n2 + 1) / 12.0)))
     k = min(max(k, 0), nm - 1)
-    return float(np.median(d)), (float(d[k]), float(d[nm - 1 - k]))
+    mid = ((nm - 1) // 2, nm // 2)
+    d.partition(sorted({k, nm - 1 - k, *mid}))
+    return float(np.mean(d[list(mid)])), (float(d[k]), float(d[nm - 1 - k]))
 
 
 # --- the sequential test -------------------------------------------------------------

@@ -20,7 +20,9 @@ the pre-episode and the quiet trials of their mode). The detector
 (:func:`wotbench.cd.detect_contention`, the run's validity thresholds) is
 applied to each run's stored CD data, so ``--reanalyze DIR...`` recomputes
 everything without running anything (several folders: combined into a new
-one).
+one), from each trial's run folder or, where that is gone, from its
+record (harness/studies/vcd_trial.py: ``records/*.npz``, a few KB that
+hold what the analysis reads), so that batches outlive their machine.
 
 Results: ``validation.json`` (every trial: run dir, class, mode, injected
 interval, status, onset, its distortion, train or held out; per class the
@@ -28,12 +30,12 @@ detection (quiet: false-alarm) rates of the run's thresholds, the
 agreement with the distortion, the thresholds chosen on the training
 trials and their held-out scores (harness/studies/vcd_score.py); the ROC
 points), ``validation.md`` and ``roc.png``, written atomically,
-``complete: false`` until the end. Trial runs are kept under ``trials/``.
+``complete: false`` until the end. Trial runs are kept under ``trials/``,
+their records under ``records/``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -41,7 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -55,22 +57,20 @@ from wotbench.spec import (
     Thresholds,
     ValidateSpec,
     is_quiet,
-    load_saved,
     read_validate,
-    spec_mode,
     trial_specs,
 )
 from wotbench.studies import vcd_score as score
 from wotbench.studies import vcd_truth as truth
 from wotbench.studies.vcd_report import markdown, roc_png
 from wotbench.studies.vcd_score import wilson
-
-if TYPE_CHECKING:
-    from wotbench.reporting import Phases
+from wotbench.studies.vcd_trial import TrialData, read_record, trial_data, write_record
 
 __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate", "schedule", "wilson",
            "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "roc_png", "QUIET", "ALPHAS"]
 
+#: The trials' records (vcd_trial) in a results folder.
+RECORDS = "records"
 #: The detector's alpha values of the ROC sweep.
 ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
 #: How the labels of the two sets are judged (docs/validate-cd.md).
@@ -112,6 +112,7 @@ class Trial:
     onset_us: float | None
     window_us: float | None
     mode: str = ""                  # the devices' mode (spec.yaml)
+    record: str | None = None       # the trial's record (vcd_trial), relative to the results folder
 
     @property
     def detected(self) -> bool:
@@ -133,78 +134,18 @@ class Trial:
                 "onset_within_window": self.onset_ok}
 
 
-def injected_interval(run_dir: Path) -> tuple[float | None, float | None, bool]:
-    """[first hog start, last hog end] on t0 from interference.json: observed
-    where every hog reported, else planned (and ``False``)."""
-    from wotbench.reporting import read_interference
-
-    eps = read_interference(run_dir)
-    if not eps:
-        return None, None, False
-    observed = all(e.get("start_us") is not None and e.get("end_us") is not None for e in eps)
-    ks = ("start_us", "end_us") if observed else ("planned_start_us", "planned_end_us")
-    return float(min(e[ks[0]] for e in eps)), float(max(e[ks[1]] for e in eps)), observed
-
-
-@dataclass(frozen=True)
-class CdData:
-    """A run's CD series and what the detector needs besides."""
-
-    t_us: np.ndarray
-    rd: np.ndarray
-    phases: Phases
-    th: Thresholds
-    service_us: float | None = None
-    """S the CD node echoed (median): its baseline is checked against it."""
-
-    def detect(self, alpha: float | None = None, min_effect: float | None = None) -> Any:
-        """The run's contention test, as its report made it (or at ``alpha``
-        and ``min_effect``)."""
-        from wotbench.reporting import cd_detect
-
-        th = self.th if min_effect is None else dataclasses.replace(self.th, cd_min_effect=min_effect)
-        return cd_detect(self.t_us, self.rd, self.phases, th, alpha, self.service_us)
-
-
-@dataclass(frozen=True)
-class TrialData:
-    """What a finished trial's analysis reads from its run folder."""
-
-    cd: CdData | None
-    rs: truth.DeviceRS
-    """The devices' R - S of the measurement phase."""
-    measure: tuple[float, float]
-    mode: str
-
-
-def trial_data(run_dir: Path) -> TrialData:
-    """A finished run's CD series, its devices' R - S and their mode."""
-    from wotbench.reporting import cd_series, load_run
-
-    run = load_run(run_dir)
-    saved = load_saved(run_dir / layout.SPEC)
-    cd = None
-    cd_csv = run_dir / layout.CD / layout.CD_OUTPUT
-    if cd_csv.is_file():
-        t, _, rd = cd_series(cd_csv)
-        svc = t.service[np.isfinite(t.service)]
-        cd = CdData(t.intended, rd, run.phases, saved.validity, float(np.median(svc)) if svc.size else None)
-    return TrialData(cd, truth.device_rs(run), run.phases.measure, spec_mode(saved))
-
-
-def evaluate(index: int, cls: str, run_dir: Path, data: TrialData, base: Path) -> Trial:
-    """One finished trial: the detector on its CD data, the truth from
-    interference.json; its run dir is written relative to ``base``."""
+def evaluate(index: int, cls: str, run_dir: Path, data: TrialData, base: Path, record: Path | None = None) -> Trial:
+    """One finished trial: the detector on its CD data, the truth from its
+    injected interval; its run dir and record are written relative to ``base``."""
     where = os.path.relpath(run_dir, base)
-    start, end, observed = injected_interval(run_dir) if not is_quiet(cls) else (None, None, False)
-    summary = run_dir / layout.SUMMARY
-    verdict = json.loads(summary.read_text()).get("verdict") if summary.is_file() else None
+    rec = None if record is None else os.path.relpath(record, base)
+    start, end, observed = data.injected if not is_quiet(cls) else (None, None, False)
     if data.cd is None:
-        return Trial(index, cls, where, "unknown", "no CD data", verdict, start, end, observed,
-                     None, None, data.mode)
+        return Trial(index, cls, where, "unknown", "no CD data", data.verdict, start, end, observed,
+                     None, None, data.mode, rec)
     r = data.cd.detect()
-    return Trial(index, cls, where, r.status, r.reason, verdict, start, end, observed,
-                 r.onset_us, r.window_us, data.mode)
+    return Trial(index, cls, where, r.status, r.reason, data.verdict, start, end, observed,
+                 r.onset_us, r.window_us, data.mode, rec)
 
 
 # --- statistics of the detector's own runs (pure) -----------------------------------------------
@@ -376,7 +317,7 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
                               None, None))
         else:
             data[i] = trial_data(run_dir)
-            done.append(evaluate(i, cls, run_dir, data[i], out))
+            done.append(evaluate(i, cls, run_dir, data[i], out, _record(out, i, cls, run_dir, data[i])))
         t = done[-1]
         err = "" if t.onset_error_us is None else f", onset error {t.onset_error_us / 1e6:+.1f} s"
         print(f"validate-cd: trial {i}: {cls} -> {t.status}{err}", file=log, flush=True)
@@ -385,15 +326,25 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     return out
 
 
-def _stored(folder: Path) -> tuple[dict[str, Any], list[tuple[str, Path, str]]]:
-    """A results folder's validation.json: its meta and (class, run dir, status) per trial."""
+def _record(out: Path, index: int, cls: str, run_dir: Path, data: TrialData) -> Path:
+    """Writes a trial's record under ``out/records/``; returns its path."""
+    path = out / RECORDS / f"{index:04d}-{run_dir.name}.npz"
+    path.parent.mkdir(exist_ok=True)
+    write_record(path, data, {"cls": cls, "run_id": run_dir.name})
+    return path
+
+
+def _stored(folder: Path) -> tuple[dict[str, Any], list[tuple[str, Path, str, Path | None]]]:
+    """A results folder's validation.json: its meta and (class, run dir,
+    status, record or None) per trial."""
     p = folder / "validation.json"
     if not p.is_file():
         raise UserError(f"no validation.json in {folder} (not a validate-cd results folder)",
                         file=os.fspath(folder), field="--reanalyze")
     try:
         old = json.loads(p.read_text())
-        rows = [(str(t["cls"]), folder / t["run_dir"], str(t["status"]))
+        rows = [(str(t["cls"]), folder / t["run_dir"], str(t["status"]),
+                 None if t.get("record") is None else folder / str(t["record"]))
                 for t in sorted(old["trials"], key=lambda t: int(t["index"]))]
         meta = {k: old[k] for k in ("spec", "scale", "started_epoch_s", "planned", "combined_from") if k in old}
         meta["planned"] = list(meta["planned"])
@@ -425,13 +376,18 @@ def reanalyze(folders: Path | Sequence[Path], results: Path | None = None) -> Pa
                 "planned": [c for m, _ in stored for c in m["planned"]],
                 "combined_from": [os.path.relpath(f, out) for f in folders]}
     trials, data = [], {}
-    for i, (cls, run_dir, status) in enumerate((r for _, rows in stored for r in rows), 1):
-        if status == "failed" or not (run_dir / layout.SUMMARY).is_file():
+    for i, (cls, run_dir, status, record) in enumerate((r for _, rows in stored for r in rows), 1):
+        if status != "failed" and (run_dir / layout.SUMMARY).is_file():
+            data[i] = trial_data(run_dir)
+            if record is None:
+                record = _record(out, i, cls, run_dir, data[i])
+        elif status != "failed" and record is not None:
+            data[i] = read_record(record)
+        else:
             trials.append(Trial(i, cls, os.path.relpath(run_dir, out), "failed", "the run did not finish",
                                 None, None, None, False, None, None))
             continue
-        data[i] = trial_data(run_dir)
-        trials.append(evaluate(i, cls, run_dir, data[i], out))
+        trials.append(evaluate(i, cls, run_dir, data[i], out, record))
     _write(out, {**meta, "reanalyzed_epoch_s": time.time()}, trials, data,
            complete=len(trials) == len(meta["planned"]), roc=bool(trials))
     return out

@@ -80,7 +80,8 @@ def test_schedule_interleaves_quiet_trials():
 
 def test_the_shipped_spec_has_the_classes_and_scales():
     vs, specs = trial_specs(SPEC, "ci")
-    assert [c.name for c in vs.classes] == ["cpu2-20s", "cpu2-20s-sleep", "cpu1-20s", "membw1-20s", "cpu2-10s"]
+    assert [c.name for c in vs.classes] == ["cpu2-20s", "cpu2-20s-sleep", "cpu8-20s-sleep", "membw2-20s-sleep",
+                                          "cpu1-20s", "membw1-20s", "cpu2-10s"]
     assert sorted(specs) == sorted([c.name for c in vs.classes] + ["quiet-busy", "quiet-sleep"])
     assert specs["quiet-busy"].spec.interference == ()
     hog = specs["cpu2-20s"].spec.interference[0]

@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wotbench.base import rundir as layout
 from wotbench.studies import validate_cd as vcd
+from wotbench.studies import vcd_trial
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,6 +49,12 @@ def test_validate_cd_one_trial_each(docker_client, tmp_path):
         json.loads((out / quiet["run_dir"] / layout.INTERFERENCE).read_text()) == []
     if inj["detected"]:
         assert inj["onset_error_us"] == inj["onset_us"] - inj["injected_start_us"]
+    # Each trial's record holds what its run folder gives the analysis.
+    for t in (inj, quiet):
+        rec, run = vcd_trial.read_record(out / t["record"]), vcd_trial.trial_data(out / t["run_dir"])
+        assert rec.cd is not None and run.cd is not None and rec.cd.t_us.size > 0
+        assert np.array_equal(rec.cd.rd, run.cd.rd, equal_nan=True) and np.array_equal(rec.rs.rs_us, run.rs.rs_us)
+        assert (rec.injected, rec.verdict, rec.mode) == (run.injected, run.verdict, run.mode)
     # Reanalysis runs nothing and recomputes the same table.
     before = {(t["index"], t["status"], t["onset_us"]) for t in doc["trials"]}
     vcd.reanalyze(out)

@@ -1,0 +1,272 @@
+"""What validate-cd's analysis reads of one finished trial, and its record.
+
+A trial's analysis needs the CD node's R_d series (with the phases, the
+run's validity thresholds and the service time the CD node echoed), the
+devices' R - S of the measurement phase (the truth, vcd_truth), their
+mode, the run's verdict and the hogs' interval (interference.json). It
+reads them from the trial's run folder (:func:`trial_data`) or from the
+trial's *record* (:func:`write_record` / :func:`read_record`): one small
+NumPy ``.npz`` file holding exactly those, so that a batch of trials
+outlives its run folders (a few hundred KB each, lost with the machine)
+and batches from several sessions or machines combine (``--reanalyze``).
+A record holds four float64 arrays and one JSON document; it is read
+without pickle, each member's size checked from the archive's header
+before it is read, and anything missing or malformed is refused in one
+line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import os
+import zipfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from wotbench.base import results as res
+from wotbench.base import rundir as layout
+from wotbench.base.errors import UserError
+from wotbench.spec import Thresholds, load_saved, spec_mode
+from wotbench.studies import vcd_truth as truth
+
+if TYPE_CHECKING:
+    from wotbench.reporting import Phases
+
+__all__ = ["CdData", "TrialData", "injected_interval", "trial_data", "write_record", "read_record",
+           "RECORD_FORMAT", "RECORD_MAX_BYTES"]
+
+#: The record's format number (its JSON's ``format``).
+RECORD_FORMAT = 1
+#: The most a record's arrays may hold once read (from the archive's header):
+#: a trial at the ci scale needs under 100 KB.
+RECORD_MAX_BYTES = 64 << 20
+_ARRAYS = ("cd_t_us", "cd_rd", "rs_t_us", "rs_us")
+_META = "meta"
+
+
+@dataclass(frozen=True)
+class CdData:
+    """A run's CD series and what the detector needs besides."""
+
+    t_us: np.ndarray
+    rd: np.ndarray
+    phases: Phases
+    th: Thresholds
+    service_us: float | None = None
+    """S the CD node echoed (median): its baseline is checked against it."""
+
+    def detect(self, alpha: float | None = None, min_effect: float | None = None) -> Any:
+        """The run's contention test, as its report made it (or at ``alpha``
+        and ``min_effect``)."""
+        from wotbench.reporting import cd_detect
+
+        th = self.th if min_effect is None else dataclasses.replace(self.th, cd_min_effect=min_effect)
+        return cd_detect(self.t_us, self.rd, self.phases, th, alpha, self.service_us)
+
+
+@dataclass(frozen=True)
+class TrialData:
+    """What a finished trial's analysis reads (its run folder or its record)."""
+
+    cd: CdData | None
+    rs: truth.DeviceRS
+    """The devices' R - S of the measurement phase."""
+    measure: tuple[float, float]
+    mode: str
+    verdict: str | None = None
+    """The run's verdict (summary.json)."""
+    injected: tuple[float | None, float | None, bool] = (None, None, False)
+    """The hogs' [first start, last end] on t0 and whether it was observed (:func:`injected_interval`)."""
+
+
+def injected_interval(run_dir: Path) -> tuple[float | None, float | None, bool]:
+    """[first hog start, last hog end] on t0 from interference.json: observed
+    where every hog reported, else planned (and ``False``)."""
+    from wotbench.reporting import read_interference
+
+    eps = read_interference(run_dir)
+    if not eps:
+        return None, None, False
+    observed = all(e.get("start_us") is not None and e.get("end_us") is not None for e in eps)
+    ks = ("start_us", "end_us") if observed else ("planned_start_us", "planned_end_us")
+    return float(min(e[ks[0]] for e in eps)), float(max(e[ks[1]] for e in eps)), observed
+
+
+def trial_data(run_dir: Path) -> TrialData:
+    """A finished run's CD series, its devices' R - S, mode, verdict and injected interval."""
+    from wotbench.reporting import cd_series, load_run
+
+    run = load_run(run_dir)
+    saved = load_saved(run_dir / layout.SPEC)
+    cd = None
+    cd_csv = run_dir / layout.CD / layout.CD_OUTPUT
+    if cd_csv.is_file():
+        t, _, rd = cd_series(cd_csv)
+        svc = t.service[np.isfinite(t.service)]
+        cd = CdData(t.intended, rd, run.phases, saved.validity, float(np.median(svc)) if svc.size else None)
+    summary = run_dir / layout.SUMMARY
+    verdict = json.loads(summary.read_text()).get("verdict") if summary.is_file() else None
+    return TrialData(cd, truth.device_rs(run), run.phases.measure, spec_mode(saved),
+                     verdict if isinstance(verdict, str) else None, injected_interval(run_dir))
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+def write_record(path: Path, data: TrialData, about: dict[str, Any]) -> None:
+    """Writes ``data`` to ``path`` atomically; ``about`` (the trial's class,
+    run id, ...) is kept beside it for a reader, never read back into the analysis."""
+    cd = data.cd
+    meta = {"format": RECORD_FORMAT, "about": about, "mode": data.mode, "measure": list(data.measure),
+            "verdict": data.verdict, "injected": list(data.injected),
+            "cd": None if cd is None else {"phases": asdict(cd.phases), "thresholds": asdict(cd.th),
+                                           "service_us": cd.service_us}}
+    empty = np.zeros(0)
+    arrays = {"cd_t_us": empty if cd is None else cd.t_us, "cd_rd": empty if cd is None else cd.rd,
+              "rs_t_us": data.rs.t_us, "rs_us": data.rs.rs_us}
+    members: dict[str, Any] = {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}
+    members[_META] = np.array(json.dumps(meta))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **members)
+    res.write_atomic(path, buf.getvalue())
+
+
+class _Bad(Exception):
+    def __init__(self, field: str, what: str) -> None:
+        super().__init__(what)
+        self.field = field
+
+
+def _pair(v: Any, field: str, optional: bool = False) -> tuple[float, float] | None:
+    if v is None and optional:
+        return None
+    if (not isinstance(v, list) or len(v) != 2
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+        raise _Bad(field, "expected a pair of finite numbers")
+    return float(v[0]), float(v[1])
+
+
+def _number(v: Any, field: str) -> float | None:
+    if v is None:
+        return None
+    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+        raise _Bad(field, "expected a finite number or null")
+    return float(v)
+
+
+def _phases(m: Any) -> Phases:
+    from wotbench.reporting import Phases
+
+    if not isinstance(m, dict):
+        raise _Bad("cd.phases", "expected a mapping")
+    known = {f.name for f in fields(Phases)}
+    if unknown := sorted(set(m) - known):
+        raise _Bad(f"cd.phases.{unknown[0]}", "unknown key")
+    measure = _pair(m.get("measure"), "cd.phases.measure")
+    assert measure is not None
+    t0 = m.get("t0_epoch_us")
+    if t0 is not None and (not isinstance(t0, int) or isinstance(t0, bool)):
+        raise _Bad("cd.phases.t0_epoch_us", "expected an integer or null")
+    if not isinstance(m.get("inferred", False), bool):
+        raise _Bad("cd.phases.inferred", "expected true or false")
+    return Phases(measure, calibration=_pair(m.get("calibration"), "cd.phases.calibration", True),
+                  warmup=_pair(m.get("warmup"), "cd.phases.warmup", True),
+                  cooldown=_pair(m.get("cooldown"), "cd.phases.cooldown", True),
+                  t0_epoch_us=t0, inferred=m.get("inferred", False))
+
+
+def _thresholds(m: Any) -> Thresholds:
+    if not isinstance(m, dict):
+        raise _Bad("cd.thresholds", "expected a mapping")
+    known = {f.name for f in fields(Thresholds)}
+    if unknown := sorted(set(m) - known):
+        raise _Bad(f"cd.thresholds.{unknown[0]}", "unknown key")
+    try:
+        return Thresholds(**m)
+    except UserError as exc:
+        raise _Bad(f"cd.thresholds ({exc.field})", exc.what) from None
+    except TypeError as exc:
+        raise _Bad("cd.thresholds", str(exc)) from None
+
+
+def _arrays(z: Any) -> dict[str, np.ndarray]:
+    names = set(z.files)
+    for k in (*_ARRAYS, _META):
+        if k not in names:
+            raise _Bad(k, "missing")
+    total = 0
+    for k in (*_ARRAYS, _META):
+        total += z.zip.getinfo(f"{k}.npy").file_size
+        if total > RECORD_MAX_BYTES:
+            raise _Bad(k, f"the arrays hold more than {RECORD_MAX_BYTES >> 20} MiB")
+    out = {}
+    for k in _ARRAYS:
+        a = z[k]
+        if a.dtype != np.float64 or a.ndim != 1:
+            raise _Bad(k, "expected a 1-D float64 array")
+        out[k] = a
+    return out
+
+
+def _meta(z: Any) -> dict[str, Any]:
+    m = z[_META]
+    if m.ndim != 0 or m.dtype.kind != "U":
+        raise _Bad(_META, "expected one string")
+    try:
+        meta = json.loads(str(m))
+    except ValueError:
+        raise _Bad(_META, "not JSON") from None
+    if not isinstance(meta, dict):
+        raise _Bad(_META, "expected a JSON object")
+    if meta.get("format") != RECORD_FORMAT:
+        raise _Bad("format", f"expected {RECORD_FORMAT} (a record of another version of wotbench)")
+    return meta
+
+
+def _decode(z: Any) -> TrialData:
+    a, meta = _arrays(z), _meta(z)
+    if a["cd_t_us"].size != a["cd_rd"].size:
+        raise _Bad("cd_rd", "not as long as cd_t_us")
+    if a["rs_t_us"].size != a["rs_us"].size:
+        raise _Bad("rs_us", "not as long as rs_t_us")
+    mode = meta.get("mode")
+    if not isinstance(mode, str):
+        raise _Bad("mode", "expected a string")
+    measure = _pair(meta.get("measure"), "measure")
+    assert measure is not None
+    verdict = meta.get("verdict")
+    if verdict is not None and not isinstance(verdict, str):
+        raise _Bad("verdict", "expected a string or null")
+    inj = meta.get("injected")
+    if not isinstance(inj, list) or len(inj) != 3 or not isinstance(inj[2], bool):
+        raise _Bad("injected", "expected [start_us, end_us, observed]")
+    injected = (_number(inj[0], "injected"), _number(inj[1], "injected"), inj[2])
+    cd = None
+    if (c := meta.get("cd")) is not None:
+        if not isinstance(c, dict):
+            raise _Bad("cd", "expected a mapping or null")
+        cd = CdData(a["cd_t_us"], a["cd_rd"], _phases(c.get("phases")), _thresholds(c.get("thresholds")),
+                    _number(c.get("service_us"), "cd.service_us"))
+    return TrialData(cd, truth.DeviceRS(a["rs_t_us"], a["rs_us"]), measure, mode, verdict, injected)
+
+
+def read_record(path: Path) -> TrialData:
+    """A trial's record (:func:`write_record`); a bad one is refused with a
+    :class:`UserError` naming the file and the field."""
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise _Bad("(file)", "not an .npz archive")
+        with z:
+            return _decode(z)
+    except _Bad as exc:
+        raise UserError(f"bad trial record: {exc}", file=os.fspath(path), field=exc.field) from None
+    except FileNotFoundError:
+        raise UserError("no such trial record", file=os.fspath(path)) from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise UserError(f"unreadable trial record ({type(exc).__name__})", file=os.fspath(path)) from None

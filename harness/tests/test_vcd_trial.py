@@ -1,0 +1,153 @@
+"""validate-cd's trial records (harness/studies/vcd_trial.py): a record holds
+what the analysis reads of a trial's run folder, so a batch reanalysed from
+its records alone gives the same validation as from its run folders, and a
+bad record is refused in one line naming the file and the field."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from wotbench.base.errors import UserError
+from wotbench.studies import validate_cd as vcd
+from wotbench.studies import vcd_trial
+
+from .test_validate_cd import _batches, _fake_trial
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    _fake_trial(root, "hog", 12.0)
+    _fake_trial(root, "q", None)
+    return root
+
+
+def _same(a: vcd_trial.TrialData, b: vcd_trial.TrialData) -> None:
+    assert a.cd is not None and b.cd is not None
+    for x, y in ((a.cd.t_us, b.cd.t_us), (a.cd.rd, b.cd.rd), (a.rs.t_us, b.rs.t_us), (a.rs.rs_us, b.rs.rs_us)):
+        assert x.size > 0 and np.array_equal(x, y, equal_nan=True)
+    assert (a.cd.phases, a.cd.th, a.cd.service_us) == (b.cd.phases, b.cd.th, b.cd.service_us)
+    assert (a.measure, a.mode, a.verdict, a.injected) == (b.measure, b.mode, b.verdict, b.injected)
+
+
+def test_a_record_reads_back_what_the_run_folder_gives(tmp_path, runs):
+    for name in ("hog", "q"):
+        data = vcd_trial.trial_data(runs / name)
+        vcd_trial.write_record(tmp_path / f"{name}.npz", data, {"cls": name})
+        _same(data, vcd_trial.read_record(tmp_path / f"{name}.npz"))
+    hog = vcd_trial.read_record(tmp_path / "hog.npz")
+    assert hog.verdict == "valid" and hog.injected == (12e6, 32e6, True) and hog.mode == "busy"
+    assert vcd_trial.read_record(tmp_path / "q.npz").injected == (None, None, False)
+    assert (tmp_path / "hog.npz").stat().st_size < 100_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hog.npz", "q.npz"]     # nothing half-written beside
+
+
+def test_batches_reanalysed_from_their_records_alone_give_the_same_validation(tmp_path, capsys, runs):
+    from wotbench.commands.main import main
+
+    (tmp_path / "x").mkdir()
+    a, b = _batches(tmp_path / "x", runs, ("q", "q"))
+    # In place: a folder without records gets them.
+    for f in (a, b):
+        vcd.reanalyze(f)
+    v_a = json.loads((a / "validation.json").read_text())
+    assert [t["record"] for t in v_a["trials"]] == ["records/0001-hog.npz", "records/0002-q.npz"]
+    assert main(["validate-cd", "--reanalyze", str(a), str(b), "--results", str(tmp_path / "c1")]) == 0
+    full = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    # The same folders exported without their runs: records only.
+    for f in (a, b):
+        shutil.copytree(f, tmp_path / "export" / f.name)
+    shutil.rmtree(runs.parent / "moved", ignore_errors=True)
+    shutil.move(runs, runs.parent / "moved")
+    try:
+        exported = [tmp_path / "export" / f.name for f in (a, b)]
+        assert main(["validate-cd", "--reanalyze", *map(str, exported), "--results", str(tmp_path / "c2")]) == 0
+        thin = Path(capsys.readouterr().out.strip().splitlines()[-1])
+        # Without its run and its record a trial counts as failed, as before.
+        (tmp_path / "export" / "b" / "records" / "0002-q.npz").unlink()
+        doc = json.loads((tmp_path / "export" / "b" / "validation.json").read_text())
+        doc["trials"][1].pop("record")
+        (tmp_path / "export" / "b" / "validation.json").write_text(json.dumps(doc))
+        vcd.reanalyze(tmp_path / "export" / "b")
+        v = json.loads((tmp_path / "export" / "b" / "validation.json").read_text())
+        assert [t["status"] for t in v["trials"]] == ["contention", "failed"]
+    finally:
+        shutil.move(runs.parent / "moved", runs)
+    v1, v2 = (json.loads((d / "validation.json").read_text()) for d in (full, thin))
+    keep = ("status", "onset_us", "distortion", "set", "verdict", "injected_start_us", "mode")
+    assert [{k: t[k] for k in keep} for t in v1["trials"]] == [{k: t[k] for k in keep} for t in v2["trials"]]
+    assert [t["status"] for t in v2["trials"]] == ["contention", "none", "contention", "none"]
+    assert v1["selection"]["chosen"] == v2["selection"]["chosen"] and v1["agreement"] == v2["agreement"]
+
+
+def _npz(path: Path, **members: Any) -> Path:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **members)
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+def _members(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory, runs: Path) -> Path:
+    p = tmp_path_factory.mktemp("rec") / "good.npz"
+    vcd_trial.write_record(p, vcd_trial.trial_data(runs / "hog"), {"cls": "cpu2-20s"})
+    return p
+
+
+def _meta_edit(edit):
+    def apply(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        meta = json.loads(str(m["meta"]))
+        edit(meta)
+        return {**m, "meta": np.array(json.dumps(meta))}
+    return apply
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda m: {k: v for k, v in m.items() if k != "rs_us"}, "rs_us"),
+    (lambda m: {**m, "cd_rd": m["cd_rd"].astype(np.float32)}, "cd_rd"),
+    (lambda m: {**m, "cd_rd": m["cd_rd"][:-1]}, "cd_rd"),
+    (lambda m: {**m, "meta": np.array(b"{}")}, "meta"),
+    (lambda m: {**m, "meta": np.array("not json")}, "meta"),
+    (_meta_edit(lambda d: d.update(format=99)), "format"),
+    (_meta_edit(lambda d: d.update(measure=[0, "x"])), "measure"),
+    (_meta_edit(lambda d: d.update(injected=[1.0, 2.0])), "injected"),
+    (_meta_edit(lambda d: d["cd"]["phases"].update(warmup=[0, float("nan")])), "cd.phases.warmup"),
+    (_meta_edit(lambda d: d["cd"]["thresholds"].update(cd_alpha=-1)), "cd.thresholds"),
+    (_meta_edit(lambda d: d["cd"]["thresholds"].update(nope=1)), "cd.thresholds.nope"),
+])
+def test_a_bad_record_is_refused_naming_file_and_field(tmp_path, good, change, field):
+    bad = _npz(tmp_path / "bad.npz", **change(_members(good)))
+    with pytest.raises(UserError) as exc:
+        vcd_trial.read_record(bad)
+    assert exc.value.file == str(bad) and exc.value.field is not None and exc.value.field.startswith(field)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_record_that_is_not_one_or_too_big_is_refused(tmp_path, good, monkeypatch):
+    (tmp_path / "text.npz").write_text("device_id,secret\n")
+    zipfile.ZipFile(tmp_path / "empty.npz", "w").close()
+    _npz(tmp_path / "one.npz", x=np.zeros(3))
+    for name, field in (("text.npz", None), ("empty.npz", "cd_t_us"), ("one.npz", "cd_t_us"),
+                        ("missing.npz", None)):
+        with pytest.raises(UserError) as exc:
+            vcd_trial.read_record(tmp_path / name)
+        assert exc.value.field == field and "secret" not in str(exc.value), (name, str(exc.value))
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    with pytest.raises(UserError, match="not an .npz archive"):
+        vcd_trial.read_record(tmp_path / "array.npy")
+    monkeypatch.setattr(vcd_trial, "RECORD_MAX_BYTES", 1000)
+    with pytest.raises(UserError, match="more than"):
+        vcd_trial.read_record(good)
