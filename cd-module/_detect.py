@@ -176,7 +176,8 @@ def hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float,
     order statistics of the pairwise differences (normal approximation of
     the U distribution, as in Hollander & Wolfe). Only the order
     statistics it needs are put in place (a partition, not a sort of the
-    up to 4e6 differences: the same values, several times faster)."""
+    up to 4e6 differences: the same values, several times faster). The
+    samples must be finite (the detector drops the others first)."""
     d = (_subsample(x, rng)[:, None] - _subsample(y, rng)[None, :]).ravel()
     n1 = min(x.size, _MAX_PAIR_SAMPLES)
     n2 = min(y.size, _MAX_PAIR_SAMPLES)
@@ -186,7 +187,8 @@ def hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float,
     k = min(max(k, 0), nm - 1)
     mid = ((nm - 1) // 2, nm // 2)
     d.partition(sorted({k, nm - 1 - k, *mid}))
-    return float(np.mean(d[list(mid)])), (float(d[k]), float(d[nm - 1 - k]))
+    median = d[mid[0]] if nm % 2 else np.mean(d[list(mid)])
+    return float(median), (float(d[k]), float(d[nm - 1 - k]))
 
 
 # --- the sequential test -------------------------------------------------------------

@@ -327,10 +327,13 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
 
 
 def _record(out: Path, index: int, cls: str, run_dir: Path, data: TrialData) -> Path:
-    """Writes a trial's record under ``out/records/``; returns its path."""
+    """Writes a trial's record under ``out/records/`` and reads it back (a
+    record the reader would refuse is found while the run folder is still
+    there); returns its path."""
     path = out / RECORDS / f"{index:04d}-{run_dir.name}.npz"
     path.parent.mkdir(exist_ok=True)
     write_record(path, data, {"cls": cls, "run_id": run_dir.name})
+    read_record(path)
     return path
 
 
@@ -378,13 +381,19 @@ def reanalyze(folders: Path | Sequence[Path], results: Path | None = None) -> Pa
     trials, data = [], {}
     for i, (cls, run_dir, status, record) in enumerate((r for _, rows in stored for r in rows), 1):
         if status != "failed" and (run_dir / layout.SUMMARY).is_file():
-            data[i] = trial_data(run_dir)
+            try:
+                data[i] = trial_data(run_dir)
+            except UserError:
+                if record is None:          # a damaged run folder and no record: refused as before
+                    raise
+                data[i] = read_record(record)
             if record is None:
                 record = _record(out, i, cls, run_dir, data[i])
         elif status != "failed" and record is not None:
             data[i] = read_record(record)
         else:
-            trials.append(Trial(i, cls, os.path.relpath(run_dir, out), "failed", "the run did not finish",
+            why = "the run did not finish" if status == "failed" else "neither its run folder nor a record is there"
+            trials.append(Trial(i, cls, os.path.relpath(run_dir, out), "failed", why,
                                 None, None, None, False, None, None))
             continue
         trials.append(evaluate(i, cls, run_dir, data[i], out, record))

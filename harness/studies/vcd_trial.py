@@ -9,10 +9,11 @@ trial's *record* (:func:`write_record` / :func:`read_record`): one small
 NumPy ``.npz`` file holding exactly those, so that a batch of trials
 outlives its run folders (a few hundred KB each, lost with the machine)
 and batches from several sessions or machines combine (``--reanalyze``).
-A record holds four float64 arrays and one JSON document; it is read
-without pickle, each member's size checked from the archive's header
-before it is read, and anything missing or malformed is refused in one
-line naming the file and the field.
+A record holds four float64 arrays and one JSON document with exactly
+the keys :func:`write_record` writes; it is read without pickle, as a
+regular file of bounded size, each member's ``.npy`` header checked
+(dtype, shape, size) before its data is read, and anything missing,
+extra or malformed is refused in one line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import io
 import json
 import math
 import os
+import stat
+import tokenize
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,9 +168,7 @@ def _phases(m: Any) -> Phases:
 
     if not isinstance(m, dict):
         raise _Bad("cd.phases", "expected a mapping")
-    known = {f.name for f in fields(Phases)}
-    if unknown := sorted(set(m) - known):
-        raise _Bad(f"cd.phases.{unknown[0]}", "unknown key")
+    _keys(m, {f.name for f in fields(Phases)}, "cd.phases.")
     measure = _pair(m.get("measure"), "cd.phases.measure")
     assert measure is not None
     t0 = m.get("t0_epoch_us")
@@ -183,9 +185,7 @@ def _phases(m: Any) -> Phases:
 def _thresholds(m: Any) -> Thresholds:
     if not isinstance(m, dict):
         raise _Bad("cd.thresholds", "expected a mapping")
-    known = {f.name for f in fields(Thresholds)}
-    if unknown := sorted(set(m) - known):
-        raise _Bad(f"cd.thresholds.{unknown[0]}", "unknown key")
+    _keys(m, {f.name for f in fields(Thresholds)}, "cd.thresholds.")
     try:
         return Thresholds(**m)
     except UserError as exc:
@@ -194,42 +194,72 @@ def _thresholds(m: Any) -> Thresholds:
         raise _Bad("cd.thresholds", str(exc)) from None
 
 
-def _arrays(z: Any) -> dict[str, np.ndarray]:
-    names = set(z.files)
+def _keys(m: dict[str, Any], want: set[str], field: str) -> None:
+    """A mapping of the record holds exactly the keys ``write_record`` writes."""
+    if missing := sorted(want - set(m)):
+        raise _Bad(f"{field}{missing[0]}", "missing")
+    if unknown := sorted(set(m) - want):
+        raise _Bad(f"{field}{unknown[0]}", "unknown key")
+
+
+def _member(zf: zipfile.ZipFile, name: str, budget: int) -> tuple[np.ndarray, int]:
+    """One ``.npy`` member, its header checked before its data is read:
+    1-D float64 (``meta``: one string), at most ``budget`` bytes; and the
+    budget left."""
+    info = zf.getinfo(f"{name}.npy")
+    if info.file_size > budget:
+        raise _Bad(name, f"the members hold more than {RECORD_MAX_BYTES} bytes")
+    with zf.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise _Bad(name, f"unsupported .npy version {version}")
+        if name == _META:
+            if shape != () or dtype.kind != "U":
+                raise _Bad(name, "expected one string")
+        elif len(shape) != 1 or dtype != np.dtype("<f8"):
+            raise _Bad(name, "expected a 1-D float64 array")
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes > info.file_size:
+            raise _Bad(name, "its header claims more data than the member holds")
+        data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise _Bad(name, "truncated")
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy(), budget - info.file_size
+
+
+def _members(zf: zipfile.ZipFile) -> dict[str, np.ndarray]:
+    names = zf.namelist()
+    want = [f"{k}.npy" for k in (*_ARRAYS, _META)]
+    if missing := [n for n in want if n not in names]:
+        raise _Bad(missing[0].removesuffix(".npy"), "missing")
+    if len(names) != len(want):
+        raise _Bad("(members)", f"expected exactly {', '.join(want)}")
+    out, budget = {}, RECORD_MAX_BYTES
     for k in (*_ARRAYS, _META):
-        if k not in names:
-            raise _Bad(k, "missing")
-    total = 0
-    for k in (*_ARRAYS, _META):
-        total += z.zip.getinfo(f"{k}.npy").file_size
-        if total > RECORD_MAX_BYTES:
-            raise _Bad(k, f"the arrays hold more than {RECORD_MAX_BYTES >> 20} MiB")
-    out = {}
-    for k in _ARRAYS:
-        a = z[k]
-        if a.dtype != np.float64 or a.ndim != 1:
-            raise _Bad(k, "expected a 1-D float64 array")
-        out[k] = a
+        out[k], budget = _member(zf, k, budget)
     return out
 
 
-def _meta(z: Any) -> dict[str, Any]:
-    m = z[_META]
-    if m.ndim != 0 or m.dtype.kind != "U":
-        raise _Bad(_META, "expected one string")
+def _meta(m: np.ndarray) -> dict[str, Any]:
     try:
         meta = json.loads(str(m))
     except ValueError:
         raise _Bad(_META, "not JSON") from None
     if not isinstance(meta, dict):
         raise _Bad(_META, "expected a JSON object")
-    if meta.get("format") != RECORD_FORMAT:
+    if type(meta.get("format")) is not int or meta["format"] != RECORD_FORMAT:
         raise _Bad("format", f"expected {RECORD_FORMAT} (a record of another version of wotbench)")
+    _keys(meta, {"format", "about", "mode", "measure", "verdict", "injected", "cd"}, "")
     return meta
 
 
-def _decode(z: Any) -> TrialData:
-    a, meta = _arrays(z), _meta(z)
+def _decode(zf: zipfile.ZipFile) -> TrialData:
+    a = _members(zf)
+    meta = _meta(a[_META])
     if a["cd_t_us"].size != a["cd_rd"].size:
         raise _Bad("cd_rd", "not as long as cd_t_us")
     if a["rs_t_us"].size != a["rs_us"].size:
@@ -250,6 +280,7 @@ def _decode(z: Any) -> TrialData:
     if (c := meta.get("cd")) is not None:
         if not isinstance(c, dict):
             raise _Bad("cd", "expected a mapping or null")
+        _keys(c, {"phases", "thresholds", "service_us"}, "cd.")
         cd = CdData(a["cd_t_us"], a["cd_rd"], _phases(c.get("phases")), _thresholds(c.get("thresholds")),
                     _number(c.get("service_us"), "cd.service_us"))
     return TrialData(cd, truth.DeviceRS(a["rs_t_us"], a["rs_us"]), measure, mode, verdict, injected)
@@ -257,16 +288,28 @@ def _decode(z: Any) -> TrialData:
 
 def read_record(path: Path) -> TrialData:
     """A trial's record (:func:`write_record`); a bad one is refused with a
-    :class:`UserError` naming the file and the field."""
+    :class:`UserError` naming the file and the field. The file must be a
+    regular file of at most ``RECORD_MAX_BYTES`` (a FIFO or device is
+    refused without blocking); each member's header is checked before its
+    data is read, and no member is read past the size the archive declares."""
     try:
-        z = np.load(path, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise UserError("no such trial record", file=os.fspath(path)) from None
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _Bad("(file)", "not a regular file")
+            if st.st_size > RECORD_MAX_BYTES:
+                raise _Bad("(file)", f"larger than {RECORD_MAX_BYTES} bytes")
+            raw = fh.read(RECORD_MAX_BYTES + 1)
+        if not zipfile.is_zipfile(io.BytesIO(raw)):
             raise _Bad("(file)", "not an .npz archive")
-        with z:
-            return _decode(z)
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            return _decode(zf)
     except _Bad as exc:
         raise UserError(f"bad trial record: {exc}", file=os.fspath(path), field=exc.field) from None
-    except FileNotFoundError:
-        raise UserError("no such trial record", file=os.fspath(path)) from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except (OSError, ValueError, EOFError, KeyError, NotImplementedError, RuntimeError, MemoryError,
+            RecursionError, OverflowError, SyntaxError, tokenize.TokenError, zipfile.BadZipFile, zlib.error) as exc:
         raise UserError(f"unreadable trial record ({type(exc).__name__})", file=os.fspath(path)) from None

@@ -5,8 +5,10 @@ bad record is refused in one line naming the file and the field."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -127,6 +129,13 @@ def _meta_edit(edit):
     (_meta_edit(lambda d: d["cd"]["phases"].update(warmup=[0, float("nan")])), "cd.phases.warmup"),
     (_meta_edit(lambda d: d["cd"]["thresholds"].update(cd_alpha=-1)), "cd.thresholds"),
     (_meta_edit(lambda d: d["cd"]["thresholds"].update(nope=1)), "cd.thresholds.nope"),
+    (_meta_edit(lambda d: d["cd"]["thresholds"].clear()), "cd.thresholds."),
+    (_meta_edit(lambda d: d["cd"].pop("service_us")), "cd.service_us"),
+    (_meta_edit(lambda d: d.pop("verdict")), "verdict"),
+    (_meta_edit(lambda d: d.update(format=True)), "format"),
+    (_meta_edit(lambda d: d.update(extra=1)), "extra"),
+    (lambda m: {**m, "rs_t_us": m["rs_t_us"].reshape(-1, 1)}, "rs_t_us"),
+    (lambda m: {**m, "bare": np.zeros(1)}, "(members)"),
 ])
 def test_a_bad_record_is_refused_naming_file_and_field(tmp_path, good, change, field):
     bad = _npz(tmp_path / "bad.npz", **change(_members(good)))
@@ -140,7 +149,7 @@ def test_a_record_that_is_not_one_or_too_big_is_refused(tmp_path, good, monkeypa
     (tmp_path / "text.npz").write_text("device_id,secret\n")
     zipfile.ZipFile(tmp_path / "empty.npz", "w").close()
     _npz(tmp_path / "one.npz", x=np.zeros(3))
-    for name, field in (("text.npz", None), ("empty.npz", "cd_t_us"), ("one.npz", "cd_t_us"),
+    for name, field in (("text.npz", "(file)"), ("empty.npz", "cd_t_us"), ("one.npz", "cd_t_us"),
                         ("missing.npz", None)):
         with pytest.raises(UserError) as exc:
             vcd_trial.read_record(tmp_path / name)
@@ -148,6 +157,74 @@ def test_a_record_that_is_not_one_or_too_big_is_refused(tmp_path, good, monkeypa
     np.save(tmp_path / "array.npy", np.zeros(3))
     with pytest.raises(UserError, match="not an .npz archive"):
         vcd_trial.read_record(tmp_path / "array.npy")
+    os.mkfifo(tmp_path / "fifo.npz")          # refused without blocking on a writer
+    with pytest.raises(UserError, match="not a regular file"):
+        vcd_trial.read_record(tmp_path / "fifo.npz")
     monkeypatch.setattr(vcd_trial, "RECORD_MAX_BYTES", 1000)
-    with pytest.raises(UserError, match="more than"):
+    with pytest.raises(UserError, match="larger than 1000 bytes"):
         vcd_trial.read_record(good)
+
+
+def _rezip(src: Path, dst: Path, edit) -> Path:
+    """``src``'s members, ``edit(name, data) -> [(name, data), ...]`` each, stored to ``dst``."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            for name, data in edit(info.filename, zin.read(info)):
+                zout.writestr(name, data)
+    return dst
+
+
+def _npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def test_a_hostile_record_is_refused_in_bounded_memory(tmp_path, good):
+    """Headers that claim more than the member holds, members under two
+    names, a corrupt stream, deep or huge JSON: each one line, none read
+    into memory beyond the archive's declared sizes."""
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (10 ** 12,)})
+    huge = head.getvalue() + bytes(24)        # a 1e12-element header over 24 bytes of data
+    deep = np.array("[" * 100_000 + "]" * 100_000)
+    big_int = json.loads(str(_members(good)["meta"]))
+    big_int["measure"] = [0, 10 ** 400]
+    cases = {
+        "huge-header": (lambda n, d: [(n, huge if n == "cd_rd.npy" else d)], "cd_rd"),
+        "bad-header": (lambda n, d: [(n, d.replace(b"'shape'", b"'shape\\'", 1) if n == "rs_us.npy" else d)], None),
+        "bare-twin": (lambda n, d: [(n, d), (n.removesuffix(".npy"), b"x" * 10)], "(members)"),
+        "duplicate": (lambda n, d: [(n, d), (n, d)] if n == "meta.npy" else [(n, d)], "(members)"),
+        "deep-json": (lambda n, d: [(n, _npy(deep) if n == "meta.npy" else d)], None),
+        "huge-int": (lambda n, d: [(n, _npy(np.array(json.dumps(big_int))) if n == "meta.npy" else d)], None),
+    }
+    for name, (edit, field) in cases.items():
+        with pytest.warns(UserWarning) if name == "duplicate" else contextlib.nullcontext():
+            bad = _rezip(good, tmp_path / f"{name}.npz", edit)
+        with pytest.raises(UserError) as exc:
+            vcd_trial.read_record(bad)
+        assert exc.value.field == field and "\n" not in str(exc.value), (name, str(exc.value))
+    # A corrupt deflate stream: flip bytes in the middle of the archive's data.
+    raw = bytearray(good.read_bytes())
+    raw[200:260] = bytes(60)
+    (tmp_path / "corrupt.npz").write_bytes(bytes(raw))
+    with pytest.raises(UserError, match="unreadable trial record|bad trial record"):
+        vcd_trial.read_record(tmp_path / "corrupt.npz")
+
+
+def test_a_run_folder_that_can_no_longer_be_read_falls_back_to_its_record(tmp_path, capsys, runs):
+    (tmp_path / "x").mkdir()
+    a, _ = _batches(tmp_path / "x", runs, ("q", "q"))
+    vcd.reanalyze(a)                                   # records written from the runs
+    before = [t["status"] for t in json.loads((a / "validation.json").read_text())["trials"]]
+    damaged = tmp_path / "damaged"
+    shutil.copytree(runs, damaged)
+    (damaged / "hog" / "spec.yaml").write_text("devices: [unclosed\n")
+    doc = json.loads((a / "validation.json").read_text())
+    for t in doc["trials"]:
+        t["run_dir"] = os.path.relpath(damaged / Path(t["run_dir"]).name, a)
+    (a / "validation.json").write_text(json.dumps(doc))
+    with pytest.raises(UserError):                     # the damaged run alone is refused, as before
+        vcd_trial.trial_data(damaged / "hog")
+    vcd.reanalyze(a)
+    assert [t["status"] for t in json.loads((a / "validation.json").read_text())["trials"]] == before
