@@ -23,7 +23,6 @@ import io
 import json
 import math
 import os
-import stat
 import tokenize
 import zipfile
 import zlib
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wotbench.base import inputfile
 from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
@@ -288,28 +288,21 @@ def _decode(zf: zipfile.ZipFile) -> TrialData:
 
 def read_record(path: Path) -> TrialData:
     """A trial's record (:func:`write_record`); a bad one is refused with a
-    :class:`UserError` naming the file and the field. The file must be a
-    regular file of at most ``RECORD_MAX_BYTES`` (a FIFO or device is
-    refused without blocking); each member's header is checked before its
-    data is read, and no member is read past the size the archive declares."""
+    :class:`UserError` naming the file and the field. The file is read by
+    the project's one bounded reader (:func:`wotbench.base.inputfile.read_bytes`:
+    a regular file of at most ``RECORD_MAX_BYTES``, a FIFO or device refused
+    without blocking); each member's header is checked before its data is
+    read, and no member is read past the size the archive declares."""
+    raw = inputfile.read_bytes(path, RECORD_MAX_BYTES, what="a trial record")
     try:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise UserError("no such trial record", file=os.fspath(path)) from None
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise _Bad("(file)", "not a regular file")
-            if st.st_size > RECORD_MAX_BYTES:
-                raise _Bad("(file)", f"larger than {RECORD_MAX_BYTES} bytes")
-            raw = fh.read(RECORD_MAX_BYTES + 1)
-        if not zipfile.is_zipfile(io.BytesIO(raw)):
-            raise _Bad("(file)", "not an .npz archive")
-        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            zf = zipfile.ZipFile(io.BytesIO(raw))
+        except zipfile.BadZipFile:
+            raise _Bad("(file)", "not an .npz archive") from None
+        with zf:
             return _decode(zf)
     except _Bad as exc:
         raise UserError(f"bad trial record: {exc}", file=os.fspath(path), field=exc.field) from None
-    except (OSError, ValueError, EOFError, KeyError, NotImplementedError, RuntimeError, MemoryError,
+    except (OSError, ValueError, EOFError, KeyError, RuntimeError, MemoryError,  # RuntimeError: an odd zip
             RecursionError, OverflowError, SyntaxError, tokenize.TokenError, zipfile.BadZipFile, zlib.error) as exc:
         raise UserError(f"unreadable trial record ({type(exc).__name__})", file=os.fspath(path)) from None

@@ -67,8 +67,8 @@ def test_batches_reanalysed_from_their_records_alone_give_the_same_validation(tm
     # The same folders exported without their runs: records only.
     for f in (a, b):
         shutil.copytree(f, tmp_path / "export" / f.name)
-    shutil.rmtree(runs.parent / "moved", ignore_errors=True)
-    shutil.move(runs, runs.parent / "moved")
+    moved = tmp_path / "moved"                 # the runs parked in this test's own folder meanwhile
+    shutil.move(runs, moved)
     try:
         exported = [tmp_path / "export" / f.name for f in (a, b)]
         assert main(["validate-cd", "--reanalyze", *map(str, exported), "--results", str(tmp_path / "c2")]) == 0
@@ -82,7 +82,7 @@ def test_batches_reanalysed_from_their_records_alone_give_the_same_validation(tm
         v = json.loads((tmp_path / "export" / "b" / "validation.json").read_text())
         assert [t["status"] for t in v["trials"]] == ["contention", "failed"]
     finally:
-        shutil.move(runs.parent / "moved", runs)
+        shutil.move(moved, runs)
     v1, v2 = (json.loads((d / "validation.json").read_text()) for d in (full, thin))
     keep = ("status", "onset_us", "distortion", "set", "verdict", "injected_start_us", "mode")
     assert [{k: t[k] for k in keep} for t in v1["trials"]] == [{k: t[k] for k in keep} for t in v2["trials"]]
@@ -161,7 +161,7 @@ def test_a_record_that_is_not_one_or_too_big_is_refused(tmp_path, good, monkeypa
     with pytest.raises(UserError, match="not a regular file"):
         vcd_trial.read_record(tmp_path / "fifo.npz")
     monkeypatch.setattr(vcd_trial, "RECORD_MAX_BYTES", 1000)
-    with pytest.raises(UserError, match="larger than 1000 bytes"):
+    with pytest.raises(UserError, match="larger than the 1000 bytes"):
         vcd_trial.read_record(good)
 
 
