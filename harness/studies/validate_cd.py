@@ -60,6 +60,7 @@ from wotbench.spec import (
     read_validate,
     trial_specs,
 )
+from wotbench.studies import vcd_scan
 from wotbench.studies import vcd_score as score
 from wotbench.studies import vcd_truth as truth
 from wotbench.studies.vcd_report import markdown, roc_png
@@ -229,6 +230,24 @@ def outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
     return out
 
 
+def scan_outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion],
+                  scans: Mapping[int, vcd_scan.Scan]) -> list[score.Outcome]:
+    """Every analysed trial as the devices' own change test (vcd_scan) judges
+    it: a change is an alarm, its segment's start the onset (the CD's window,
+    else 5 s, as the tolerance)."""
+    out = []
+    for t in trials:
+        s, d = scans.get(t.index), data.get(t.index)
+        if s is None or d is None:
+            continue
+        onset = None if s.start_us is None else s.start_us + d.measure[0]
+        dd = dist.get(t.index)
+        out.append(score.Outcome(t.index, t.cls, t.mode, is_quiet(t.cls), None if dd is None else dd.distorted,
+                                 s.changed, onset_within(s.changed, onset, t.injected_start_us, t.window_us or 5e6),
+                                 None if dd is None else dd.distorted_p99))
+    return out
+
+
 def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion]
              ) -> dict[str, Any]:
     """The thresholds chosen on the training trials and the held-out scores."""
@@ -260,15 +279,19 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
     cds = {i: d.cd for i, d in data.items() if d.cd is not None}
     th = next((d.th for d in cds.values()), Thresholds())
     dist = distortions(trials, data)
+    scans = {t.index: vcd_scan.scan(data[t.index].rs) for t in trials if t.index in data}
     sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
     rows = [{**t.to_dict(), "set": sets.get(t.index),
-             "distortion": None if t.index not in dist else dist[t.index].to_dict()} for t in trials]
+             "distortion": None if t.index not in dist else dist[t.index].to_dict(),
+             "device_scan": None if t.index not in scans else scans[t.index].to_dict()} for t in trials]
     doc: dict[str, Any] = {
         "format": 2, **meta, "complete": complete, "alpha": th.cd_alpha, "min_effect": th.cd_min_effect,
         "targets": {"detect_min": score.DETECT_MIN, "fa_max": score.FA_MAX,
                     "distorted_ratio": truth.DISTORTED, "n_needed": score.n_needed()},
         "classes": [asdict(class_stats(trials, c)) for c in names],
         "agreement": [a.to_dict() for a in score.agreements(outcomes(trials, data, dist))],
+        "device_scan": {"rule": vcd_scan.RULE, "agreement": [
+            a.to_dict() for a in score.agreements(scan_outcomes(trials, data, dist, scans))]},
         "trials": rows, "selection": None, "roc": None}
     if roc:
         if cds:

@@ -91,12 +91,20 @@ def _ratio(d: Mapping[str, Any] | None, ref: str, q: str) -> str:
     return f"{d[ref][f'{q}_ratio']:.2f}"
 
 
+def _scan(s: Mapping[str, Any] | None) -> str:
+    if s is None:
+        return "-"
+    seg = "" if s["start_us"] is None else f" ({s['start_us'] / 1e6:.1f}-{s['end_us'] / 1e6:.1f})"
+    return f"p {s['p_value']:.3f}{seg}"
+
+
 def _trials(doc: Mapping[str, Any]) -> list[str]:
     lines = ["## Trials", "",
              "R - S ratios: the episode's median (p50) and p99 of the devices' R - S over the pre-episode's "
              "and over the quiet trials' of the same mode (pooled, same window).", "",
+             "Own data: the devices' own change test's p-value and segment (s).", "",
              "| # | class | mode | set | status | onset (s) | injected (s) | p50 / p99 vs pre | p50 / p99 vs quiet "
-             "| distorted | verdict | run |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| distorted | own data | verdict | run |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in doc["trials"]:
         inj = ("-" if t["injected_start_us"] is None else
                f"{t['injected_start_us'] / 1e6:.1f}-{t['injected_end_us'] / 1e6:.1f}"
@@ -107,7 +115,8 @@ def _trials(doc: Mapping[str, Any]) -> list[str]:
                 ("no" if not d["distorted"] else "p99" if d["distorted_p99"] else "p50"))
         lines.append(f"| {t['index']} | {t['cls']} | {t.get('mode') or '-'} | {t.get('set') or '-'} | "
                      f"{t['status']} | {on} | {inj} | {_ratio(d, 'vs_pre', 'p50')} / {_ratio(d, 'vs_pre', 'p99')} | "
-                     f"{_ratio(d, 'vs_quiet', 'p50')} / {_ratio(d, 'vs_quiet', 'p99')} | {dist} | {t['verdict']} | "
+                     f"{_ratio(d, 'vs_quiet', 'p50')} / {_ratio(d, 'vs_quiet', 'p99')} | {dist} | "
+                     f"{_scan(t.get('device_scan'))} | {t['verdict']} | "
                      f"{Path(t['run_dir']).name} |")
     return lines
 
@@ -131,6 +140,11 @@ def markdown(doc: Mapping[str, Any]) -> str:
                   f"the 95 % Wilson interval clears the target only from n = {tg['n_needed']} trials.", ""]
         lines += _agreement(doc["agreement"])
         lines += [""] + _selection(doc.get("selection"))
+    if doc.get("device_scan"):
+        lines += ["", "## What the devices' own requests show (a reference, not the CD)", "",
+                  f"Whether an episode could be seen in a trial at all: {doc['device_scan']['rule']}. Its "
+                  "parameters are fixed in advance (harness/studies/vcd_scan.py), so every trial scores it.", ""]
+        lines += _agreement(doc["device_scan"]["agreement"])
     lines += [""] + _trials(doc)
     return "\n".join(lines) + "\n"
 

@@ -16,6 +16,7 @@ from wotbench.base import rundir as layout
 from wotbench.reporting.bench.synth import SynthSpec, synth_run
 from wotbench.spec import UserError, trial_specs
 from wotbench.studies import validate_cd as vcd
+from wotbench.studies import vcd_scan
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "experiments" / "validate-cd.yaml"
@@ -198,6 +199,12 @@ def test_reanalyze_recomputes_from_stored_runs(tmp_path, stored):
     assert hog["distorted"] == 1 and hog["onset_ok_distorted"]["k"] == 1
     assert v["selection"]["train"] == [1, 2] and v["selection"]["test"] == []
     assert "## Thresholds chosen on the training trials" in md
+    # The reference: the devices' own change test sees the injected episode, not the quiet trial.
+    assert v["device_scan"]["rule"] == vcd_scan.RULE and "## What the devices' own requests show" in md
+    assert inj["device_scan"]["changed"] is True and quiet["device_scan"]["changed"] is False, (inj, quiet)
+    assert 12e6 <= inj["device_scan"]["start_us"] + 2e6 <= 12e6 + 5e6     # the measurement starts at 2 s
+    own = {a["cls"]: a for a in v["device_scan"]["agreement"]}
+    assert own["cpu2-20s"]["onset_ok_distorted"]["k"] == 1 and own[vcd.QUIET]["false_alarms"]["k"] == 0
 
 
 def _batches(tmp_path: Path, runs: Path, quiet: tuple[str, str]) -> tuple[Path, Path]:
