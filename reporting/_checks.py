@@ -194,12 +194,14 @@ def _fifo_stalls(ges: list[A]) -> tuple[list[str], list[str]]:
     by the kernel anyway), and the longest is at most the GE's mean
     intended gap in the measurement phase (so it bunched about one
     request). Without the evidence (the counters, the trace's rate, a
-    summary with the hold counters) it is refused."""
+    summary with the scheduling record and its hold counters) it is refused."""
     refused: list[str] = []
     tolerated: list[str] = []
     for g in ges:
         s = g.get("sched")
         if s is None:
+            refused.append(f"GE {g['ge']}: its summary has no scheduling record (sched), so whether its loop "
+                           "lost its core or waited in the kernel is unknown")
             continue
         gaps = []
         if s.get("policy") == "fifo" and s.get("stalls"):

@@ -39,8 +39,8 @@ from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
 from wotbench.engine.dockerenv import IMAGE_TAG, IMAGES, LABEL_ENGINE, LABEL_ROLE
 
-__all__ = ["LABEL_LAB", "TEST_SESSION_LABEL", "TEST_SESSION_ENV", "NODE_IMAGE", "HostState", "Lab", "Node",
-           "SwarmLab", "SwarmLabError", "STATE_DIR", "labels_of_test_session",
+__all__ = ["LABEL_LAB", "TEST_SESSION_LABEL", "TEST_SESSION_ENV", "GWBRIDGE_MADE_LABEL", "NODE_IMAGE", "HostState",
+           "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR", "labels_of_test_session",
            "DEFAULT_IMAGES"]
 
 LABEL_LAB = "org.wotbench.swarmlab"
@@ -49,6 +49,10 @@ LABEL_LAB = "org.wotbench.swarmlab"
 #: behind can be told from any other (wotbench.tests.leftovers).
 TEST_SESSION_LABEL = "org.wotbench.test-session"
 TEST_SESSION_ENV = "WOTBENCH_TEST_SESSION"
+#: On a one-node swarm a test made: "1" when no docker_gwbridge was there
+#: before, so the one its leaving leaves behind is the test's to remove
+#: (wotbench.tests.leftovers never removes one that was there before).
+GWBRIDGE_MADE_LABEL = "org.wotbench.gwbridge-made"
 NODE_IMAGE = f"wotbench/swarm-node:{IMAGE_TAG}"
 SWARM_PORT = 2377
 DEFAULT_IMAGES = (IMAGES["device"], IMAGES["ge"], IMAGES["nettools"])
@@ -328,10 +332,14 @@ class Lab:
             _until(self.timeout_s, f"removing network {net.name}", partial(removed, net), lambda: "in use")
 
 
-def labels_of_test_session() -> dict[str, str]:
-    """The swarm label of the test session this runs under, if any."""
+def labels_of_test_session(gwbridge_made: bool = False) -> dict[str, str]:
+    """The swarm labels of the test session this runs under, if any: its
+    identity and, with ``gwbridge_made``, that the docker_gwbridge the
+    swarm will leave is the session's (none was there before)."""
     session = os.environ.get(TEST_SESSION_ENV)
-    return {TEST_SESSION_LABEL: session} if session else {}
+    if not session:
+        return {}
+    return {TEST_SESSION_LABEL: session, **({GWBRIDGE_MADE_LABEL: "1"} if gwbridge_made else {})}
 
 
 @dataclass

@@ -11,7 +11,7 @@ and every later run then planned for that swarm: 22 tests failed in one CI
 run that way. Here a swarm whose label names a process that is gone is
 taken down (a lab by :meth:`Lab.down`, which removes only what carries its
 label; a one-node swarm by leaving it and removing the docker_gwbridge it
-leaves); any other swarm, a live session's, and one labelled from another
+leaves when its labels say none was there before it); any other swarm, a live session's, and one labelled from another
 boot or pid namespace, is left alone."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def take_down_dead_sessions_swarm(c: docker.DockerClient) -> str | None:
     """What was taken down (a sentence), or None."""
     import docker.errors
 
-    from wotbench.engine.swarmlab import LABEL_LAB, TEST_SESSION_LABEL, Lab
+    from wotbench.engine.swarmlab import GWBRIDGE_MADE_LABEL, LABEL_LAB, TEST_SESSION_LABEL, Lab
     if c.info()["Swarm"]["LocalNodeState"] != "active":
         return None
     try:
@@ -97,7 +97,8 @@ def take_down_dead_sessions_swarm(c: docker.DockerClient) -> str | None:
             Lab.load(lab, state_dir=Path(state)).down()
         return f"took down Swarm lab {lab}, left by test session {owner} (gone)"
     c.swarm.leave(force=True)
-    remove_gwbridge(c)
+    if labels.get(GWBRIDGE_MADE_LABEL) == "1":     # else it was there before the swarm: not ours
+        remove_gwbridge(c)
     return f"left the one-node swarm of test session {owner} (gone)"
 
 

@@ -56,7 +56,8 @@ def one_node_swarm(docker_client: Any) -> Iterator[str]:
                     "leaves its own one-node swarm; run it on a host that is not in one")
     before = _networks()
     had_gwbridge = any(f" {GWBRIDGE} " in n for n in before)
-    docker_client.swarm.init(advertise_addr=_docker0_address(), labels=labels_of_test_session())
+    docker_client.swarm.init(advertise_addr=_docker0_address(),
+                             labels=labels_of_test_session(gwbridge_made=not had_gwbridge))
     try:
         yield docker_client.info()["Swarm"]["NodeID"]
     finally:
@@ -139,13 +140,17 @@ def test_run_on_a_one_node_swarm_puts_everything_on_it(one_node_swarm, docker_cl
     assert run_objects(None) == ([], [])
 
 
-def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_client):
+@pytest.mark.parametrize("gwbridge_first", [False, True], ids=["no-gwbridge-before", "a-gwbridge-before"])
+def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_client, gwbridge_first):
     """wotbench.tests.leftovers (make test, before the Docker tests): a swarm
     whose test-session label names a live process (this one), a process of
     another boot or pid namespace, or nothing it can read, stays; once it
     names a process of this boot and namespace that is gone, the swarm is
-    left and the host's networks are as they were."""
-    from wotbench.engine.swarmlab import TEST_SESSION_LABEL
+    left and the host's networks are as they were: the docker_gwbridge it
+    leaves is removed only when none was there before the swarm (with
+    ``gwbridge_first`` one is: made here, as a user customising it would,
+    it stays until this test removes it)."""
+    from wotbench.engine.swarmlab import GWBRIDGE_MADE_LABEL, TEST_SESSION_LABEL
     from wotbench.tests.leftovers import session_identity, take_down_dead_sessions_swarm
     state = docker_client.info()["Swarm"]["LocalNodeState"]
     if state != "inactive":
@@ -157,19 +162,32 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
     me = session_identity()
     boot, pidns, _, _ = me.rsplit("/", 3)
     dead = f"{boot}/{pidns}/{gone.pid}/1"
-    docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: me})
-    try:                        # from here the swarm is this test's: only it is left in `finally`
-        for alive_or_foreign in (me, f"another-boot/{pidns}/{gone.pid}/1", f"{boot}/pid:[1]/{gone.pid}/1",
-                                 "garbage"):
-            docker_client.swarm.update(labels={TEST_SESSION_LABEL: alive_or_foreign})
-            assert take_down_dead_sessions_swarm(docker_client) is None, alive_or_foreign
-            assert docker_client.info()["Swarm"]["LocalNodeState"] == "active"
-        docker_client.swarm.update(labels={TEST_SESSION_LABEL: dead})
-        assert take_down_dead_sessions_swarm(docker_client) == f"left the one-node swarm of test session {dead} (gone)"
-        assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
+    made = None
+    if gwbridge_first and not had_gwbridge:     # this test's own: removed by it at the end
+        made = docker_client.networks.create(GWBRIDGE, driver="bridge", labels={LABEL: "gwbridge-before"}, options={
+            "com.docker.network.bridge.name": GWBRIDGE, "com.docker.network.bridge.enable_icc": "false",
+            "com.docker.network.bridge.enable_ip_masquerade": "true"})
+    swarm_made = {} if had_gwbridge or made is not None else {GWBRIDGE_MADE_LABEL: "1"}
+    before_swarm = _networks()
+    try:
+        docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: me, **swarm_made})
+        try:                    # from here the swarm is this test's: only it is left in `finally`
+            for alive_or_foreign in (me, f"another-boot/{pidns}/{gone.pid}/1", f"{boot}/pid:[1]/{gone.pid}/1",
+                                     "garbage"):
+                docker_client.swarm.update(labels={TEST_SESSION_LABEL: alive_or_foreign, **swarm_made})
+                assert take_down_dead_sessions_swarm(docker_client) is None, alive_or_foreign
+                assert docker_client.info()["Swarm"]["LocalNodeState"] == "active"
+            docker_client.swarm.update(labels={TEST_SESSION_LABEL: dead, **swarm_made})
+            assert (take_down_dead_sessions_swarm(docker_client)
+                    == f"left the one-node swarm of test session {dead} (gone)")
+            assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
+            assert _networks() == before_swarm      # a docker_gwbridge there before the swarm is still there
+        finally:
+            if docker_client.info()["Swarm"]["LocalNodeState"] != "inactive":
+                _docker("swarm", "leave", "--force")
+                if swarm_made:
+                    remove_gwbridge(docker_client)
     finally:
-        if docker_client.info()["Swarm"]["LocalNodeState"] != "inactive":
-            _docker("swarm", "leave", "--force")
-            if not had_gwbridge:
-                remove_gwbridge(docker_client)
+        if made is not None:
+            remove_gwbridge(docker_client)          # the one this test made
     assert _networks() == before

@@ -247,7 +247,11 @@ def _ge_summary(c: _GeCounts, spec: SynthSpec) -> dict[str, Any]:
     """The counters of the GE summary JSON the checks read."""
     return {"format": 1, "tool": "wotbench-ge", "config": {"late_us": LATE_US}, "requests": c.rows,
             "ok": c.ok, "timeouts": c.timeouts, "send_errors": spec.send_errors, "late_sends": c.late,
-            "garbage": {"truncated": 0, "unparseable": 0, "total": 0}}
+            "garbage": {"truncated": 0, "unparseable": 0, "total": 0},
+            "sched": {"policy": "other", "requested": "other", "set_by": None, "priority": None, "error": None,
+                      "budget_us": None, "period_us": None, "duty_max": 0.0, "yields": 0, "yield_us": 0,
+                      "stalls": 0, "stall_max_us": 0, "stall_total_us": 0, "holds": 0, "hold_max_us": 0,
+                      "hold_total_us": 0, "majflt": 0}}
 
 
 def _ge_records(run: RunDir, k: int, c: _GeCounts, spec: SynthSpec) -> dict[str, dict[str, Any]]:

@@ -275,7 +275,9 @@ def test_requests_nstart_held_are_not_held_against_the_ge():
     th = Thresholds()
     holds = {"held": 40, "free": 960, "held_devices": [3], "send_lag_p99_free_us": 80.0, "late_free": 2}
     ge = {"ge": 0, "requests": 1000, "late_sends": 40, "send_lag_us": {"p99": 250_000.0}, "rate_dev": -0.03,
-          "target_rate": 100.0, "achieved_rate": 97.0, "duration_s": 10.0, "sched": None,
+          "target_rate": 100.0, "achieved_rate": 97.0, "duration_s": 10.0,
+          "sched": {"policy": "other", "stalls": 0, "stall_max_us": 0, "yields": 0, "yield_us": 0, "holds": 0,
+                    "hold_max_us": 0, "majflt": 0},
           "counters": {"send_errors": 0}, "evidence": {}, "nstart_holds": holds}
     dev = {"ge": 0, "device_id": 3, "rit_ok": False, "rit_problems": ["KS"]}
     a = {"ges": [ge], "devices": [dev]}

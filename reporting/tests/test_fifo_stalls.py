@@ -122,3 +122,12 @@ def test_a_summary_without_hold_counters_is_refused():
     ok, why = check_send_lag({"ges": [_ge(sched=dict(old, stalls=0))]}, Thresholds())
     assert not ok and why == ("GE 0: its summary has no hold counters (a GE older than this analysis), so whether "
                               "its loop waited in the kernel is unknown"), why
+
+
+def test_a_summary_without_a_scheduling_record_is_refused():
+    """No ``sched`` (a damaged, missing or foreign GE summary): the check's
+    evidence is missing, so it fails instead of passing by default."""
+    ok, why = check_send_lag({"ges": [_ge(sched=None), _ge(ge=1)]}, Thresholds())
+    assert not ok and why.startswith("GE 0: its summary has no scheduling record (sched), so whether its loop "
+                                     "lost its core or waited in the kernel is unknown"), why
+    assert _fifo_stalls([_ge(ge=1)])[0] == []
