@@ -49,9 +49,11 @@ LABEL_LAB = "org.wotbench.swarmlab"
 #: behind can be told from any other (wotbench.tests.leftovers).
 TEST_SESSION_LABEL = "org.wotbench.test-session"
 TEST_SESSION_ENV = "WOTBENCH_TEST_SESSION"
-#: On a one-node swarm a test made: "1" when no docker_gwbridge was there
-#: before, so the one its leaving leaves behind is the test's to remove
-#: (wotbench.tests.leftovers never removes one that was there before).
+#: On a swarm the project made (a Swarm lab, a test's one-node swarm): "1"
+#: when no docker_gwbridge was there before, so the one its leaving leaves
+#: behind is ours to remove where no record of the host says so (a lab
+#: taken down without its state file, wotbench.tests.leftovers); one that
+#: was there before is never removed.
 GWBRIDGE_MADE_LABEL = "org.wotbench.gwbridge-made"
 NODE_IMAGE = f"wotbench/swarm-node:{IMAGE_TAG}"
 SWARM_PORT = 2377
@@ -255,15 +257,16 @@ class Lab:
                 return False
 
         ours = step("reading the swarm", lambda: self._swarm_is_ours(c)) is True
+        gwbridge_made = ours and step("reading the swarm's labels", lambda: self._gwbridge_made(c)) is True
         if ours:
             step("removing services", lambda: self._remove_services(c))
         step("removing containers", lambda: self._remove_containers(c))
         if ours:
             step("removing the nodes from the swarm", lambda: [n.remove(force=True) for n in c.nodes.list()
                  if n.attrs["Description"]["Hostname"].startswith(f"wb-lab-{self.id}-node")])
-            step("removing overlay networks", lambda: self._remove_networks(c, "swarm", ours))
+            step("removing overlay networks", lambda: self._remove_networks(c, "swarm", ours, gwbridge_made))
             step("leaving the swarm", lambda: c.swarm.leave(force=True))
-        step("removing networks", lambda: self._remove_networks(c, "local", ours))
+        step("removing networks", lambda: self._remove_networks(c, "local", ours, gwbridge_made))
         if (before := self.before) is not None:
             step("checking the host", lambda: before.expect(HostState.read(c)))
         if errors:
@@ -280,6 +283,16 @@ class Lab:
             return (c.swarm.attrs["Spec"].get("Labels") or {}).get(LABEL_LAB) == self.id
         except docker.errors.APIError:
             return self.swarm_init and (self.before is None or self.before.swarm == "inactive")
+
+    @staticmethod
+    def _gwbridge_made(c: DockerClient) -> bool:
+        """The swarm's label says no docker_gwbridge was there before it
+        (unreadable: no, so the one there is kept)."""
+        try:
+            c.swarm.reload()
+        except docker.errors.APIError:
+            return False
+        return (c.swarm.attrs["Spec"].get("Labels") or {}).get(GWBRIDGE_MADE_LABEL) == "1"
 
     def _remove_services(self, c: DockerClient) -> None:
         """Every service of the lab's swarm; waits for their containers here."""
@@ -310,14 +323,17 @@ class Lab:
         with ThreadPoolExecutor(dockerenv.WORKERS) as pool:
             list(pool.map(rm, cts))
 
-    def _remove_networks(self, c: DockerClient, scope: str, left: bool) -> None:
+    def _remove_networks(self, c: DockerClient, scope: str, left: bool, gwbridge_made: bool) -> None:
         """The lab's networks of one scope; after the swarm is gone also the
-        docker_gwbridge and ingress it leaves behind (unless found before)."""
+        docker_gwbridge and ingress it leaves behind, unless found before: by
+        the recorded host state, else (no state file) for docker_gwbridge by
+        the swarm's GWBRIDGE_MADE_LABEL (``gwbridge_made``)."""
         nets = [n for n in c.networks.list(filters={"label": self.label}) if n.attrs.get("Scope") == scope]
         if scope == "local" and c.info()["Swarm"]["LocalNodeState"] == "inactive":
             nets += [n for n in c.networks.list(names=["docker_gwbridge", "ingress"])
                      if n.name in ("docker_gwbridge", "ingress")
-                     and (n.id not in self.before.networks if self.before else left)]
+                     and (n.id not in self.before.networks if self.before
+                          else left and (n.name == "ingress" or gwbridge_made))]
 
         def removed(net: Network) -> bool:        # False while the engine still holds endpoints
             try:
@@ -330,6 +346,13 @@ class Lab:
 
         for net in nets:
             _until(self.timeout_s, f"removing network {net.name}", partial(removed, net), lambda: "in use")
+
+
+def _no_gwbridge(c: DockerClient, before: HostState | None) -> bool:
+    """No docker_gwbridge on the host before the lab (by its recorded state, else now)."""
+    if before is not None:
+        return "docker_gwbridge" not in before.networks.values()
+    return not any(n.name == "docker_gwbridge" for n in c.networks.list(names=["docker_gwbridge"]))
 
 
 def labels_of_test_session(gwbridge_made: bool = False) -> dict[str, str]:
@@ -397,7 +420,8 @@ class SwarmLab:
         try:
             c.swarm.init(advertise_addr=lab.manager, listen_addr=f"{lab.manager}:{SWARM_PORT}",
                          default_addr_pool=[str(swarm_pool)], subnet_size=24,
-                         labels={LABEL_LAB: lab.id, **labels_of_test_session()})
+                         labels={LABEL_LAB: lab.id, **labels_of_test_session(),
+                                 **({GWBRIDGE_MADE_LABEL: "1"} if _no_gwbridge(c, lab.before) else {})})
             c.swarm.reload()
             token = c.swarm.attrs["JoinTokens"]["Worker"]
         except _SDK_ERRORS as exc:

@@ -102,7 +102,8 @@ def _trials(doc: Mapping[str, Any]) -> list[str]:
     lines = ["## Trials", "",
              "R - S ratios: the episode's median (p50) and p99 of the devices' R - S over the pre-episode's "
              "and over the quiet trials' of the same mode (pooled, same window).", "",
-             "Own data: the devices' own change test's p-value and segment (s).", "",
+             "Own data: the devices' own change test's p-value and segment, in s from the measurement start "
+             "(onset and injected: in s from t0).", "",
              "| # | class | mode | set | status | onset (s) | injected (s) | p50 / p99 vs pre | p50 / p99 vs quiet "
              "| distorted | own data | verdict | run |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in doc["trials"]:

@@ -155,6 +155,41 @@ def test_one_node_swarm_overlay_service_and_down(host: Found, tmp_path: Path) ->
     host.check()
 
 
+@pytest.mark.parametrize("gwbridge_first", [False, True], ids=["no-gwbridge-before", "a-gwbridge-before"])
+def test_a_lab_taken_down_without_its_state_file_keeps_a_gwbridge_found_before(host: Found, tmp_path: Path,
+                                                                               gwbridge_first: bool) -> None:
+    """Without its state file a lab has no record of the host (what
+    wotbench.tests.leftovers meets for a dead test session's lab): its down()
+    then removes the docker_gwbridge the swarm leaves only when the swarm's
+    label says none was there before; one there before (made here, as a user
+    customising it would) stays until this test removes it."""
+    from wotbench.tests.leftovers import remove_gwbridge
+
+    had = any(n.name == "docker_gwbridge" for n in host.c.networks.list(names=["docker_gwbridge"]))
+    made = None
+    if gwbridge_first and not had:
+        made = host.c.networks.create("docker_gwbridge", driver="bridge", labels={"org.wotbench.test-role": "before"},
+                                      options={"com.docker.network.bridge.name": "docker_gwbridge",
+                                               "com.docker.network.bridge.enable_icc": "false",
+                                               "com.docker.network.bridge.enable_ip_masquerade": "true"})
+    try:
+        lab = SwarmLab(workers=0, state_dir=host.state).up()
+        try:
+            host.c.swarm.reload()
+            labels = host.c.swarm.attrs["Spec"].get("Labels") or {}
+            assert (labels.get(swarmlab.GWBRIDGE_MADE_LABEL) == "1") == (not had and made is None), labels
+        finally:
+            Lab.load(lab.id, state_dir=tmp_path / "no-state").down()
+        names = {n.name for n in host.c.networks.list()}
+        assert ("docker_gwbridge" in names) == (had or made is not None), names
+    finally:
+        if made is not None:
+            remove_gwbridge(host.c)                  # the one this test made
+        for f in host.state.glob("*.json"):          # up()'s state file: down() ran without it
+            f.unlink()
+    host.check()
+
+
 def test_two_node_swarm_device_on_the_node_ge_on_the_manager(host: Found, tmp_path: Path) -> None:
     t = time.monotonic()
     with SwarmLab(workers=1, state_dir=host.state).up() as lab:      # a Lab is a context manager

@@ -57,6 +57,18 @@ def test_the_same_trial_gives_the_same_answer_and_order_does_not_matter():
     assert a == b
 
 
+@pytest.mark.parametrize(("tail", "seed"), [((28.5, 30.0), 5), ((0.0, 1.0), 6), ((10.0, 20.0), 7)])
+def test_the_segment_and_the_rest_each_span_two_seconds(tail, seed):
+    """Even where the tail widens at an edge of the phase, the segment found
+    leaves at least MIN_SEGMENT_US of the phase outside it."""
+    rs = trial({tail: 0.3}, seed=seed)
+    s = vcd_scan.scan(rs)
+    assert s.start_us is not None and s.end_us is not None
+    first, last = float(rs.t_us.min()), float(rs.t_us.max())
+    assert s.end_us - s.start_us >= vcd_scan.MIN_SEGMENT_US
+    assert (s.start_us - first) + (last + 1 - s.end_us) >= vcd_scan.MIN_SEGMENT_US, s
+
+
 def test_a_segment_needs_room_inside_and_outside():
     short = trial({}, seed=2, span_s=3.0)          # no segment of 2 s with 2 s outside it
     s = vcd_scan.scan(short)
