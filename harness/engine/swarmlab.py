@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -40,8 +40,8 @@ from wotbench.engine import dockerenv
 from wotbench.engine.dockerenv import IMAGE_TAG, IMAGES, LABEL_ENGINE, LABEL_ROLE
 
 __all__ = ["LABEL_LAB", "TEST_SESSION_LABEL", "TEST_SESSION_ENV", "GWBRIDGE_MADE_LABEL", "NODE_IMAGE", "HostState",
-           "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR", "labels_of_test_session",
-           "DEFAULT_IMAGES"]
+           "Lab", "Node", "SwarmLab", "SwarmLabError", "STATE_DIR", "labels_of_test_session", "gwbridge_label",
+           "made_gwbridge", "DEFAULT_IMAGES"]
 
 LABEL_LAB = "org.wotbench.swarmlab"
 #: A swarm made under a test session carries that session's pid (from the
@@ -257,7 +257,7 @@ class Lab:
                 return False
 
         ours = step("reading the swarm", lambda: self._swarm_is_ours(c)) is True
-        gwbridge_made = ours and step("reading the swarm's labels", lambda: self._gwbridge_made(c)) is True
+        gwbridge_made = ours and step("reading the swarm's labels", lambda: _swarm_made_gwbridge(c)) is True
         if ours:
             step("removing services", lambda: self._remove_services(c))
         step("removing containers", lambda: self._remove_containers(c))
@@ -283,16 +283,6 @@ class Lab:
             return (c.swarm.attrs["Spec"].get("Labels") or {}).get(LABEL_LAB) == self.id
         except docker.errors.APIError:
             return self.swarm_init and (self.before is None or self.before.swarm == "inactive")
-
-    @staticmethod
-    def _gwbridge_made(c: DockerClient) -> bool:
-        """The swarm's label says no docker_gwbridge was there before it
-        (unreadable: no, so the one there is kept)."""
-        try:
-            c.swarm.reload()
-        except docker.errors.APIError:
-            return False
-        return (c.swarm.attrs["Spec"].get("Labels") or {}).get(GWBRIDGE_MADE_LABEL) == "1"
 
     def _remove_services(self, c: DockerClient) -> None:
         """Every service of the lab's swarm; waits for their containers here."""
@@ -348,21 +338,31 @@ class Lab:
             _until(self.timeout_s, f"removing network {net.name}", partial(removed, net), lambda: "in use")
 
 
-def _no_gwbridge(c: DockerClient, before: HostState | None) -> bool:
-    """No docker_gwbridge on the host before the lab (by its recorded state, else now)."""
-    if before is not None:
-        return "docker_gwbridge" not in before.networks.values()
-    return not any(n.name == "docker_gwbridge" for n in c.networks.list(names=["docker_gwbridge"]))
+def gwbridge_label(c: DockerClient, before: HostState | None = None) -> dict[str, str]:
+    """The label a swarm about to be made carries when no docker_gwbridge
+    is on the host before it (by ``before``, else as the host is now)."""
+    names = before.networks.values() if before is not None else [n.name for n in c.networks.list()]
+    return {} if "docker_gwbridge" in names else {GWBRIDGE_MADE_LABEL: "1"}
 
 
-def labels_of_test_session(gwbridge_made: bool = False) -> dict[str, str]:
-    """The swarm labels of the test session this runs under, if any: its
-    identity and, with ``gwbridge_made``, that the docker_gwbridge the
-    swarm will leave is the session's (none was there before)."""
+def made_gwbridge(labels: Mapping[str, str]) -> bool:
+    """A swarm's ``labels`` say the docker_gwbridge it leaves is ours."""
+    return labels.get(GWBRIDGE_MADE_LABEL) == "1"
+
+
+def _swarm_made_gwbridge(c: DockerClient) -> bool:
+    """:func:`made_gwbridge` of the engine's swarm (unreadable: no, so the one there is kept)."""
+    try:
+        c.swarm.reload()
+    except docker.errors.APIError:
+        return False
+    return made_gwbridge(c.swarm.attrs["Spec"].get("Labels") or {})
+
+
+def labels_of_test_session() -> dict[str, str]:
+    """The swarm label of the test session this runs under, if any."""
     session = os.environ.get(TEST_SESSION_ENV)
-    if not session:
-        return {}
-    return {TEST_SESSION_LABEL: session, **({GWBRIDGE_MADE_LABEL: "1"} if gwbridge_made else {})}
+    return {TEST_SESSION_LABEL: session} if session else {}
 
 
 @dataclass
@@ -420,8 +420,7 @@ class SwarmLab:
         try:
             c.swarm.init(advertise_addr=lab.manager, listen_addr=f"{lab.manager}:{SWARM_PORT}",
                          default_addr_pool=[str(swarm_pool)], subnet_size=24,
-                         labels={LABEL_LAB: lab.id, **labels_of_test_session(),
-                                 **({GWBRIDGE_MADE_LABEL: "1"} if _no_gwbridge(c, lab.before) else {})})
+                         labels={LABEL_LAB: lab.id, **labels_of_test_session(), **gwbridge_label(c, lab.before)})
             c.swarm.reload()
             token = c.swarm.attrs["JoinTokens"]["Worker"]
         except _SDK_ERRORS as exc:

@@ -273,13 +273,14 @@ def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
 # --- the command ----------------------------------------------------------------------------
 
 def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Mapping[int, TrialData],
-           complete: bool, roc: bool) -> dict[str, Any]:
+           scans: Mapping[int, vcd_scan.Scan], complete: bool, roc: bool) -> dict[str, Any]:
+    """validation.json/md (and roc.png) of the trials so far; ``scans``: each
+    analysed trial's :func:`vcd_scan.scan`, made once per trial by the caller."""
     names = list(dict.fromkeys(t.cls for t in trials))
     names = [c for c in names if not is_quiet(c)] + sorted(c for c in names if is_quiet(c))
     cds = {i: d.cd for i, d in data.items() if d.cd is not None}
     th = next((d.th for d in cds.values()), Thresholds())
     dist = distortions(trials, data)
-    scans = {t.index: vcd_scan.scan(data[t.index].rs) for t in trials if t.index in data}
     sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
     rows = [{**t.to_dict(), "set": sets.get(t.index),
              "distortion": None if t.index not in dist else dist[t.index].to_dict(),
@@ -329,6 +330,7 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     meta = {"spec": os.fspath(spec), "scale": first.scale, "started_epoch_s": time.time(), "planned": order}
     done: list[Trial] = []
     data: dict[int, TrialData] = {}
+    scans: dict[int, vcd_scan.Scan] = {}
     for i, cls in enumerate(order, 1):
         print(f"validate-cd: trial {i}/{len(order)}: {cls}", file=log, flush=True)
         try:
@@ -340,12 +342,13 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
                               None, None))
         else:
             data[i] = trial_data(run_dir)
+            scans[i] = vcd_scan.scan(data[i].rs)
             done.append(evaluate(i, cls, run_dir, data[i], out, _record(out, i, cls, run_dir, data[i])))
         t = done[-1]
         err = "" if t.onset_error_us is None else f", onset error {t.onset_error_us / 1e6:+.1f} s"
         print(f"validate-cd: trial {i}: {cls} -> {t.status}{err}", file=log, flush=True)
-        _write(out, meta, done, data, complete=False, roc=False)
-    _write(out, meta, done, data, complete=True, roc=True)
+        _write(out, meta, done, data, scans, complete=False, roc=False)
+    _write(out, meta, done, data, scans, complete=True, roc=True)
     return out
 
 
@@ -421,5 +424,6 @@ def reanalyze(folders: Path | Sequence[Path], results: Path | None = None) -> Pa
             continue
         trials.append(evaluate(i, cls, run_dir, data[i], out, record))
     _write(out, {**meta, "reanalyzed_epoch_s": time.time()}, trials, data,
-           complete=len(trials) == len(meta["planned"]), roc=bool(trials))
+           {i: vcd_scan.scan(d.rs) for i, d in data.items()}, complete=len(trials) == len(meta["planned"]),
+           roc=bool(trials))
     return out

@@ -11,8 +11,9 @@ and every later run then planned for that swarm: 22 tests failed in one CI
 run that way. Here a swarm whose label names a process that is gone is
 taken down (a lab by :meth:`Lab.down`, which removes only what carries its
 label; a one-node swarm by leaving it and removing the docker_gwbridge it
-leaves when its labels say none was there before it); any other swarm, a live session's, and one labelled from another
-boot or pid namespace, is left alone."""
+leaves when its labels say none was there before it); any other swarm,
+a live session's, and one labelled from another boot or pid namespace, is
+left alone."""
 
 from __future__ import annotations
 
@@ -60,14 +61,15 @@ def _gone(identity: str) -> bool:
         return False
 
 
-def remove_gwbridge(c: docker.DockerClient) -> None:
-    """The docker_gwbridge network a swarm leaves behind once its endpoints go."""
+def remove_gwbridge(c: docker.DockerClient, network_id: str | None = None) -> None:
+    """The docker_gwbridge network a swarm leaves behind once its endpoints
+    go (with ``network_id``: only that one, the network a caller made)."""
     import docker.errors
 
     for _ in range(40):         # its endpoints go a moment after the swarm does
         try:
             for net in c.networks.list(names=["docker_gwbridge"]):
-                if net.name == "docker_gwbridge":
+                if net.name == "docker_gwbridge" and network_id in (None, net.id):
                     net.remove()
             return
         except docker.errors.NotFound:
@@ -81,7 +83,7 @@ def take_down_dead_sessions_swarm(c: docker.DockerClient) -> str | None:
     """What was taken down (a sentence), or None."""
     import docker.errors
 
-    from wotbench.engine.swarmlab import GWBRIDGE_MADE_LABEL, LABEL_LAB, TEST_SESSION_LABEL, Lab
+    from wotbench.engine.swarmlab import LABEL_LAB, TEST_SESSION_LABEL, Lab, made_gwbridge
     if c.info()["Swarm"]["LocalNodeState"] != "active":
         return None
     try:
@@ -97,7 +99,7 @@ def take_down_dead_sessions_swarm(c: docker.DockerClient) -> str | None:
             Lab.load(lab, state_dir=Path(state)).down()
         return f"took down Swarm lab {lab}, left by test session {owner} (gone)"
     c.swarm.leave(force=True)
-    if labels.get(GWBRIDGE_MADE_LABEL) == "1":     # else it was there before the swarm: not ours
+    if made_gwbridge(labels):       # else it was there before the swarm: not ours
         remove_gwbridge(c)
     return f"left the one-node swarm of test session {owner} (gone)"
 

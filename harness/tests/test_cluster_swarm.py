@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from wotbench.engine.inventory import read_inventory
-from wotbench.engine.swarmlab import labels_of_test_session
+from wotbench.engine.swarmlab import gwbridge_label, labels_of_test_session
 from wotbench.tests.leftovers import remove_gwbridge
 
 pytestmark = pytest.mark.docker
@@ -57,7 +57,7 @@ def one_node_swarm(docker_client: Any) -> Iterator[str]:
     before = _networks()
     had_gwbridge = any(f" {GWBRIDGE} " in n for n in before)
     docker_client.swarm.init(advertise_addr=_docker0_address(),
-                             labels=labels_of_test_session(gwbridge_made=not had_gwbridge))
+                             labels={**labels_of_test_session(), **gwbridge_label(docker_client)})
     try:
         yield docker_client.info()["Swarm"]["NodeID"]
     finally:
@@ -150,7 +150,7 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
     leaves is removed only when none was there before the swarm (with
     ``gwbridge_first`` one is: made here, as a user customising it would,
     it stays until this test removes it)."""
-    from wotbench.engine.swarmlab import GWBRIDGE_MADE_LABEL, TEST_SESSION_LABEL
+    from wotbench.engine.swarmlab import TEST_SESSION_LABEL
     from wotbench.tests.leftovers import session_identity, take_down_dead_sessions_swarm
     state = docker_client.info()["Swarm"]["LocalNodeState"]
     if state != "inactive":
@@ -167,10 +167,12 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
         made = docker_client.networks.create(GWBRIDGE, driver="bridge", labels={LABEL: "gwbridge-before"}, options={
             "com.docker.network.bridge.name": GWBRIDGE, "com.docker.network.bridge.enable_icc": "false",
             "com.docker.network.bridge.enable_ip_masquerade": "true"})
-    swarm_made = {} if had_gwbridge or made is not None else {GWBRIDGE_MADE_LABEL: "1"}
+    swarm_made = gwbridge_label(docker_client)
+    assert bool(swarm_made) == (not had_gwbridge and made is None)
     before_swarm = _networks()
     try:
-        docker_client.swarm.init(advertise_addr=_docker0_address(), labels={TEST_SESSION_LABEL: me, **swarm_made})
+        swarm_id = docker_client.swarm.init(advertise_addr=_docker0_address(),
+                                            labels={TEST_SESSION_LABEL: me, **swarm_made})
         try:                    # from here the swarm is this test's: only it is left in `finally`
             for alive_or_foreign in (me, f"another-boot/{pidns}/{gone.pid}/1", f"{boot}/pid:[1]/{gone.pid}/1",
                                      "garbage"):
@@ -183,11 +185,11 @@ def test_a_swarm_left_by_a_dead_test_session_is_taken_down_and_no_other(docker_c
             assert docker_client.info()["Swarm"]["LocalNodeState"] == "inactive"
             assert _networks() == before_swarm      # a docker_gwbridge there before the swarm is still there
         finally:
-            if docker_client.info()["Swarm"]["LocalNodeState"] != "inactive":
+            if docker_client.info()["Swarm"]["NodeID"] == swarm_id:     # still this test's swarm, no other
                 _docker("swarm", "leave", "--force")
                 if swarm_made:
                     remove_gwbridge(docker_client)
     finally:
         if made is not None:
-            remove_gwbridge(docker_client)          # the one this test made
+            remove_gwbridge(docker_client, made.id)     # the one this test made, and no other
     assert _networks() == before

@@ -165,7 +165,7 @@ def test_a_lab_taken_down_without_its_state_file_keeps_a_gwbridge_found_before(h
     customising it would) stays until this test removes it."""
     from wotbench.tests.leftovers import remove_gwbridge
 
-    had = any(n.name == "docker_gwbridge" for n in host.c.networks.list(names=["docker_gwbridge"]))
+    had = not swarmlab.gwbridge_label(host.c)
     made = None
     if gwbridge_first and not had:
         made = host.c.networks.create("docker_gwbridge", driver="bridge", labels={"org.wotbench.test-role": "before"},
@@ -177,16 +177,15 @@ def test_a_lab_taken_down_without_its_state_file_keeps_a_gwbridge_found_before(h
         try:
             host.c.swarm.reload()
             labels = host.c.swarm.attrs["Spec"].get("Labels") or {}
-            assert (labels.get(swarmlab.GWBRIDGE_MADE_LABEL) == "1") == (not had and made is None), labels
+            assert swarmlab.made_gwbridge(labels) == (not had and made is None), labels
         finally:
             Lab.load(lab.id, state_dir=tmp_path / "no-state").down()
+            (host.state / f"{lab.id}.json").unlink()     # up()'s state file: down() ran without it
         names = {n.name for n in host.c.networks.list()}
         assert ("docker_gwbridge" in names) == (had or made is not None), names
     finally:
         if made is not None:
-            remove_gwbridge(host.c)                  # the one this test made
-        for f in host.state.glob("*.json"):          # up()'s state file: down() ran without it
-            f.unlink()
+            remove_gwbridge(host.c, made.id)         # the one this test made, and no other
     host.check()
 
 
