@@ -6,6 +6,7 @@ deterministic-interval workload to a CD node placed among the devices);
 this package computes S for it and analyses what the CD-GE recorded.
 """
 
+from wotbench.cd._change import CHANGE_QUANTILE, combine, detect_change
 from wotbench.cd._detect import (
                                  ContentionResult,
                                  Cusum,
@@ -20,6 +21,7 @@ from wotbench.cd._rd import normalized_deviation
 from wotbench.cd._service import cd_service_us, mean_service_us, read_resources
 
 __all__ = [
+    "CHANGE_QUANTILE", "combine", "detect_change",
     "ContentionResult", "Cusum", "RdStats", "Window", "baseline_problem", "cusum_design", "detect_contention",
     "hodges_lehmann",
     "normalized_deviation", "cd_service_us", "mean_service_us", "read_resources",

@@ -191,6 +191,23 @@ def hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float,
     return float(median), (float(d[k]), float(d[nm - 1 - k]))
 
 
+@dataclass(frozen=True)
+class Reference:
+    """How the reasons name the phase the test compares against."""
+
+    phase: str
+    key: str
+    """The spec key that lengthens it."""
+    against: str
+    """Said after "contention" ("" for the calibration: the paper's test)."""
+
+
+#: The phases a test can compare against: the calibration (the CD pair
+#: alone on the host) or the warm-up (the host carrying the run's own load).
+REFERENCES = {"calibration": Reference("calibration", "cd.calibration", ""),
+              "warm-up": Reference("warm-up", "phases.warmup", " against the warm-up")}
+
+
 # --- the sequential test -------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -244,19 +261,29 @@ def _alarmed(s: np.ndarray, h: float) -> np.ndarray:
     return (s > 0) & np.isin(run, alarmed_runs)
 
 
-def _episodes(t: np.ndarray, x: np.ndarray, d: _Design, fwd: np.ndarray
+def _episodes(t: np.ndarray, x: np.ndarray, d: _Design, fwd: np.ndarray, shortest_us: float = 0.0
               ) -> tuple[float | None, tuple[tuple[float, float], ...]]:
     """First alarm time and the [first, last] sample times of every episode:
     samples inside an alarmed excursion of the CUSUM ``fwd`` (run forwards:
     it starts at the onset but decays slowly after the end) and of the same
-    CUSUM run backwards from the end (which ends at the episode's end)."""
+    CUSUM run backwards from the end (which ends at the episode's end).
+    Episodes shorter than ``shortest_us`` do not count; the alarm is then
+    the first kept episode's crossing of h, or its start + ``shortest_us``
+    if later (when it has lasted long enough to count)."""
     hit = np.flatnonzero(fwd >= d.h)
     if hit.size == 0:
         return None, ()
     inside = _alarmed(fwd, d.h) & _alarmed(_cusum(x[::-1], d)[::-1], d.h)
     edges = np.diff(np.concatenate(([0], inside.astype(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
-    return float(t[hit[0]]), tuple((float(t[a]), float(t[b])) for a, b in zip(starts, ends, strict=True))
+    keep = t[ends] - t[starts] >= shortest_us
+    starts, ends = starts[keep], ends[keep]
+    if starts.size == 0:
+        return None, ()
+    after = hit[hit >= starts[0]]
+    cross = float(t[after[0]]) if after.size else float(t[starts[0]])
+    alarm = max(cross, float(t[starts[0]]) + shortest_us)
+    return alarm, tuple((float(t[a]), float(t[b])) for a, b in zip(starts, ends, strict=True))
 
 
 def _windows(t: np.ndarray, rd: np.ndarray, d: _Design, start_us: float, end_us: float, window_us: float,
@@ -290,12 +317,12 @@ def _windows(t: np.ndarray, rd: np.ndarray, d: _Design, start_us: float, end_us:
 
 
 def _run_design(base: np.ndarray, tm: np.ndarray, meas: np.ndarray, rit: float, a: float, alpha: float,
-                min_effect: float, quantile: float, p1: float) -> tuple[_Design, Cusum]:
+                min_effect: float, quantile: float, p1: float, shortest_us: float) -> tuple[_Design, Cusum]:
     """One CUSUM design (its share ``a`` of the run's ``alpha``) over the measurement."""
     d = cusum_design(base, meas.size, alpha=a, min_effect=min_effect, quantile=quantile, design_exceed=p1)
     if d.powered:
         fwd = _cusum(meas, d)
-        alarm, episodes = _episodes(tm, meas, d, fwd)
+        alarm, episodes = _episodes(tm, meas, d, fwd, shortest_us)
         max_stat = float(fwd.max())
         min_alarm = math.ceil(d.h / d.up)
         min_ep = math.ceil(d.h / d.kl) * rit if math.isfinite(rit) else math.nan
@@ -322,6 +349,9 @@ def detect_contention(
     baseline_rd_max: float = math.inf,
     baseline_excess_us: float = 0.0,
     baseline_max_lost: float = 1.0,
+    reference: str = "calibration",
+    min_duration_us: float = 0.0,
+    describe: bool = True,
 ) -> ContentionResult:
     """Test the CD node's R_d during ``measure`` against ``calibration``.
 
@@ -332,7 +362,16 @@ def detect_contention(
 
     The baseline is checked first (:func:`baseline_problem`, with the CD
     node's S ``service_us``): if disturbed, the status says so and nothing is tested.
+    ``reference`` names the phase ``calibration`` is in the reasons
+    (``calibration`` or ``warm-up``, :data:`REFERENCES`). An alarmed
+    episode shorter than ``min_duration_us`` does not count (a faster CD
+    pair otherwise calls a blip of a few samples contention: 10-70 ms at
+    2 ms, docs/validate-cd.md). ``describe=False`` leaves out the
+    whole-phase Mann-Whitney test and Hodges-Lehmann shift (NaN): they do
+    not change the status or onset, and a threshold sweep need not pay for
+    them each time.
     """
+    words = REFERENCES[reference]
     t = np.asarray(intended_us, dtype=np.float64)
     r = np.asarray(rd, dtype=np.float64)
     asked = (t >= calibration[0]) & (t < calibration[1]) if calibration is not None else np.zeros(t.shape, bool)
@@ -360,18 +399,22 @@ def detect_contention(
     if base.size < min_samples or meas.size < min_samples:
         what = []
         if base.size < min_samples:
-            what.append(f"{base.size} calibration samples" if calibration is not None
-                        else "no calibration phase")
+            what.append(f"{base.size} {words.phase} samples" if calibration is not None
+                        else f"no {words.phase} phase")
         if meas.size < min_samples:
             what.append(f"{meas.size} measurement samples")
         return ContentionResult(
             "unknown", f"contention not tested: {' and '.join(what)} (need {min_samples} each)",
             shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan, prob_superiority=math.nan,
             windows=(), onset_us=None, **common)
-    mw = stats.mannwhitneyu(meas, base, alternative="greater")
-    shift, ci = hodges_lehmann(meas, base, confidence, np.random.default_rng(seed))
+    if describe:
+        mw = stats.mannwhitneyu(meas, base, alternative="greater")
+        shift, ci = hodges_lehmann(meas, base, confidence, np.random.default_rng(seed))
+        p_mw, sup = float(mw.pvalue), float(mw.statistic) / (meas.size * base.size)
+    else:
+        p_mw, sup, shift, ci = math.nan, math.nan, math.nan, (math.nan, math.nan)
     a = alpha / len(designs)
-    runs = [_run_design(base, tm, meas, rit, a, alpha, min_effect, q, p1) for q, p1 in designs]
+    runs = [_run_design(base, tm, meas, rit, a, alpha, min_effect, q, p1, min_duration_us) for q, p1 in designs]
     alarmed = [r for r in runs if r[1].alarm_us is not None]
     powered = [r for r in runs if r[0].powered]
     d, cus = (min(alarmed, key=lambda r: r[1].episodes[0][0]) if alarmed
@@ -379,9 +422,10 @@ def detect_contention(
     episodes = cus.episodes
     windows = _windows(tm, meas, d, measure[0], measure[1], window_us, a, episodes)
     onset = episodes[0][0] if episodes else None
-    status, reason = _verdict(cus, b, m, measure, float(mw.pvalue), shift, ci, confidence, min_effect)
-    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=float(mw.pvalue),
-                            prob_superiority=float(mw.statistic) / (meas.size * base.size), windows=windows,
+    status, reason = _verdict(cus, b, m, measure, p_mw, shift, ci, confidence, min_effect, words,
+                              min_duration_us)
+    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=p_mw,
+                            prob_superiority=sup, windows=windows,
                             onset_us=onset, cusum=cus, **common)
 
 
@@ -421,30 +465,34 @@ def baseline_problem(base: np.ndarray, lost: int, asked: int, service_us: float 
 
 
 def _verdict(c: Cusum, b: RdStats, m: RdStats, measure: tuple[float, float], p: float, shift: float,
-             ci: tuple[float, float], confidence: float, min_effect: float) -> tuple[str, str]:
+             ci: tuple[float, float], confidence: float, min_effect: float, words: Reference,
+             shortest_us: float = 0.0) -> tuple[str, str]:
     """Status and the one-line reason that explains it."""
     whole = f"whole phase shift {shift:+.4f} ({confidence:.0%} CI {ci[0]:+.4f}..{ci[1]:+.4f}, Mann-Whitney p={p:.2g})"
     design = (f"tau {c.tau:.4f} = max(baseline q{c.quantile * 100:g}, median {b.median:.4f} + {min_effect:g}), "
-              f"baseline exceedance <= {c.p0:.3f}, design {c.p1:.2f}")
+              f"baseline exceedance <= {c.p0:.3f}, design {c.p1:.2f}"
+              + (f", episodes >= {_ms(shortest_us)}" if shortest_us > 0 else ""))
     if c.alarm_us is not None:
         on = c.episodes[0][0]
         return "contention", (
-            f"contention: CD node R_d rose from t={on / 1e6:.1f}s (CUSUM alarm at t={c.alarm_us / 1e6:.1f}s, "
+            f"contention{words.against}: CD node R_d rose from t={on / 1e6:.1f}s "
+            f"(CUSUM alarm at t={c.alarm_us / 1e6:.1f}s, "
             f"{len(c.episodes)} episode(s); phase median {m.median:.4f} vs baseline {b.median:.4f}); "
             f"{design}; false-alarm probability <= {c.fa_bound:g}; {whole}")
     if c.p1 <= c.p0:
         return "inconclusive", (
-            f"contention inconclusive: {b.n} calibration samples bound the baseline exceedance of tau "
+            f"contention{words.against} inconclusive: {b.n} {words.phase} samples bound the baseline exceedance "
+            f"of tau "
             f"{c.tau:.4f} only to {c.p0:.3f} >= the design {c.p1:.2f}, so no alarm was possible; a longer "
-            f"cd.calibration or a shorter cd.rit would decide; {whole}")
+            f"{words.key} or a shorter cd.rit would decide; {whole}")
     span = measure[1] - measure[0]
     if not c.min_episode_us <= span:
         return "inconclusive", (
-            f"contention inconclusive: no alarm, but a contention episode needs about "
+            f"contention{words.against} inconclusive: no alarm, but a contention episode needs about "
             f"{c.min_episode_us / 1e6:.1f}s of CD samples to be detected and the measurement has "
             f"{m.n} samples over {span / 1e6:.1f}s; a shorter cd.rit, a longer measurement or a longer "
-            f"cd.calibration would decide; {whole}")
+            f"{words.key} would decide; {whole}")
     return "none", (
-        f"no contention: no CUSUM alarm over {m.n} CD samples (max {c.max_stat:.1f} < h {c.h:.1f}); an "
+        f"no contention{words.against}: no CUSUM alarm over {m.n} CD samples (max {c.max_stat:.1f} < h {c.h:.1f}); an "
         f"episode of >= {c.min_episode_us / 1e6:.1f}s with {c.p1:.0%} of R_d above tau would have raised one; "
         f"{design}; {whole}")

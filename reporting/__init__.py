@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from wotbench.reporting._analyze import Analysis, analyze, analyze_run, late_send_us, summarize_run
     from wotbench.reporting._checks import Thresholds
     from wotbench.reporting._gesneeded import WINDOW_US, peak_rps
-    from wotbench.reporting._host import cd_detect, cd_series
+    from wotbench.reporting._host import cd_change, cd_detect, cd_series
     from wotbench.reporting._injected import read_interference
     from wotbench.reporting._load import Phases, Run, RunSummary, load_run
     from wotbench.reporting._records import OBSERVED
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from wotbench.reporting._shape import read_record
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
-           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect",
+           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect", "cd_change",
            "read_interference", "OBSERVED", "read_record", "WINDOW_US"]
 
 _WHERE = {
@@ -47,7 +47,7 @@ _WHERE = {
     "load_run": "_load", "Run": "_load", "RunSummary": "_load", "Phases": "_load",
     "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",
-    "cd_series": "_host", "cd_detect": "_host",   # one CD series and its test (validate-cd too)
+    "cd_series": "_host", "cd_detect": "_host", "cd_change": "_host",   # one CD series and its test (validate-cd too)
     "read_interference": "_injected",
     "OBSERVED": "_records", "read_record": "_shape",   # the run records the harness writes and reads
     # the trace's peak rate (and its window), also for gateway.instances: auto

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wotbench.cd import ContentionResult, detect_contention, normalized_deviation
+from wotbench.cd import ContentionResult, combine, detect_change, detect_contention, normalized_deviation
 from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist
 from wotbench.reporting._load import ANALYSIS_COLUMNS, Phases, read_ge_table
 from wotbench.spec import Thresholds
@@ -71,15 +71,30 @@ def cd_series(cd_csv: Path) -> tuple[GeArrays, np.ndarray, np.ndarray]:
 
 
 def cd_detect(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
-              alpha: float | None = None, service_us: float | None = None) -> ContentionResult:
-    """The contention test with the run's thresholds (``alpha``: another
-    cd_alpha, as validate-cd's ROC sweeps it), its baseline first checked
-    against what the CD node's service time ``service_us`` predicts."""
-    return detect_contention(intended_us, rd, calibration=phases.calibration, measure=phases.measure,
-                             alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
-                             window_us=th.cd_window_us, min_samples=th.cd_min_samples, service_us=service_us,
-                             baseline_rd_max=th.cd_baseline_rd_max, baseline_excess_us=th.cd_baseline_excess_us,
-                             baseline_max_lost=th.cd_baseline_max_lost)
+              alpha: float | None = None, service_us: float | None = None, describe: bool = True) -> ContentionResult:
+    """The run's contention verdict with its thresholds (``alpha``: another
+    cd_alpha, as validate-cd's ROC sweeps it): the paper's test against the
+    calibration, its baseline first checked against what the CD node's
+    service time ``service_us`` predicts, combined with the change test
+    against the warm-up (:func:`cd_change`; wotbench.cd.combine)."""
+    paper = detect_contention(intended_us, rd, calibration=phases.calibration, measure=phases.measure,
+                              alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
+                              window_us=th.cd_window_us, min_samples=th.cd_min_samples, service_us=service_us,
+                              baseline_rd_max=th.cd_baseline_rd_max, baseline_excess_us=th.cd_baseline_excess_us,
+                              baseline_max_lost=th.cd_baseline_max_lost, min_duration_us=th.cd_min_duration_us,
+                              describe=describe)
+    return combine(paper, cd_change(intended_us, rd, phases, th, alpha, describe=describe))
+
+
+def cd_change(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
+              alpha: float | None = None, exceed: float | None = None, describe: bool = True) -> ContentionResult:
+    """The change test alone (the CD node's R_d against the warm-up's q99) at
+    the run's thresholds, or at ``alpha`` and design exceedance ``exceed``."""
+    return detect_change(intended_us, rd, reference=phases.warmup, measure=phases.measure,
+                         alpha=th.cd_alpha if alpha is None else alpha,
+                         design_exceed=th.cd_change_exceed if exceed is None else exceed,
+                         window_us=th.cd_window_us, min_samples=th.cd_min_samples,
+                         min_duration_us=th.cd_min_duration_us, describe=describe)
 
 
 def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dict[str, Any] | None, CdPlot | None]:
@@ -90,6 +105,7 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
     svc = t.service[np.isfinite(t.service)]
     s_us = float(np.median(svc)) if svc.size else None
     res = cd_detect(t.intended, rd, phases, th, service_us=s_us)
+    change = cd_change(t.intended, rd, phases, th)
 
     def resp_in(w: tuple[float, float] | None) -> dict[str, Any]:
         if w is None:
@@ -98,5 +114,5 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
 
     sec = {"requests": len(t), "ok": int(np.count_nonzero(t.ok)), "service_us": s_us,
            "response_calibration_us": resp_in(phases.calibration), "response_measure_us": resp_in(phases.measure),
-           "contention": res.to_dict()}
+           "contention": res.to_dict(), "change": change.to_dict()}
     return sec, CdPlot(t.intended, rd, resp, s_us)

@@ -47,6 +47,20 @@ if TYPE_CHECKING:
 #: small host), i.e. cause the contention it is there to detect. It blocks
 #: while its next send is more than this far away (wotbench-ge --spin-us).
 CD_GE_SPIN_US = 2000
+#: ... but at most this share of the interval: a CD-GE that spins 2 ms of
+#: every 2 ms exhausts its RT budget (5 % of a core, host/rt.py) and is
+#: throttled for most of each second (a 2 ms CD pair sent 87 % of its
+#: requests late and had an 800 ms stall before this bound).
+CD_GE_SPIN_SHARE = 1 / 40
+#: The shortest spin: a FIFO task's wake-up from a timed block on this host.
+CD_GE_SPIN_MIN_US = 20
+
+
+def cd_ge_spin_us(cd_rit_us: int | None) -> int:
+    """The CD-GE's --spin-us for requests ``cd_rit_us`` apart (None: unknown, the default)."""
+    if cd_rit_us is None:
+        return CD_GE_SPIN_US
+    return max(CD_GE_SPIN_MIN_US, min(CD_GE_SPIN_US, int(cd_rit_us * CD_GE_SPIN_SHARE)))
 
 
 #: Where the reader of a plan should look for what shared cores cost (the
@@ -172,7 +186,8 @@ class Plan:
 
 
 def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances: int,
-              cd_enabled: bool, devices: int, affinity: bool, gateway_cores: int = 0) -> Plan:
+              cd_enabled: bool, devices: int, affinity: bool, gateway_cores: int = 0,
+              cd_rit_us: int | None = None) -> Plan:
     avail = tuple(sorted(set(available)))
     reserved, others = _reserve(avail, reserve)
     gw = _gateway_cores(others, gateway_cores, reserved)
@@ -232,7 +247,7 @@ def make_plan(available: Iterable[int], *, reserve: Sequence[int], ge_instances:
         cd_ge_cpuset=(str(cd_core) if cd_core is not None else cpuset(dev_cores)) if cd else None,
         device_cores=tuple(dev_cores), affinity=affinity,
         device_cpusets=tuple(pins[cd:]), cd_node_cpuset=pins[0] if cd else None,
-        degraded=degraded, notes=tuple(notes), cd_ge_spin_us=CD_GE_SPIN_US if cd else None,
+        degraded=degraded, notes=tuple(notes), cd_ge_spin_us=cd_ge_spin_us(cd_rit_us) if cd else None,
         gateway_cores=tuple(gw))
 
 
@@ -335,7 +350,7 @@ class ClusterPlan:
 
 def make_cluster_plan(inventory: Inventory, cluster: Cluster, *, reserve: Sequence[int],
                       ge_instances: int, cd_enabled: bool, group_sizes: Sequence[int],
-                      affinity: bool, gateway_cores: int = 0) -> ClusterPlan:
+                      affinity: bool, gateway_cores: int = 0, cd_rit_us: int | None = None) -> ClusterPlan:
     """Each node's plan for a run of ``group_sizes`` devices (device ids
     numbered group after group) on the swarm ``inventory``. A node or label
     the swarm lacks, a node that is not Ready and active, no device node
@@ -350,7 +365,7 @@ def make_cluster_plan(inventory: Inventory, cluster: Cluster, *, reserve: Sequen
         try:
             return make_plan(node.cores, reserve=reserve, ge_instances=n_ge,
                              cd_enabled=cd_enabled and devices > 0, devices=devices, affinity=affinity,
-                             gateway_cores=gateway_cores if node is ge_node else 0)
+                             gateway_cores=gateway_cores if node is ge_node else 0, cd_rit_us=cd_rit_us)
         except UserError as err:
             err.what = f"node {node.hostname}: {err.what}"
             err.field = err.field or "placement"

@@ -23,6 +23,21 @@ CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
 #: The CD-GE sleeps between its sequential requests (--spin-us): 5 % of a
 #: period is many times its duty.
 CD_GE_SHARE = 0.05
+#: ... unless its requests are so close that they need more: a CD-GE costs
+#: about 200 us of RT time per request on this 2-core VM (2 % of a core at
+#: 100 requests/s, sched.duty_max of the 10 ms trials), twice that is asked
+#: for; at 2 ms (500 requests/s) 5 % left it throttled for up to 0.7 s at a
+#: time, 54 % of its sends late.
+CD_GE_COST_US = 400
+#: ... and never more than this share.
+CD_GE_SHARE_MAX = 0.25
+
+
+def cd_ge_share(cd_rit_us: int | None) -> float:
+    """The CD-GE's RT share for requests ``cd_rit_us`` apart (None: the default)."""
+    if not cd_rit_us:
+        return CD_GE_SHARE
+    return max(CD_GE_SHARE, min(CD_GE_SHARE_MAX, CD_GE_COST_US / cd_rit_us))
 #: Below this share a workload GE would mostly yield: not worth FIFO.
 MIN_GE_SHARE = 0.2
 #: Kept free for rounding and for the kernel's own check.
@@ -121,12 +136,13 @@ class RtBudget:
         return cls(int(r), int(p))
 
 
-def split_budget(avail: RtAvailable, ge_instances: int, cd_ge: bool) -> tuple[list[RtBudget], RtBudget | None]:
-    """The CD-GE gets CD_GE_SHARE of the period, the workload GEs split the
-    rest (less SLACK_SHARE) equally. Raises ValueError with the reason when
-    a workload GE's share would be under MIN_GE_SHARE."""
+def split_budget(avail: RtAvailable, ge_instances: int, cd_ge: bool, cd_share: float = CD_GE_SHARE
+                 ) -> tuple[list[RtBudget], RtBudget | None]:
+    """The CD-GE gets ``cd_share`` of the period (:func:`cd_ge_share`), the
+    workload GEs split the rest (less SLACK_SHARE) equally. Raises ValueError
+    with the reason when a workload GE's share would be under MIN_GE_SHARE."""
     p = avail.period_us
-    cd = RtBudget(int(CD_GE_SHARE * p), p) if cd_ge else None
+    cd = RtBudget(int(cd_share * p), p) if cd_ge else None
     rest = avail.free_us - (cd.runtime_us if cd else 0) - int(SLACK_SHARE * p)
     each = rest // max(1, ge_instances)
     if ge_instances and each < MIN_GE_SHARE * p:

@@ -33,6 +33,11 @@ key that is not itself a limit sets).
   phase)
 - ``cd_min_effect`` = ``0.1``: (smallest R_d shift over the baseline that counts as contention: 10 %
   of the CD node's S; cd-module/README.md)
+- ``cd_change_exceed`` = ``3%``: (design exceedance of the change test, the CD node's R_d in the
+  measurement against the warm-up's q99: the share of CD requests above it that a neighbour arriving
+  during the measurement is assumed to cause; cd-module/README.md)
+- ``cd_min_duration`` = ``1s``: (an alarmed episode of either contention test shorter than this does
+  not count: at a 2 ms CD interval a blip of 5-35 samples, 10-70 ms, otherwise alarms; docs/validate-cd.md)
 - ``cd_window`` = ``5s``: (descriptive window of the R_d time series; grows to hold ~10 CD requests)
 - ``cd_min_samples`` = ``10``: (fewer CD samples in calibration or measurement: contention unknown)
 - ``cd_baseline_rd_max`` = ``1.0``: (the CD baseline is disturbed, and contention cannot be judged,
@@ -74,7 +79,8 @@ from wotbench.spec._yaml import KeyPath, YamlSource
 
 #: Thresholds that are shares (at most 100 %).
 _FRACTIONS = ("rate_tolerance", "rit_mean_tolerance", "rit_p5_tolerance", "rit_ks_max", "max_late_sends",
-              "max_error_rate", "instability_cv", "cd_baseline_max_lost", "max_repetition_spread")
+              "max_error_rate", "instability_cv", "cd_baseline_max_lost", "max_repetition_spread",
+              "cd_change_exceed")
 #: Thresholds that are plain numbers (no percent sign).
 _NUMBERS = ("cd_alpha", "cd_min_effect", "rit_ks_alpha", "cd_baseline_rd_max")
 
@@ -100,6 +106,8 @@ class Thresholds:
     allow_overload: bool = False
     cd_alpha: float = 0.01
     cd_min_effect: float = 0.1
+    cd_change_exceed: float = 0.03
+    cd_min_duration_us: float = 1e6
     cd_window_us: float = 5e6
     cd_min_samples: int = 10
     cd_baseline_rd_max: float = 1.0
@@ -129,7 +137,7 @@ class Thresholds:
             if getattr(self, name) > 1:
                 raise UserError(f"must be at most 100%, got {getattr(self, name)!r}",
                                 field=f"validity.{spec_key(name)}")
-        for name in ("cd_alpha", "rit_ks_alpha"):
+        for name in ("cd_alpha", "rit_ks_alpha", "cd_change_exceed"):
             if not 0 < getattr(self, name) < 1:
                 raise UserError(f"must be between 0 and 1 (exclusive), got {getattr(self, name)!r}",
                                 field=f"validity.{name}")

@@ -68,12 +68,19 @@ from wotbench.studies.vcd_score import wilson
 from wotbench.studies.vcd_trial import TrialData, read_record, trial_data, write_record
 
 __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate", "schedule", "wilson",
-           "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "roc_png", "QUIET", "ALPHAS"]
+           "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "roc_png", "QUIET", "ALPHAS",
+           "CHANGE_RULE"]
 
 #: The trials' records (vcd_trial) in a results folder.
 RECORDS = "records"
 #: The detector's alpha values of the ROC sweep.
 ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
+#: What the change test is (wotbench.cd.detect_change), in words.
+CHANGE_RULE = ("the CD node's R_d in the measurement against the warm-up (the host already carrying the run's own "
+               "load): a one-sided Bernoulli CUSUM on exceedances of the warm-up's q99 at design exceedance "
+               "cd_change_exceed, false-alarm probability cd_alpha; part of the run's verdict (an alarm of either "
+               "test is contention), scored here alone because the truth's reference is quiet trials of the same "
+               "load, not the idle host")
 #: How the labels of the two sets are judged (docs/validate-cd.md).
 TRAINING_TRUTH = ("a training trial's distortion is judged against the training quiet trials of its mode only, "
                   "a training quiet trial's window from the training injected episodes only, so no held-out "
@@ -211,18 +218,25 @@ def distortions(trials: Sequence[Trial], data: Mapping[int, TrialData]) -> dict[
 
 
 def outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion],
-             alpha: float | None = None, min_effect: float | None = None) -> list[score.Outcome]:
-    """Every trial with CD data at a detector setting (None: the run's own)."""
+             alpha: float | None = None, min_effect: float | None = None, *, change: bool = False,
+             exceed: float | None = None, made: Mapping[int, Any] | None = None) -> list[score.Outcome]:
+    """Every trial with CD data at a detector setting (None: the run's own):
+    the run's verdict, or with ``change`` the change test alone (against the
+    warm-up, at design exceedance ``exceed``; ``made``: its results at the
+    run's thresholds, already computed, by trial index)."""
     out = []
     for t in trials:
         d = data.get(t.index)
         if d is None or d.cd is None:
             continue
-        if alpha is None and min_effect is None:
-            det, onset, window = t.detected, t.onset_us, t.window_us
-        else:
-            r = d.cd.detect(alpha, min_effect)
+        if made is not None and t.index in made:
+            r = made[t.index]
             det, onset, window = r.status == "contention", r.onset_us, r.window_us
+        elif change or alpha is not None or min_effect is not None:
+            r = d.cd.change(alpha, exceed, False) if change else d.cd.detect(alpha, min_effect, False)
+            det, onset, window = r.status == "contention", r.onset_us, r.window_us
+        else:
+            det, onset, window = t.detected, t.onset_us, t.window_us
         dd = dist.get(t.index)
         out.append(score.Outcome(t.index, t.cls, t.mode, is_quiet(t.cls), None if dd is None else dd.distorted,
                                  det, onset_within(det, onset, t.injected_start_us, window),
@@ -248,9 +262,11 @@ def scan_outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: 
     return out
 
 
-def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion]
-             ) -> dict[str, Any]:
-    """The thresholds chosen on the training trials and the held-out scores."""
+def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion],
+             change: bool = False) -> dict[str, Any]:
+    """The thresholds chosen on the training trials and the held-out scores:
+    of the run's verdict ((cd_min_effect, cd_alpha)), or with ``change`` of
+    the change test alone ((cd_change_exceed, cd_alpha))."""
     sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
     train = {i for i, s in sets.items() if s == "train"}
     training = [t for t in trials if t.index in train]
@@ -258,12 +274,16 @@ def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
     # The labels the selection counts come from the training trials alone:
     # their quiet references and the quiet trials' window (TRAINING_TRUTH).
     train_dist = distortions(training, data)
-    grid = {(me, a): outcomes(training, data, train_dist, a, me)
-            for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
-    best, rows = score.select(grid, train)
-    test = outcomes(held, data, dist, best.alpha, best.min_effect)
-    own = outcomes(held, data, dist)
-    return {"split_rule": score.SPLIT_RULE, "selection_rule": score.SELECTION_RULE,
+    if change:
+        grid = {(e, a): outcomes(training, data, train_dist, a, change=True, exceed=e)
+                for e in score.CHANGE_EXCEEDS for a in score.GRID_ALPHAS}
+    else:
+        grid = {(me, a): outcomes(training, data, train_dist, a, me)
+                for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
+    best, rows = score.select(grid, train, "cd_change_exceed" if change else "cd_min_effect")
+    test = outcomes(held, data, dist, best.alpha, best.setting, change=change, exceed=best.setting)
+    own = outcomes(held, data, dist, change=change)
+    return {"split_rule": score.SPLIT_RULE, "selection_rule": score.selection_rule(best.name),
             "truth_rule": TRAINING_TRUTH, "train": sorted(train), "test": sorted(set(sets) - train),
             "chosen": asdict(best), "grid": [asdict(c) for c in rows],
             "heldout": [a.to_dict() for a in score.agreements(test)],
@@ -282,7 +302,9 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
     th = next((d.th for d in cds.values()), Thresholds())
     dist = distortions(trials, data)
     sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
+    changes = {i: cd.change(describe=False) for i, cd in cds.items()}
     rows = [{**t.to_dict(), "set": sets.get(t.index),
+             "change": None if (c := changes.get(t.index)) is None else {"status": c.status, "onset_us": c.onset_us},
              "distortion": None if t.index not in dist else dist[t.index].to_dict(),
              "device_scan": None if t.index not in scans else scans[t.index].to_dict()} for t in trials]
     doc: dict[str, Any] = {
@@ -291,13 +313,18 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
                     "distorted_ratio": truth.DISTORTED, "n_needed": score.n_needed()},
         "classes": [asdict(class_stats(trials, c)) for c in names],
         "agreement": [a.to_dict() for a in score.agreements(outcomes(trials, data, dist))],
+        "change": {"rule": CHANGE_RULE, "exceed": th.cd_change_exceed, "agreement": [
+            a.to_dict() for a in score.agreements(outcomes(trials, data, dist, change=True, made=changes))],
+            "selection": None},
         "device_scan": {"rule": vcd_scan.RULE, "agreement": [
             a.to_dict() for a in score.agreements(scan_outcomes(trials, data, dist, scans))]},
         "trials": rows, "selection": None, "roc": None}
     if roc:
         if cds:
             doc["selection"] = held_out(trials, data, dist)
-        sweep = {a: [(t.cls, d.detect(a).detected) for t in trials if (d := cds.get(t.index)) is not None]
+            doc["change"]["selection"] = held_out(trials, data, dist, change=True)
+        sweep = {a: [(t.cls, d.detect(a, describe=False).detected)
+                     for t in trials if (d := cds.get(t.index)) is not None]
                  for a in ALPHAS}
         doc["roc"] = roc_points(sweep)
         res.write_atomic(out / "roc.png", roc_png(doc["roc"]))

@@ -62,16 +62,17 @@ def _agreement(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _selection(sel: Mapping[str, Any] | None) -> list[str]:
+def _selection(sel: Mapping[str, Any] | None, title: str = "## Thresholds chosen on the training trials, scored "
+               "on the held-out ones") -> list[str]:
     if sel is None:
         return []
     c = sel["chosen"]
-    lines = ["## Thresholds chosen on the training trials, scored on the held-out ones", "",
+    lines = [title, "",
              f"Split: {sel['split_rule']}. Training trials: {', '.join(map(str, sel['train'])) or '-'}; "
              f"held out: {', '.join(map(str, sel['test'])) or '-'}.", "",
              f"Rule: {sel['selection_rule']}.", "",
              *([f"Truth: {sel['truth_rule']}.", ""] if sel.get("truth_rule") else []),
-             f"**Chosen: cd_min_effect {c['min_effect']:g}, cd_alpha {c['alpha']:g}** (training false alarms "
+             f"**Chosen: {c['name']} {c['setting']:g}, cd_alpha {c['alpha']:g}** (training false alarms "
              f"{_rate(c['fa'])}, distorted training trials detected with onset within one window "
              f"{_rate(c['hit'])}{'' if c['meets_fa'] else '; NO setting met the false-alarm bound'}).", "",
              "Held out, at the chosen thresholds:", ""]
@@ -79,9 +80,9 @@ def _selection(sel: Mapping[str, Any] | None) -> list[str]:
     lines += ["", "Held out, at the runs' own thresholds (for comparison):", ""]
     lines += _agreement(sel["heldout_run_thresholds"])
     lines += ["", "<details><summary>every setting on the training trials</summary>", "",
-              "| cd_min_effect | cd_alpha | training false alarms | distorted detected, onset within 1 window |",
+              f"| {c['name']} | cd_alpha | training false alarms | distorted detected, onset within 1 window |",
               "|---|---|---|---|"]
-    lines += [f"| {g['min_effect']:g} | {g['alpha']:g} | {_rate(g['fa'])} | {_rate(g['hit'])} |" for g in sel["grid"]]
+    lines += [f"| {g['setting']:g} | {g['alpha']:g} | {_rate(g['fa'])} | {_rate(g['hit'])} |" for g in sel["grid"]]
     return lines + ["", "</details>"]
 
 
@@ -98,14 +99,22 @@ def _scan(s: Mapping[str, Any] | None) -> str:
     return f"p {s['p_value']:.3f}{seg}"
 
 
+def _change(c: Mapping[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    return str(c["status"]) + ("" if c["onset_us"] is None else f" {c['onset_us'] / 1e6:.1f}")
+
+
 def _trials(doc: Mapping[str, Any]) -> list[str]:
     lines = ["## Trials", "",
              "R - S ratios: the episode's median (p50) and p99 of the devices' R - S over the pre-episode's "
              "and over the quiet trials' of the same mode (pooled, same window).", "",
-             "Own data: the devices' own change test's p-value and segment, in s from the measurement start "
-             "(onset and injected: in s from t0).", "",
-             "| # | class | mode | set | status | onset (s) | injected (s) | p50 / p99 vs pre | p50 / p99 vs quiet "
-             "| distorted | own data | verdict | run |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Change: the change test alone (against the warm-up) and its onset. Own data: the devices' own "
+             "change test's p-value and segment, in s from the measurement start (onsets and injected: in s "
+             "from t0).", "",
+             "| # | class | mode | set | status | onset (s) | change | injected (s) | p50 / p99 vs pre | "
+             "p50 / p99 vs quiet | distorted | own data | verdict | run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in doc["trials"]:
         inj = ("-" if t["injected_start_us"] is None else
                f"{t['injected_start_us'] / 1e6:.1f}-{t['injected_end_us'] / 1e6:.1f}"
@@ -115,7 +124,8 @@ def _trials(doc: Mapping[str, Any]) -> list[str]:
         dist = ("-" if d is None or d["distorted"] is None else
                 ("no" if not d["distorted"] else "p99" if d["distorted_p99"] else "p50"))
         lines.append(f"| {t['index']} | {t['cls']} | {t.get('mode') or '-'} | {t.get('set') or '-'} | "
-                     f"{t['status']} | {on} | {inj} | {_ratio(d, 'vs_pre', 'p50')} / {_ratio(d, 'vs_pre', 'p99')} | "
+                     f"{t['status']} | {on} | {_change(t.get('change'))} | {inj} | "
+                     f"{_ratio(d, 'vs_pre', 'p50')} / {_ratio(d, 'vs_pre', 'p99')} | "
                      f"{_ratio(d, 'vs_quiet', 'p50')} / {_ratio(d, 'vs_quiet', 'p99')} | {dist} | "
                      f"{_scan(t.get('device_scan'))} | {t['verdict']} | "
                      f"{Path(t['run_dir']).name} |")
@@ -141,6 +151,13 @@ def markdown(doc: Mapping[str, Any]) -> str:
                   f"the 95 % Wilson interval clears the target only from n = {tg['n_needed']} trials.", ""]
         lines += _agreement(doc["agreement"])
         lines += [""] + _selection(doc.get("selection"))
+    if doc.get("change"):
+        ch = doc["change"]
+        lines += ["", "## The change test alone (the CD against the warm-up), the runs' thresholds", "",
+                  f"The test: {ch['rule']}. At cd_change_exceed {ch['exceed']:g}, all trials:", ""]
+        lines += _agreement(ch["agreement"])
+        lines += [""] + _selection(ch.get("selection"), "### The change test's thresholds chosen on the training "
+                                   "trials, scored on the held-out ones")
     if doc.get("device_scan"):
         lines += ["", "## What the devices' own requests show (a reference, not the CD)", "",
                   f"Whether an episode could be seen in a trial at all: {doc['device_scan']['rule']}. Its "

@@ -13,8 +13,9 @@ from typing import Any
 
 from scipy import stats
 
-__all__ = ["DETECT_MIN", "FA_MAX", "MIN_EFFECTS", "GRID_ALPHAS", "SPLIT_RULE", "SELECTION_RULE", "Outcome",
-           "Agreement", "Choice", "wilson", "n_needed", "split", "agreement", "agreements", "select"]
+__all__ = ["DETECT_MIN", "FA_MAX", "MIN_EFFECTS", "CHANGE_EXCEEDS", "GRID_ALPHAS", "SPLIT_RULE", "SELECTION_RULE",
+           "Outcome", "Agreement", "Choice", "wilson", "n_needed", "split", "agreement", "agreements", "select",
+           "selection_rule"]
 
 #: The issue's targets: detection with onset within one window among the
 #: distorted trials, and false alarms among the quiet ones.
@@ -24,15 +25,22 @@ FA_MAX = 0.05
 #: The thresholds the training set chooses from: cd_min_effect x cd_alpha
 #: (the alphas: the ROC sweep's up to 0.1).
 MIN_EFFECTS = (0.02, 0.05, 0.1, 0.2, 0.3)
+#: ... and for the change test alone: cd_change_exceed x cd_alpha.
+CHANGE_EXCEEDS = (0.02, 0.03, 0.05, 0.1, 0.2)
 GRID_ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.1)
 
 SPLIT_RULE = ("per class, in trial order, among the trials with CD data: the 1st, 3rd, 5th ... trial trains "
               "(chooses the thresholds), the 2nd, 4th, 6th ... is held out (scored)")
-SELECTION_RULE = (f"among the (cd_min_effect, cd_alpha) whose false alarms on the training quiet trials are "
-                  f"<= {FA_MAX:.0%}, the one with the most distorted training trials detected with onset "
-                  "within one window; ties: fewer training false alarms, then the smaller cd_min_effect, then "
-                  "the larger cd_alpha (the more sensitive); when none meets the false-alarm bound, the one "
-                  "with the fewest training false alarms")
+def selection_rule(name: str = "cd_min_effect") -> str:
+    """SELECTION_RULE with the setting ``name`` the grid crosses with cd_alpha."""
+    return (f"among the ({name}, cd_alpha) whose false alarms on the training quiet trials are "
+            f"<= {FA_MAX:.0%}, the one with the most distorted training trials detected with onset "
+            f"within one window; ties: fewer training false alarms, then the smaller {name}, then "
+            "the larger cd_alpha (the more sensitive); when none meets the false-alarm bound, the one "
+            "with the fewest training false alarms")
+
+
+SELECTION_RULE = selection_rule()
 
 
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -131,13 +139,20 @@ def agreements(outcomes: Sequence[Outcome]) -> list[Agreement]:
 
 @dataclass(frozen=True)
 class Choice:
-    min_effect: float
+    setting: float
+    """The value of the setting ``name`` (cd_min_effect or cd_change_exceed)."""
     alpha: float
     fa: dict[str, Any]
     """False alarms on the training quiet trials."""
     hit: dict[str, Any]
     """Distorted training trials detected with onset within one window."""
     meets_fa: bool
+    name: str = "cd_min_effect"
+
+    @property
+    def min_effect(self) -> float:
+        """The setting as the run's verdict's cd_min_effect (the default grid's)."""
+        return self.setting
 
 
 def _score(outs: Sequence[Outcome]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -146,22 +161,22 @@ def _score(outs: Sequence[Outcome]) -> tuple[dict[str, Any], dict[str, Any]]:
     return _rate(sum(o.detected for o in q), len(q)), _rate(sum(o.onset_ok for o in d), len(d))
 
 
-def select(grid: Mapping[tuple[float, float], Sequence[Outcome]], train: set[int]
+def select(grid: Mapping[tuple[float, float], Sequence[Outcome]], train: set[int], name: str = "cd_min_effect"
            ) -> tuple[Choice, list[Choice]]:
-    """The setting SELECTION_RULE picks from ``grid`` ((min_effect, alpha) ->
-    every trial's outcome) using the ``train`` trials only, and every
-    setting's training scores."""
+    """The setting :func:`selection_rule` picks from ``grid`` ((setting
+    ``name``, alpha) -> every trial's outcome) using the ``train`` trials
+    only, and every setting's training scores."""
     if not grid:
         raise ValueError("an empty grid")
     rows = []
     for (me, a), outs in grid.items():
         fa, hit = _score([o for o in outs if o.index in train])
         ok = fa["n"] == 0 or fa["k"] <= FA_MAX * fa["n"]
-        rows.append(Choice(me, a, fa, hit, ok))
+        rows.append(Choice(me, a, fa, hit, ok, name))
 
     def key(c: Choice) -> tuple[float, ...]:
-        return (-(c.hit["rate"] or 0.0), c.fa["rate"] or 0.0, c.min_effect, -c.alpha)
+        return (-(c.hit["rate"] or 0.0), c.fa["rate"] or 0.0, c.setting, -c.alpha)
 
     ok = [c for c in rows if c.meets_fa]
     best = min(ok, key=key) if ok else min(rows, key=lambda c: (c.fa["rate"] or 0.0, *key(c)))
-    return best, sorted(rows, key=lambda c: (c.min_effect, c.alpha))
+    return best, sorted(rows, key=lambda c: (c.setting, c.alpha))

@@ -65,13 +65,21 @@ class CdData:
     service_us: float | None = None
     """S the CD node echoed (median): its baseline is checked against it."""
 
-    def detect(self, alpha: float | None = None, min_effect: float | None = None) -> Any:
+    def detect(self, alpha: float | None = None, min_effect: float | None = None, describe: bool = True) -> Any:
         """The run's contention test, as its report made it (or at ``alpha``
-        and ``min_effect``)."""
+        and ``min_effect``; ``describe=False``: status and onset only,
+        wotbench.cd.detect_contention)."""
         from wotbench.reporting import cd_detect
 
         th = self.th if min_effect is None else dataclasses.replace(self.th, cd_min_effect=min_effect)
-        return cd_detect(self.t_us, self.rd, self.phases, th, alpha, self.service_us)
+        return cd_detect(self.t_us, self.rd, self.phases, th, alpha, self.service_us, describe)
+
+    def change(self, alpha: float | None = None, exceed: float | None = None, describe: bool = True) -> Any:
+        """The change test alone (against the warm-up), at the run's thresholds
+        or at ``alpha`` and design exceedance ``exceed``."""
+        from wotbench.reporting import cd_change
+
+        return cd_change(self.t_us, self.rd, self.phases, self.th, alpha, exceed, describe)
 
 
 @dataclass(frozen=True)
@@ -182,10 +190,16 @@ def _phases(m: Any) -> Phases:
                   t0_epoch_us=t0, inferred=m.get("inferred", False))
 
 
+#: Thresholds added after records were first kept: a record without one
+#: was made before it existed and gets its default.
+LATER_THRESHOLDS = frozenset({"cd_change_exceed", "cd_min_duration_us"})
+
+
 def _thresholds(m: Any) -> Thresholds:
     if not isinstance(m, dict):
         raise _Bad("cd.thresholds", "expected a mapping")
-    _keys(m, {f.name for f in fields(Thresholds)}, "cd.thresholds.")
+    names = {f.name for f in fields(Thresholds)}
+    _keys(m, names - LATER_THRESHOLDS, "cd.thresholds.", optional=LATER_THRESHOLDS)
     try:
         return Thresholds(**m)
     except UserError as exc:
@@ -194,11 +208,12 @@ def _thresholds(m: Any) -> Thresholds:
         raise _Bad("cd.thresholds", str(exc)) from None
 
 
-def _keys(m: dict[str, Any], want: set[str], field: str) -> None:
-    """A mapping of the record holds exactly the keys ``write_record`` writes."""
+def _keys(m: dict[str, Any], want: set[str], field: str, optional: frozenset[str] = frozenset()) -> None:
+    """A mapping of the record holds exactly the keys ``write_record`` writes
+    (``optional``: keys that records written before them lack)."""
     if missing := sorted(want - set(m)):
         raise _Bad(f"{field}{missing[0]}", "missing")
-    if unknown := sorted(set(m) - want):
+    if unknown := sorted(set(m) - want - optional):
         raise _Bad(f"{field}{unknown[0]}", "unknown key")
 
 

@@ -121,6 +121,18 @@ def test_the_cd_ge_spin_is_a_planner_value_recorded_with_the_plan():
     assert plan(range(8), cd_enabled=False).cd_ge_spin_us is None
 
 
+def test_a_fast_cd_ge_spins_a_fortieth_of_its_interval_so_that_its_rt_budget_lasts():
+    def spin(rit_us: int) -> int | None:
+        return make_plan(range(8), reserve=[0], ge_instances=1, cd_enabled=True, devices=10, affinity=True,
+                         cd_rit_us=rit_us).cd_ge_spin_us
+
+    assert spin(100_000) == 2000 and spin(80_000) == 2000
+    assert spin(10_000) == 250 and spin(2_000) == 50
+    assert spin(100) == 20                   # never below a wake-up's worth
+    assert "--spin-us 50" in make_plan(range(8), reserve=[0], ge_instances=1, cd_enabled=True, devices=10,
+                                       affinity=True, cd_rit_us=2_000).render()
+
+
 def test_a_node_names_its_core_count_and_where_it_came_from_in_words():
     assert cores_phrase(1, "NanoCPUs") == "1 core (as the engine reports)"
     assert cores_phrase(8, "--cores") == "8 cores (from --cores)"

@@ -205,6 +205,13 @@ def test_reanalyze_recomputes_from_stored_runs(tmp_path, stored):
     assert 12e6 <= inj["device_scan"]["start_us"] + 2e6 <= 12e6 + 5e6     # the measurement starts at 2 s
     own = {a["cls"]: a for a in v["device_scan"]["agreement"]}
     assert own["cpu2-20s"]["onset_ok_distorted"]["k"] == 1 and own[vcd.QUIET]["false_alarms"]["k"] == 0
+    # The change test alone: at cd.rit 100 ms a 2 s warm-up's 20 samples cannot bound p0, so it never alarms
+    # (and so the run's verdict above is the paper's test's).
+    ch = {a["cls"]: a for a in v["change"]["agreement"]}
+    assert v["change"]["rule"] == vcd.CHANGE_RULE and v["change"]["exceed"] == 0.03
+    assert ch["cpu2-20s"]["detected_distorted"]["k"] == 0 and ch[vcd.QUIET]["false_alarms"]["k"] == 0
+    assert v["change"]["selection"]["chosen"]["name"] == "cd_change_exceed"
+    assert "## The change test alone" in md and "| cd_change_exceed | cd_alpha |" in md
 
 
 def _batches(tmp_path: Path, runs: Path, quiet: tuple[str, str]) -> tuple[Path, Path]:

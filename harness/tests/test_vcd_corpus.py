@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "experiments" / "validate-cd"
 #: What must reproduce per trial.
 KEEP = ("cls", "mode", "status", "onset_us", "window_us", "verdict", "injected_start_us", "injected_end_us",
-        "set", "distortion", "device_scan")
+        "set", "distortion", "device_scan", "change")
 REFRESH = "experiments/validate-cd/README.md says how to refresh the kept results"
 
 
@@ -85,3 +85,4 @@ def test_each_combined_folder_is_what_its_kept_batches_combine_into(tmp_path):
         assert again["selection"]["chosen"] == kept["selection"]["chosen"], f"{combined.name}: {REFRESH}"
         assert _plain(again["agreement"]) == _approx(kept["agreement"]), f"{combined.name}: {REFRESH}"
         assert _plain(again["device_scan"]) == _approx(kept["device_scan"]), f"{combined.name}: {REFRESH}"
+        assert _plain(again["change"]) == _approx(kept["change"]), f"{combined.name}: {REFRESH}"

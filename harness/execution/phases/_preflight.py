@@ -60,7 +60,7 @@ def plan_for(hs: Spec, cores: Sequence[int] | None = None) -> Plan:
         return make_plan(available, reserve=hs.placement.reserve,
                          ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
                          devices=hs.device_count, affinity=hs.placement.affinity,
-                         gateway_cores=gateway_cores(hs))
+                         gateway_cores=gateway_cores(hs), cd_rit_us=hs.cd.rit_us)
     except UserError as err:
         err.field = err.field or "placement"
         raise
@@ -80,12 +80,13 @@ def layout_for(hs: Spec, inventory: Inventory) -> Plan | ClusterPlan:
             raise UserError("this host is not in a swarm: a spec with this section runs on a "
                             "swarm manager (docker swarm init; docs/multi-host.md); without it, "
                             "on this host alone", field="cluster")
-        return rtplan.decide(plan_for(hs, inventory.local.cores), hs.gateway.scheduler)
+        return rtplan.decide(plan_for(hs, inventory.local.cores), hs.gateway.scheduler, cd_rit_us=hs.cd.rit_us)
     return rtplan.decide(make_cluster_plan(inventory, hs.cluster or Cluster(), reserve=hs.placement.reserve,
                                        ge_instances=hs.gateway.instances, cd_enabled=hs.cd.enabled,
                                        group_sizes=[g.count for g in hs.groups],
-                                       affinity=hs.placement.affinity, gateway_cores=gateway_cores(hs)),
-                     hs.gateway.scheduler, inventory.local.hostname)
+                                       affinity=hs.placement.affinity, gateway_cores=gateway_cores(hs),
+                                       cd_rit_us=hs.cd.rit_us),
+                     hs.gateway.scheduler, inventory.local.hostname, cd_rit_us=hs.cd.rit_us)
 
 
 def _stderr(msg: str) -> None:
