@@ -137,6 +137,9 @@ class ContentionResult:
     onset_us: float | None
     """First sample of the first alarmed CUSUM episode (us from t0), None without alarm."""
     cusum: Cusum | None = None
+    reference: str = "calibration"
+    """The phase ``baseline`` (and tau) comes from: ``calibration`` (the CD
+    pair alone) or ``warm-up`` (the change test: the run's own load)."""
 
     @property
     def detected(self) -> bool:
@@ -389,7 +392,7 @@ def detect_contention(
         window_us = max(window_us, 10 * rit)
     b, m = RdStats.of(base), RdStats.of(meas)
     common: dict[str, Any] = dict(baseline=b, measure=m, confidence=confidence, alpha=alpha,
-                                  min_effect=min_effect, window_us=float(window_us))
+                                  min_effect=min_effect, window_us=float(window_us), reference=reference)
     bad = baseline_problem(base, lost, int(np.count_nonzero(asked)), service_us, baseline_rd_max,
                            baseline_excess_us, baseline_max_lost)
     if bad is not None:
@@ -486,13 +489,16 @@ def _verdict(c: Cusum, b: RdStats, m: RdStats, measure: tuple[float, float], p: 
             f"{c.tau:.4f} only to {c.p0:.3f} >= the design {c.p1:.2f}, so no alarm was possible; a longer "
             f"{words.key} or a shorter cd.rit would decide; {whole}")
     span = measure[1] - measure[0]
-    if not c.min_episode_us <= span:
+    shortest = max(c.min_episode_us, shortest_us)
+    if not shortest <= span:
         return "inconclusive", (
             f"contention{words.against} inconclusive: no alarm, but a contention episode needs about "
-            f"{c.min_episode_us / 1e6:.1f}s of CD samples to be detected and the measurement has "
+            f"{shortest / 1e6:.1f}s of CD samples to be detected and the measurement has "
             f"{m.n} samples over {span / 1e6:.1f}s; a shorter cd.rit, a longer measurement or a longer "
             f"{words.key} would decide; {whole}")
+    why = (f"the CUSUM reached h {c.h:.1f} (max {c.max_stat:.1f}) only in episodes shorter than "
+           f"{_ms(shortest_us)}" if c.max_stat >= c.h else f"max {c.max_stat:.1f} < h {c.h:.1f}")
     return "none", (
-        f"no contention{words.against}: no CUSUM alarm over {m.n} CD samples (max {c.max_stat:.1f} < h {c.h:.1f}); an "
-        f"episode of >= {c.min_episode_us / 1e6:.1f}s with {c.p1:.0%} of R_d above tau would have raised one; "
+        f"no contention{words.against}: no CUSUM alarm over {m.n} CD samples ({why}); an "
+        f"episode of >= {shortest / 1e6:.1f}s with {c.p1:.0%} of R_d above tau would have raised one; "
         f"{design}; {whole}")

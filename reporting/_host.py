@@ -71,19 +71,20 @@ def cd_series(cd_csv: Path) -> tuple[GeArrays, np.ndarray, np.ndarray]:
 
 
 def cd_detect(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
-              alpha: float | None = None, service_us: float | None = None, describe: bool = True) -> ContentionResult:
+              alpha: float | None = None, service_us: float | None = None, describe: bool = True,
+              change: bool = True) -> ContentionResult:
     """The run's contention verdict with its thresholds (``alpha``: another
     cd_alpha, as validate-cd's ROC sweeps it): the paper's test against the
     calibration, its baseline first checked against what the CD node's
     service time ``service_us`` predicts, combined with the change test
-    against the warm-up (:func:`cd_change`; wotbench.cd.combine)."""
+    against the warm-up (:func:`cd_change`; wotbench.cd.combine; ``change=False``: the paper's test alone)."""
     paper = detect_contention(intended_us, rd, calibration=phases.calibration, measure=phases.measure,
                               alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
                               window_us=th.cd_window_us, min_samples=th.cd_min_samples, service_us=service_us,
                               baseline_rd_max=th.cd_baseline_rd_max, baseline_excess_us=th.cd_baseline_excess_us,
                               baseline_max_lost=th.cd_baseline_max_lost, min_duration_us=th.cd_min_duration_us,
                               describe=describe)
-    return combine(paper, cd_change(intended_us, rd, phases, th, alpha, describe=describe))
+    return combine(paper, cd_change(intended_us, rd, phases, th, alpha, describe=describe)) if change else paper
 
 
 def cd_change(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
@@ -104,8 +105,9 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
     t, resp, rd = cd_series(cd_csv)
     svc = t.service[np.isfinite(t.service)]
     s_us = float(np.median(svc)) if svc.size else None
-    res = cd_detect(t.intended, rd, phases, th, service_us=s_us)
+    paper = cd_detect(t.intended, rd, phases, th, service_us=s_us, change=False)
     change = cd_change(t.intended, rd, phases, th)
+    res = combine(paper, change)
 
     def resp_in(w: tuple[float, float] | None) -> dict[str, Any]:
         if w is None:
@@ -113,6 +115,7 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
         return dist(resp[(t.intended >= w[0]) & (t.intended < w[1])], LATENCY_QUANTILES)
 
     sec = {"requests": len(t), "ok": int(np.count_nonzero(t.ok)), "service_us": s_us,
-           "response_calibration_us": resp_in(phases.calibration), "response_measure_us": resp_in(phases.measure),
+           "response_calibration_us": resp_in(phases.calibration), "response_warmup_us": resp_in(phases.warmup),
+           "response_measure_us": resp_in(phases.measure),
            "contention": res.to_dict(), "change": change.to_dict()}
     return sec, CdPlot(t.intended, rd, resp, s_us)

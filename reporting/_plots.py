@@ -239,7 +239,8 @@ def _fig_cd(cd: CdPlot, sec: dict[str, Any], phases: dict[str, Any], who: str,
     ax.plot(cd.t_us / 1e6, cd.rd, ".", ms=3, color="0.45", label="R_d per CD request")
     base = c["baseline"]["median"]
     if base is not None:
-        ax.axhline(base, color=_C_EXP, lw=1.2, label=f"calibration baseline (median {base:.3f})")
+        ref = "warm-up" if c.get("reference") == "warm-up" else "calibration"
+        ax.axhline(base, color=_C_EXP, lw=1.2, label=f"{ref} baseline (median {base:.3f})")
     tau = cd_threshold(c)
     if tau is not None:
         ax.axhline(tau[0], color=_C_BAD, lw=1.0, ls="--", label=tau[1])

@@ -201,9 +201,13 @@ def cd_table(cd: dict[str, Any] | None) -> Table | None:
         return None
     c = cd["contention"]
     head = ["", "samples", "R_d median", "R_d mean", "R_d p95", "response p50", "response p99"]
-    rows = [["calibration (CD pair alone)", fmt_count(c["baseline"]["n"]), _f(c["baseline"]["median"], ".4f"),
-             _f(c["baseline"]["mean"], ".4f"), _f(c["baseline"]["p95"], ".4f"),
-             _us(cd["response_calibration_us"]["p50"]), _us(cd["response_calibration_us"]["p99"])],
+    # The verdict's baseline is the calibration's, or the warm-up's when the change test decided it.
+    warm = c.get("reference") == "warm-up"
+    ref_resp = cd.get("response_warmup_us") if warm else cd["response_calibration_us"]
+    ref_resp = ref_resp or {"p50": None, "p99": None}
+    rows = [["warm-up (the run's own load)" if warm else "calibration (CD pair alone)", fmt_count(c["baseline"]["n"]),
+             _f(c["baseline"]["median"], ".4f"), _f(c["baseline"]["mean"], ".4f"), _f(c["baseline"]["p95"], ".4f"),
+             _us(ref_resp["p50"]), _us(ref_resp["p99"])],
             ["measurement", fmt_count(c["measure"]["n"]), _f(c["measure"]["median"], ".4f"),
              _f(c["measure"]["mean"], ".4f"), _f(c["measure"]["p95"], ".4f"),
              _us(cd["response_measure_us"]["p50"]), _us(cd["response_measure_us"]["p99"])]]

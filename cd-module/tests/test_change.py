@@ -73,6 +73,7 @@ def test_the_verdict_is_the_earlier_alarm_of_the_two_tests():
     assert paper.status == "none" and ch.status == "contention"
     both = combine(paper, ch)
     assert both.status == "contention" and both.onset_us == ch.onset_us
+    assert (both.reference, paper.reference) == ("warm-up", "calibration")    # the report labels its baseline so
     assert both.reason.startswith("contention against the warm-up") and "against the calibration: none" in both.reason
     # The paper's alarm first: it is the verdict.
     t2, rd2 = series(rng, share=0.05, loaded_median=1.5)
@@ -93,6 +94,7 @@ def test_an_episode_shorter_than_the_minimum_duration_does_not_count():
     paper = [detect_contention(t, rd, calibration=CAL, measure=MEASURE, min_duration_us=d) for d in (0.0, 1e6)]
     assert paper[0].status == "contention" and paper[0].onset_us == 15e6
     assert paper[1].status == "none" and "episodes >= 1 s" in paper[1].reason
+    assert "reached h" in paper[1].reason and "only in episodes shorter than 1 s" in paper[1].reason
     # A neighbour of 20 s still counts, and its alarm comes once it has lasted the minimum.
     t, rd = series(rng, share=0.05)
     r = detect_change(t, rd, reference=WARM, measure=MEASURE, min_duration_us=1e6)

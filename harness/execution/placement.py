@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 CD_GE_SPIN_US = 2000
 #: ... but at most this share of the interval: a CD-GE that spins 2 ms of
 #: every 2 ms exhausts its RT budget (5 % of a core, host/rt.py) and is
-#: throttled for most of each second (a 2 ms CD pair sent 87 % of its
-#: requests late and had an 800 ms stall before this bound).
+#: throttled for most of each second (a 2 ms CD pair's first trial sent 87 %
+#: of its requests late, with an 800 ms stall, before this bound; with it and
+#: before the RT share of host/rt.py, 54 %).
 CD_GE_SPIN_SHARE = 1 / 40
 #: The shortest spin: a FIFO task's wake-up from a timed block on this host.
 CD_GE_SPIN_MIN_US = 20

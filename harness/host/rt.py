@@ -27,7 +27,7 @@ CD_GE_SHARE = 0.05
 #: about 200 us of RT time per request on this 2-core VM (2 % of a core at
 #: 100 requests/s, sched.duty_max of the 10 ms trials), twice that is asked
 #: for; at 2 ms (500 requests/s) 5 % left it throttled for up to 0.7 s at a
-#: time, 54 % of its sends late.
+#: time, 54 % of its sends late (with the spin bound of execution/placement.py).
 CD_GE_COST_US = 400
 #: ... and never more than this share.
 CD_GE_SHARE_MAX = 0.25

@@ -29,17 +29,19 @@ key that is not itself a limit sets).
   configured loss or rate limit are results, not counted, as far as the impairment explains them)
 - ``allow_overload`` = ``false``: (when false) a device answered 5.03 (overload) in the measurement
   phase
-- ``cd_alpha`` = ``0.01``: (false-alarm probability of the contention test over the measurement
-  phase)
+- ``cd_alpha`` = ``0.01``: (false-alarm probability of each contention test over the measurement
+  phase: the verdict's two tests together at most 2 x this)
 - ``cd_min_effect`` = ``0.1``: (smallest R_d shift over the baseline that counts as contention: 10 %
   of the CD node's S; cd-module/README.md)
 - ``cd_change_exceed`` = ``3%``: (design exceedance of the change test, the CD node's R_d in the
   measurement against the warm-up's q99: the share of CD requests above it that a neighbour arriving
   during the measurement is assumed to cause; cd-module/README.md)
-- ``cd_min_duration`` = ``1s``: (an alarmed episode of either contention test shorter than this does
-  not count: at a 2 ms CD interval a blip of 5-35 samples, 10-70 ms, otherwise alarms; docs/validate-cd.md)
+- ``cd_min_duration`` = ``1s``: (an alarmed episode of either contention test shorter than this, first
+  to last sample, does not count, at every cd.rit: at 2 ms a blip of 5-34 samples, 10-68 ms, otherwise
+  alarms, at 100 ms an episode needs 11 samples; docs/validate-cd.md)
 - ``cd_window`` = ``5s``: (descriptive window of the R_d time series; grows to hold ~10 CD requests)
-- ``cd_min_samples`` = ``10``: (fewer CD samples in calibration or measurement: contention unknown)
+- ``cd_min_samples`` = ``10``: (fewer CD samples in calibration (warm-up, for the change test) or
+  measurement: that test's result is unknown)
 - ``cd_baseline_rd_max`` = ``1.0``: (the CD baseline is disturbed, and contention cannot be judged,
   when its q95 of R - S exceeds max(this x S, ``cd_baseline_excess``): the detector is for
   contention that doubles the CD node's response time, R_d +0.8..+1.2 in docs/validate-cd.md, which

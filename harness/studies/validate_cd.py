@@ -281,7 +281,8 @@ def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
         grid = {(me, a): outcomes(training, data, train_dist, a, me)
                 for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
     best, rows = score.select(grid, train, "cd_change_exceed" if change else "cd_min_effect")
-    test = outcomes(held, data, dist, best.alpha, best.setting, change=change, exceed=best.setting)
+    test = (outcomes(held, data, dist, best.alpha, change=True, exceed=best.setting) if change
+            else outcomes(held, data, dist, best.alpha, best.setting))
     own = outcomes(held, data, dist, change=change)
     return {"split_rule": score.SPLIT_RULE, "selection_rule": score.selection_rule(best.name),
             "truth_rule": TRAINING_TRUTH, "train": sorted(train), "test": sorted(set(sets) - train),
