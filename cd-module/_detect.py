@@ -375,6 +375,38 @@ def detect_contention(
     them each time.
     """
     words = REFERENCES[reference]
+    base, tm, meas, lost, asked = _phase_samples(intended_us, rd, calibration, measure)
+    rit = float(np.median(np.diff(tm))) if tm.size > 1 else math.nan
+    if math.isfinite(rit):
+        window_us = max(window_us, 10 * rit)
+    b, m = RdStats.of(base), RdStats.of(meas)
+    common: dict[str, Any] = dict(baseline=b, measure=m, confidence=confidence, alpha=alpha,
+                                  min_effect=min_effect, window_us=float(window_us), reference=reference)
+    untested = dict(shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan, prob_superiority=math.nan,
+                    windows=(), onset_us=None, **common)
+    bad = baseline_problem(base, lost, asked, service_us, baseline_rd_max, baseline_excess_us, baseline_max_lost)
+    if bad is not None:
+        return ContentionResult("disturbed", bad, **untested)
+    if base.size < min_samples or meas.size < min_samples:
+        return ContentionResult("unknown", _too_few(base.size, meas.size, min_samples, calibration is not None,
+                                                    words), **untested)
+    p_mw, sup, shift, ci = _whole_phase(meas, base, confidence, seed) if describe else (
+        math.nan, math.nan, math.nan, (math.nan, math.nan))
+    a = alpha / len(designs)
+    runs = [_run_design(base, tm, meas, rit, a, alpha, min_effect, q, p1, min_duration_us) for q, p1 in designs]
+    d, cus = _first_alarm(runs)
+    windows = _windows(tm, meas, d, measure[0], measure[1], window_us, a, cus.episodes)
+    status, reason = _verdict(cus, b, m, measure, p_mw, shift, ci, confidence, min_effect, words,
+                              min_duration_us)
+    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=p_mw, prob_superiority=sup,
+                            windows=windows, onset_us=cus.episodes[0][0] if cus.episodes else None, cusum=cus,
+                            **common)
+
+
+def _phase_samples(intended_us: npt.ArrayLike, rd: npt.ArrayLike, calibration: tuple[float, float] | None,
+                   measure: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """The answered reference samples' R_d, the measurement's send times and
+    R_d (in time order), and the reference's unanswered and asked counts."""
     t = np.asarray(intended_us, dtype=np.float64)
     r = np.asarray(rd, dtype=np.float64)
     asked = (t >= calibration[0]) & (t < calibration[1]) if calibration is not None else np.zeros(t.shape, bool)
@@ -386,50 +418,35 @@ def detect_contention(
     in_cal = ((t >= calibration[0]) & (t < calibration[1]) if calibration is not None
               else np.zeros(t.shape, bool))
     in_meas = (t >= measure[0]) & (t < measure[1])
-    base, meas, tm = r[in_cal], r[in_meas], t[in_meas]
-    rit = float(np.median(np.diff(tm))) if tm.size > 1 else math.nan
-    if math.isfinite(rit):
-        window_us = max(window_us, 10 * rit)
-    b, m = RdStats.of(base), RdStats.of(meas)
-    common: dict[str, Any] = dict(baseline=b, measure=m, confidence=confidence, alpha=alpha,
-                                  min_effect=min_effect, window_us=float(window_us), reference=reference)
-    bad = baseline_problem(base, lost, int(np.count_nonzero(asked)), service_us, baseline_rd_max,
-                           baseline_excess_us, baseline_max_lost)
-    if bad is not None:
-        return ContentionResult(
-            "disturbed", bad, shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan,
-            prob_superiority=math.nan, windows=(), onset_us=None, **common)
-    if base.size < min_samples or meas.size < min_samples:
-        what = []
-        if base.size < min_samples:
-            what.append(f"{base.size} {words.phase} samples" if calibration is not None
-                        else f"no {words.phase} phase")
-        if meas.size < min_samples:
-            what.append(f"{meas.size} measurement samples")
-        return ContentionResult(
-            "unknown", f"contention not tested: {' and '.join(what)} (need {min_samples} each)",
-            shift=math.nan, shift_ci=(math.nan, math.nan), p_value=math.nan, prob_superiority=math.nan,
-            windows=(), onset_us=None, **common)
-    if describe:
-        mw = stats.mannwhitneyu(meas, base, alternative="greater")
-        shift, ci = hodges_lehmann(meas, base, confidence, np.random.default_rng(seed))
-        p_mw, sup = float(mw.pvalue), float(mw.statistic) / (meas.size * base.size)
-    else:
-        p_mw, sup, shift, ci = math.nan, math.nan, math.nan, (math.nan, math.nan)
-    a = alpha / len(designs)
-    runs = [_run_design(base, tm, meas, rit, a, alpha, min_effect, q, p1, min_duration_us) for q, p1 in designs]
+    return r[in_cal], t[in_meas], r[in_meas], lost, int(np.count_nonzero(asked))
+
+
+def _too_few(n_base: int, n_meas: int, min_samples: int, has_reference: bool, words: Reference) -> str:
+    what = []
+    if n_base < min_samples:
+        what.append(f"{n_base} {words.phase} samples" if has_reference else f"no {words.phase} phase")
+    if n_meas < min_samples:
+        what.append(f"{n_meas} measurement samples")
+    return f"contention not tested: {' and '.join(what)} (need {min_samples} each)"
+
+
+def _whole_phase(meas: np.ndarray, base: np.ndarray, confidence: float,
+                 seed: int) -> tuple[float, float, float, tuple[float, float]]:
+    """The whole-phase description: Mann-Whitney's p-value and probability
+    of superiority, the Hodges-Lehmann shift and its interval."""
+    mw = stats.mannwhitneyu(meas, base, alternative="greater")
+    shift, ci = hodges_lehmann(meas, base, confidence, np.random.default_rng(seed))
+    return float(mw.pvalue), float(mw.statistic) / (meas.size * base.size), shift, ci
+
+
+def _first_alarm(runs: list[tuple[_Design, Cusum]]) -> tuple[_Design, Cusum]:
+    """The design whose alarm came first; without one, the powered design
+    nearest to alarming (its shortest episode), else the first."""
     alarmed = [r for r in runs if r[1].alarm_us is not None]
+    if alarmed:
+        return min(alarmed, key=lambda r: r[1].episodes[0][0])
     powered = [r for r in runs if r[0].powered]
-    d, cus = (min(alarmed, key=lambda r: r[1].episodes[0][0]) if alarmed
-              else min(powered, key=lambda r: r[1].min_episode_us) if powered else runs[0])
-    episodes = cus.episodes
-    windows = _windows(tm, meas, d, measure[0], measure[1], window_us, a, episodes)
-    onset = episodes[0][0] if episodes else None
-    status, reason = _verdict(cus, b, m, measure, p_mw, shift, ci, confidence, min_effect, words,
-                              min_duration_us)
-    return ContentionResult(status, reason, shift=shift, shift_ci=ci, p_value=p_mw,
-                            prob_superiority=sup, windows=windows,
-                            onset_us=onset, cusum=cus, **common)
+    return min(powered, key=lambda r: r[1].min_episode_us) if powered else runs[0]
 
 
 def _ms(us: float) -> str:

@@ -15,7 +15,6 @@
  * read before the socket's replies, and replace the user-space stamps
  * (txstamp.h). */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -608,25 +607,6 @@ static int rx_socket(struct ge_loop *L, struct rxbuf *rx, unsigned si,
   return r;
 }
 
-/* Blocks until the epoll set is readable or `timeout_ns` has passed, to
- * the nanosecond (a CD-GE at a 2 ms interval blocks for 1.9 ms, not 1;
- * ppoll on the epoll fd, as rt.c does: epoll_pwait2 needs Linux 5.11).
- * 1: readable, 0: timed out or interrupted, -1: error (e). */
-static int block_until_readable(struct ge_loop *L, int64_t timeout_ns,
-                                struct ge_err *e) {
-  struct pollfd pfd = {.fd = L->epfd, .events = POLLIN};
-  struct timespec ts = {timeout_ns / 1000000000LL, timeout_ns % 1000000000LL};
-  int64_t t_block = ge_now_ns();
-  int r = ppoll(&pfd, 1, &ts, NULL);
-  /* time blocked is neither running time nor a stall */
-  ge_rt_blocked(&L->rt, t_block, ge_now_ns());
-  if (r < 0 && errno != EINTR) {
-    ge_err_set(e, NULL, 0, "ppoll", "%s", strerror(errno));
-    return -1;
-  }
-  return r > 0;
-}
-
 /* One batch from every ready socket, first blocking up to `timeout_ns`
  * (0 never blocks). With a single socket the non-blocking recvmmsg is
  * itself the poll, which saves the epoll_wait syscall per reply. */
@@ -635,7 +615,7 @@ static int poll_replies(struct ge_loop *L, struct rxbuf *rx, int64_t timeout_ns,
   if (L->nsock == 1 && timeout_ns == 0)
     return rx_socket(L, rx, 0, e);
   if (timeout_ns > 0) {
-    int ready = block_until_readable(L, timeout_ns, e);
+    int ready = ge_rt_block(&L->rt, L->epfd, timeout_ns, e);
     if (ready <= 0)
       return ready;
   }

@@ -215,21 +215,26 @@ static int yield_once(struct ge_rt *rt, struct ge_err *e) {
   return 0;
 }
 
+int ge_rt_block(struct ge_rt *rt, int epfd, int64_t timeout_ns,
+                struct ge_err *e) {
+  struct pollfd pfd = {.fd = epfd, .events = POLLIN};
+  struct timespec ts = {timeout_ns / 1000000000LL, timeout_ns % 1000000000LL};
+  int64_t from = ge_now_ns();
+  int r = ppoll(&pfd, 1, &ts, NULL);
+  ge_rt_blocked(rt, from, ge_now_ns());
+  if (r < 0 && errno != EINTR) {
+    ge_err_set(e, NULL, 0, "ppoll", "%s", strerror(errno));
+    return -1;
+  }
+  return r > 0;
+}
+
 int ge_rt_idle(struct ge_rt *rt, int epfd, int64_t next_ns, struct ge_err *e) {
-  int64_t now = ge_now_ns();
-  int64_t gap = next_ns - GE_RT_WAKE_EARLY_NS - now;
-  if (gap >= GE_RT_GAP_MIN_NS) {
+  int64_t gap = next_ns - GE_RT_WAKE_EARLY_NS - ge_now_ns();
+  if (gap >= GE_RT_GAP_MIN_NS)
     /* A gap in the schedule: block until shortly before the next send
      * or until a reply arrives (it is then read and stamped at once). */
-    struct pollfd pfd = {.fd = epfd, .events = POLLIN};
-    struct timespec ts = {gap / 1000000000LL, gap % 1000000000LL};
-    if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
-      ge_err_set(e, NULL, 0, "ppoll", "%s", strerror(errno));
-      return -1;
-    }
-    idle(rt, now, ge_now_ns());
-    return 0;
-  }
+    return ge_rt_block(rt, epfd, gap, e) < 0 ? -1 : 0;
   while (rt->level_ns >= rt->cap_ns)
     if (yield_once(rt, e))
       return -1;

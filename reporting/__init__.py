@@ -13,8 +13,10 @@ Public API (imported lazily so that ``wotbench --help`` stays fast):
 - ``Thresholds``: the validity limits the verdict applies (the spec's
   ``validity:``, see :mod:`wotbench.spec`), as ``analyze`` takes them.
 - ``write_reports(run_dirs, out_dir)``: terminal text, Markdown and HTML.
-- ``cd_series(cd_csv)``, ``cd_detect(t, rd, phases, thresholds)``: a CD-GE
-  output's R_d and its contention test as the report makes it;
+- ``cd_series(cd_csv)``, ``cd_tests(t, rd, phases, thresholds)``: a CD-GE
+  output's R_d and its contention tests (``CdTests``: the paper's, the
+  change test and their verdict) as the report makes them, ``cd_change``
+  the change test alone;
   ``read_interference(run_dir)``: interference.json; ``peak_rps(t_us)``.
 """
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from wotbench.reporting._analyze import Analysis, analyze, analyze_run, late_send_us, summarize_run
     from wotbench.reporting._checks import Thresholds
     from wotbench.reporting._gesneeded import WINDOW_US, peak_rps
-    from wotbench.reporting._host import cd_change, cd_detect, cd_series
+    from wotbench.reporting._host import CdTests, cd_change, cd_series, cd_tests
     from wotbench.reporting._injected import read_interference
     from wotbench.reporting._load import Phases, Run, RunSummary, load_run
     from wotbench.reporting._records import OBSERVED
@@ -38,8 +40,8 @@ if TYPE_CHECKING:
     from wotbench.reporting._shape import read_record
 
 __all__ = ["analyze_run", "analyze", "summarize_run", "late_send_us", "Analysis", "load_run", "Run",
-           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_detect", "cd_change",
-           "read_interference", "OBSERVED", "read_record", "WINDOW_US"]
+           "RunSummary", "Phases", "Thresholds", "write_reports", "peak_rps", "cd_series", "cd_tests", "CdTests",
+           "cd_change", "read_interference", "OBSERVED", "read_record", "WINDOW_US"]
 
 _WHERE = {
     "analyze_run": "_analyze", "analyze": "_analyze", "Analysis": "_analyze",
@@ -47,7 +49,8 @@ _WHERE = {
     "load_run": "_load", "Run": "_load", "RunSummary": "_load", "Phases": "_load",
     "Thresholds": "_checks",          # wotbench.spec's, as the checks take it
     "write_reports": "_render",
-    "cd_series": "_host", "cd_detect": "_host", "cd_change": "_host",   # one CD series and its test (validate-cd too)
+    "cd_series": "_host", "cd_tests": "_host", "CdTests": "_host",   # one CD series and its tests (validate-cd too)
+    "cd_change": "_host",
     "read_interference": "_injected",
     "OBSERVED": "_records", "read_record": "_shape",   # the run records the harness writes and reads
     # the trace's peak rate (and its window), also for gateway.instances: auto

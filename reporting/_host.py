@@ -17,7 +17,7 @@ from wotbench.reporting._integrity import LATENCY_QUANTILES, GeArrays, dist
 from wotbench.reporting._load import ANALYSIS_COLUMNS, Phases, read_ge_table
 from wotbench.spec import Thresholds
 
-__all__ = ["CdPlot", "cd_section", "cd_series", "cd_detect", "host_cpu", "monitor_section"]
+__all__ = ["CdPlot", "CdTests", "cd_section", "cd_series", "cd_tests", "cd_change", "host_cpu", "monitor_section"]
 
 
 @dataclass
@@ -70,21 +70,33 @@ def cd_series(cd_csv: Path) -> tuple[GeArrays, np.ndarray, np.ndarray]:
     return t, resp, normalized_deviation(resp, t.service)
 
 
-def cd_detect(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
-              alpha: float | None = None, service_us: float | None = None, describe: bool = True,
-              change: bool = True) -> ContentionResult:
-    """The run's contention verdict with its thresholds (``alpha``: another
+@dataclass(frozen=True)
+class CdTests:
+    """One CD series' two contention tests and the verdict they make together."""
+
+    paper: ContentionResult
+    """The paper's test: R_d in the measurement against the calibration (the idle host)."""
+    change: ContentionResult
+    """The change test: R_d in the measurement against the warm-up (the host already carrying the run)."""
+    verdict: ContentionResult
+    """wotbench.cd.combine(paper, change): contention when either alarms (the run's verdict)."""
+
+
+def cd_tests(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
+             alpha: float | None = None, service_us: float | None = None, describe: bool = True) -> CdTests:
+    """The run's contention tests with its thresholds (``alpha``: another
     cd_alpha, as validate-cd's ROC sweeps it): the paper's test against the
     calibration, its baseline first checked against what the CD node's
-    service time ``service_us`` predicts, combined with the change test
-    against the warm-up (:func:`cd_change`; wotbench.cd.combine; ``change=False``: the paper's test alone)."""
+    service time ``service_us`` predicts, the change test against the
+    warm-up (:func:`cd_change`), and their verdict."""
     paper = detect_contention(intended_us, rd, calibration=phases.calibration, measure=phases.measure,
                               alpha=th.cd_alpha if alpha is None else alpha, min_effect=th.cd_min_effect,
                               window_us=th.cd_window_us, min_samples=th.cd_min_samples, service_us=service_us,
                               baseline_rd_max=th.cd_baseline_rd_max, baseline_excess_us=th.cd_baseline_excess_us,
                               baseline_max_lost=th.cd_baseline_max_lost, min_duration_us=th.cd_min_duration_us,
                               describe=describe)
-    return combine(paper, cd_change(intended_us, rd, phases, th, alpha, describe=describe)) if change else paper
+    change = cd_change(intended_us, rd, phases, th, alpha, describe=describe)
+    return CdTests(paper, change, combine(paper, change))
 
 
 def cd_change(intended_us: np.ndarray, rd: np.ndarray, phases: Phases, th: Thresholds,
@@ -105,9 +117,7 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
     t, resp, rd = cd_series(cd_csv)
     svc = t.service[np.isfinite(t.service)]
     s_us = float(np.median(svc)) if svc.size else None
-    paper = cd_detect(t.intended, rd, phases, th, service_us=s_us, change=False)
-    change = cd_change(t.intended, rd, phases, th)
-    res = combine(paper, change)
+    tests = cd_tests(t.intended, rd, phases, th, service_us=s_us)
 
     def resp_in(w: tuple[float, float] | None) -> dict[str, Any]:
         if w is None:
@@ -117,5 +127,5 @@ def cd_section(cd_csv: Path | None, phases: Phases, th: Thresholds) -> tuple[dic
     sec = {"requests": len(t), "ok": int(np.count_nonzero(t.ok)), "service_us": s_us,
            "response_calibration_us": resp_in(phases.calibration), "response_warmup_us": resp_in(phases.warmup),
            "response_measure_us": resp_in(phases.measure),
-           "contention": res.to_dict(), "change": change.to_dict()}
+           "contention": tests.verdict.to_dict(), "change": tests.change.to_dict()}
     return sec, CdPlot(t.intended, rd, resp, s_us)

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--reanalyze", type=Path, nargs="+", metavar="DIR",
                    help="recompute DIR's validation from its stored trial runs, running nothing; several DIRs: "
                    "combined into a new folder under --results")
+    p.add_argument("--seed-base", type=_count, metavar="N",
+                   help="with validate_cd.seeds: per-trial, trial i replays workload.seed N + i - 1 "
+                   "(default: drawn at random and kept in validation.json)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_validate_cd)
 
@@ -52,7 +55,7 @@ def cmd_validate_cd(args: argparse.Namespace) -> int:
     else:
         progress = not args.no_progress and sys.stderr.isatty()
         out = vcd.run_validation(args.spec, args.results, args.scale, args.trials, args.quiet, args.classes,
-                                 progress)
+                                 progress, seed_base=args.seed_base)
     doc = json.loads((out / "validation.json").read_text())
     sys.stdout.write(vcd.markdown(doc).split("\n## Trials")[0].rstrip() + "\n")
     print(os.fspath(out))

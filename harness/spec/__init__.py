@@ -27,6 +27,7 @@ from wotbench.spec._runcapture import RunCapture
 from wotbench.spec._sections import MAX_GES, ContentionDetection, Gateway, Phases, Placement, Sweep
 from wotbench.spec._validate import (
     QUIET,
+    SEEDS,
     EpisodeClass,
     ValidateSpec,
     is_quiet,
@@ -34,6 +35,7 @@ from wotbench.spec._validate import (
     read_validate,
     spec_mode,
     trial_specs,
+    with_seed,
 )
 from wotbench.spec._validity import Thresholds
 from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, parse_payload, resource_service_times
@@ -47,5 +49,6 @@ __all__ = [
     "WorkloadSpec", "GroupWorkload", "DistributionSpec", "parse_methods", "parse_payload",
     "resource_service_times", "parse_key_path", "field_name", "UserError",
     "GatewayUnderTest", "SHIPPED", "NORTHS", "RunCapture",
-    "QUIET", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet", "quiet_class", "spec_mode",
+    "QUIET", "SEEDS", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet", "quiet_class",
+    "spec_mode", "with_seed",
 ]

@@ -19,13 +19,16 @@ from wotbench.spec._model import Spec
 from wotbench.spec._yaml import YamlSource
 from wotbench.spec._yaml import load as load_yaml
 
-__all__ = ["QUIET", "SECTION", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet",
-           "quiet_class", "spec_mode"]
+__all__ = ["QUIET", "SECTION", "SEEDS", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet",
+           "quiet_class", "spec_mode", "with_seed"]
 
 #: The class name of the trials without interference (``quiet-<mode>`` per
 #: devices' mode; a plain ``quiet`` in folders written before modes).
 QUIET = "quiet"
 SECTION = "validate_cd"
+#: ``validate_cd.seeds``: every trial replays the spec's ``workload.seed``
+#: (fixed), or trial i of a batch replays the batch's first seed + i - 1.
+SEEDS = ("fixed", "per-trial")
 
 
 def is_quiet(cls: str) -> bool:
@@ -53,6 +56,8 @@ class ValidateSpec:
     quiet: int
     """Quiet trials per devices' mode of the classes."""
     classes: tuple[EpisodeClass, ...]
+    seeds: str = "fixed"
+    """One of :data:`SEEDS`: whether the trials replay one trace or a trace each."""
 
 
 def read_validate(src: YamlSource) -> ValidateSpec:
@@ -61,7 +66,7 @@ def read_validate(src: YamlSource) -> ValidateSpec:
     if SECTION not in data:
         raise src.error("missing: the section listing the episode classes (docs/validate-cd.md)", SECTION)
     at = (SECTION,)
-    m = read.mapping(data[SECTION], src, at, {"trials", "quiet", "classes"})
+    m = read.mapping(data[SECTION], src, at, {"trials", "quiet", "classes", "seeds"})
     raw = m.get("classes")
     if not isinstance(raw, list) or not raw:
         raise src.error("expected a non-empty list of {name, interference, mode}", *at, "classes")
@@ -81,8 +86,9 @@ def read_validate(src: YamlSource) -> ValidateSpec:
             raise src.error("expected a non-empty interference list (docs/interference.md)", *cat, "interference")
         mode = read.choice(cm["mode"], src, cat + ("mode",), MODES) if "mode" in cm else None
         classes.append(EpisodeClass(name, tuple(eps), i, mode))
+    seeds = read.choice(m["seeds"], src, at + ("seeds",), SEEDS) if "seeds" in m else SEEDS[0]
     return ValidateSpec(read.integer(m.get("trials", 20), src, at + ("trials",), 0),
-                        read.integer(m.get("quiet", 20), src, at + ("quiet",), 0), tuple(classes))
+                        read.integer(m.get("quiet", 20), src, at + ("quiet",), 0), tuple(classes), seeds)
 
 
 def spec_mode(spec: Spec) -> str:
@@ -112,12 +118,16 @@ def trial_specs(path: str | os.PathLike[str], scale: str | None,
         if unknown:
             raise UserError(f"unknown class {unknown[0]!r}; the spec has "
                             f"{', '.join(k.name for k in vs.classes)}", file=os.fspath(path), field="--classes")
-        vs = ValidateSpec(vs.trials, vs.quiet, tuple(c for c in vs.classes if c.name in only))
+        vs = ValidateSpec(vs.trials, vs.quiet, tuple(c for c in vs.classes if c.name in only), vs.seeds)
     runs = expand(src.without(SECTION), scale)
     if len(runs) != 1:
         raise src.error(f"validate-cd runs one test per trial; the spec has {len(runs)} (remove sweep "
                         "and repetitions)", "sweep" if "sweep" in src.data else "repetitions")
     base = runs[0].with_value(("interference",), None, ("interference",))
+    wl = base.spec.workload
+    if vs.seeds != SEEDS[0] and (wl is None or wl.replay is not None):
+        raise src.error("per-trial seeds need a synthetic workload (a replayed capture has no seed to vary)",
+                        SECTION, "seeds")
     out: dict[str, RunSpec] = {}
     quiet: dict[str, RunSpec] = {}
     for c in vs.classes:
@@ -126,3 +136,11 @@ def trial_specs(path: str | os.PathLike[str], scale: str | None,
         quiet.setdefault(quiet_class(spec_mode(q.spec)), q)
         out[c.name] = q.with_value(("interference",), list(c.interference), cat + ("interference",))
     return vs, {**out, **quiet}
+
+
+def with_seed(rs: RunSpec, seed: int) -> RunSpec:
+    """``rs`` replaying the trace of ``workload.seed`` ``seed`` (``validate_cd.seeds: per-trial``)."""
+    wl = rs.doc.get("workload")
+    if isinstance(wl, Mapping):
+        return rs.with_value(("workload", "seed"), seed, (SECTION, "seeds"))
+    return rs.with_value(("workload",), {"seed": seed}, (SECTION, "seeds"))

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -53,19 +54,21 @@ from wotbench.base.errors import UserError
 from wotbench.engine import dockerenv
 from wotbench.spec import (
     QUIET,
+    SEEDS,
     EpisodeClass,
     Thresholds,
     ValidateSpec,
     is_quiet,
     read_validate,
     trial_specs,
+    with_seed,
 )
 from wotbench.studies import vcd_scan
 from wotbench.studies import vcd_score as score
 from wotbench.studies import vcd_truth as truth
 from wotbench.studies.vcd_report import markdown, roc_png
 from wotbench.studies.vcd_score import wilson
-from wotbench.studies.vcd_trial import TrialData, read_record, trial_data, write_record
+from wotbench.studies.vcd_trial import CdData, TrialData, read_record, trial_data, write_record
 
 __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate", "schedule", "wilson",
            "class_stats", "roc_points", "run_validation", "reanalyze", "markdown", "roc_png", "QUIET", "ALPHAS",
@@ -73,6 +76,9 @@ __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate
 
 #: The trials' records (vcd_trial) in a results folder.
 RECORDS = "records"
+SEED_MAX = 2**63 - 1                # workload.seed's limit
+SEED_BASE_MAX = 2**31
+"""A drawn first seed is below this (a batch's seeds stay far from workload.seed's limit)."""
 #: The detector's alpha values of the ROC sweep.
 ALPHAS = (1e-8, 1e-6, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.6, 0.9)
 #: What the change test is (wotbench.cd.detect_change), in words.
@@ -121,6 +127,9 @@ class Trial:
     window_us: float | None
     mode: str = ""                  # the devices' mode (spec.yaml)
     record: str | None = None       # the trial's record (vcd_trial), relative to the results folder
+    seed: int | None = None         # the trace's workload.seed (None: not kept, as in older records)
+    change: Mapping[str, Any] | None = None
+    """The change test alone: its status, onset_us and window_us (None: no CD data)."""
 
     @property
     def detected(self) -> bool:
@@ -150,10 +159,12 @@ def evaluate(index: int, cls: str, run_dir: Path, data: TrialData, base: Path, r
     start, end, observed = data.injected if not is_quiet(cls) else (None, None, False)
     if data.cd is None:
         return Trial(index, cls, where, "unknown", "no CD data", data.verdict, start, end, observed,
-                     None, None, data.mode, rec)
-    r = data.cd.detect()
+                     None, None, data.mode, rec, data.seed)
+    tests = data.cd.tests()
+    r, c = tests.verdict, tests.change
     return Trial(index, cls, where, r.status, r.reason, data.verdict, start, end, observed,
-                 r.onset_us, r.window_us, data.mode, rec)
+                 r.onset_us, r.window_us, data.mode, rec, data.seed,
+                 {"status": c.status, "onset_us": c.onset_us, "window_us": c.window_us})
 
 
 # --- statistics of the detector's own runs (pure) -----------------------------------------------
@@ -217,26 +228,46 @@ def distortions(trials: Sequence[Trial], data: Mapping[int, TrialData]) -> dict[
                              {t.index: data[t.index].measure[1] - data[t.index].measure[0] for t in done})
 
 
+#: A detector as the scoring sees it: a trial and its CD data -> (alarm, onset_us, window_us).
+Test = Callable[[Trial, CdData], tuple[bool, float | None, float | None]]
+
+
+def run_verdict(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
+    """The run's verdict at its own thresholds, as the trial holds it."""
+    return t.detected, t.onset_us, t.window_us
+
+
+def run_change(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
+    """The change test alone at the run's own thresholds, as the trial holds it."""
+    c = t.change or {}
+    return c.get("status") == "contention", c.get("onset_us"), c.get("window_us")
+
+
+def verdict_at(alpha: float | None, min_effect: float | None) -> Test:
+    """The run's verdict at another cd_alpha and cd_min_effect."""
+    def test(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
+        r = cd.detect(alpha, min_effect, False)
+        return r.status == "contention", r.onset_us, r.window_us
+    return test
+
+
+def change_at(alpha: float | None, exceed: float | None) -> Test:
+    """The change test alone at another cd_alpha and design exceedance."""
+    def test(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
+        r = cd.change(alpha, exceed, False)
+        return r.status == "contention", r.onset_us, r.window_us
+    return test
+
+
 def outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mapping[int, truth.Distortion],
-             alpha: float | None = None, min_effect: float | None = None, *, change: bool = False,
-             exceed: float | None = None, made: Mapping[int, Any] | None = None) -> list[score.Outcome]:
-    """Every trial with CD data at a detector setting (None: the run's own):
-    the run's verdict, or with ``change`` the change test alone (against the
-    warm-up, at design exceedance ``exceed``; ``made``: its results at the
-    run's thresholds, already computed, by trial index)."""
+             test: Test = run_verdict) -> list[score.Outcome]:
+    """Every trial with CD data as ``test`` judges it, against its distortion."""
     out = []
     for t in trials:
         d = data.get(t.index)
         if d is None or d.cd is None:
             continue
-        if made is not None and t.index in made:
-            r = made[t.index]
-            det, onset, window = r.status == "contention", r.onset_us, r.window_us
-        elif change or alpha is not None or min_effect is not None:
-            r = d.cd.change(alpha, exceed, False) if change else d.cd.detect(alpha, min_effect, False)
-            det, onset, window = r.status == "contention", r.onset_us, r.window_us
-        else:
-            det, onset, window = t.detected, t.onset_us, t.window_us
+        det, onset, window = test(t, d.cd)
         dd = dist.get(t.index)
         out.append(score.Outcome(t.index, t.cls, t.mode, is_quiet(t.cls), None if dd is None else dd.distorted,
                                  det, onset_within(det, onset, t.injected_start_us, window),
@@ -274,16 +305,12 @@ def held_out(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
     # The labels the selection counts come from the training trials alone:
     # their quiet references and the quiet trials' window (TRAINING_TRUTH).
     train_dist = distortions(training, data)
-    if change:
-        grid = {(e, a): outcomes(training, data, train_dist, a, change=True, exceed=e)
-                for e in score.CHANGE_EXCEEDS for a in score.GRID_ALPHAS}
-    else:
-        grid = {(me, a): outcomes(training, data, train_dist, a, me)
-                for me in score.MIN_EFFECTS for a in score.GRID_ALPHAS}
+    at = change_at if change else verdict_at
+    settings = score.CHANGE_EXCEEDS if change else score.MIN_EFFECTS
+    grid = {(v, a): outcomes(training, data, train_dist, at(a, v)) for v in settings for a in score.GRID_ALPHAS}
     best, rows = score.select(grid, train, "cd_change_exceed" if change else "cd_min_effect")
-    test = (outcomes(held, data, dist, best.alpha, change=True, exceed=best.setting) if change
-            else outcomes(held, data, dist, best.alpha, best.setting))
-    own = outcomes(held, data, dist, change=change)
+    test = outcomes(held, data, dist, at(best.alpha, best.setting))
+    own = outcomes(held, data, dist, run_change if change else run_verdict)
     return {"split_rule": score.SPLIT_RULE, "selection_rule": score.selection_rule(best.name),
             "truth_rule": TRAINING_TRUTH, "train": sorted(train), "test": sorted(set(sets) - train),
             "chosen": asdict(best), "grid": [asdict(c) for c in rows],
@@ -303,9 +330,7 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
     th = next((d.th for d in cds.values()), Thresholds())
     dist = distortions(trials, data)
     sets = score.split([(t.index, t.cls) for t in trials if t.index in data and data[t.index].cd is not None])
-    changes = {i: cd.change(describe=False) for i, cd in cds.items()}
     rows = [{**t.to_dict(), "set": sets.get(t.index),
-             "change": None if (c := changes.get(t.index)) is None else {"status": c.status, "onset_us": c.onset_us},
              "distortion": None if t.index not in dist else dist[t.index].to_dict(),
              "device_scan": None if t.index not in scans else scans[t.index].to_dict()} for t in trials]
     doc: dict[str, Any] = {
@@ -315,7 +340,7 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
         "classes": [asdict(class_stats(trials, c)) for c in names],
         "agreement": [a.to_dict() for a in score.agreements(outcomes(trials, data, dist))],
         "change": {"rule": CHANGE_RULE, "exceed": th.cd_change_exceed, "agreement": [
-            a.to_dict() for a in score.agreements(outcomes(trials, data, dist, change=True, made=changes))],
+            a.to_dict() for a in score.agreements(outcomes(trials, data, dist, run_change))],
             "selection": None},
         "device_scan": {"rule": vcd_scan.RULE, "agreement": [
             a.to_dict() for a in score.agreements(scan_outcomes(trials, data, dist, scans))]},
@@ -336,17 +361,28 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
 
 def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | None, trials: int | None,
                    quiet: int | None, only: Sequence[str] | None, progress: bool = False,
-                   log: Any = sys.stderr) -> Path:
-    """Runs the trials of a validate-cd spec; returns its results folder."""
+                   log: Any = sys.stderr, seed_base: int | None = None) -> Path:
+    """Runs the trials of a validate-cd spec; returns its results folder.
+    With ``validate_cd.seeds: per-trial`` trial i replays the trace of seed
+    ``seed_base + i - 1`` (``seed_base`` None: drawn at random, kept in
+    validation.json), so that no one trace's slow stretch is in every trial."""
     from wotbench.execution.runner import RunFailed, RunOptions, preflight, run_spec  # on use: the runner
 
     vs, specs = trial_specs(spec, scale, only)
+    if seed_base is not None and vs.seeds == SEEDS[0]:
+        raise UserError("--seed-base needs validate_cd.seeds: per-trial in the spec", file=os.fspath(spec),
+                        field="--seed-base")
+    if vs.seeds != SEEDS[0] and seed_base is None:
+        seed_base = secrets.randbelow(SEED_BASE_MAX)
     n_tr = vs.trials if trials is None else trials
     n_q = vs.quiet if quiet is None else quiet
     order = schedule([c.name for c in vs.classes], n_tr, n_q, [c for c in specs if is_quiet(c)])
     if not order:
         raise UserError("nothing to run: --trials and --quiet are both 0", file=os.fspath(spec),
                         field="--trials")
+    if seed_base is not None and seed_base + len(order) - 1 > SEED_MAX:
+        raise UserError(f"--seed-base {seed_base} + {len(order)} trials passes workload.seed's limit {SEED_MAX}",
+                        field="--seed-base")
     res.check_results_root(results)      # a bad --results is refused before anything starts
     client = dockerenv.client()
     for c in set(order):
@@ -355,14 +391,16 @@ def run_validation(spec: str | os.PathLike[str], results: Path, scale: str | Non
     out = results / res.new_run_id(f"validate-cd-{first.spec.name}")
     (out / "trials").mkdir(parents=True)
     opts = RunOptions(results_root=out / "trials", progress=progress, log=log)
-    meta = {"spec": os.fspath(spec), "scale": first.scale, "started_epoch_s": time.time(), "planned": order}
+    meta = {"spec": os.fspath(spec), "scale": first.scale, "started_epoch_s": time.time(), "planned": order,
+            "seeds": vs.seeds, "seed_base": seed_base}
     done: list[Trial] = []
     data: dict[int, TrialData] = {}
     scans: dict[int, vcd_scan.Scan] = {}
     for i, cls in enumerate(order, 1):
         print(f"validate-cd: trial {i}/{len(order)}: {cls}", file=log, flush=True)
         try:
-            run_dir = run_spec([specs[cls]], opts)[0]
+            run_dir = run_spec([specs[cls] if seed_base is None else with_seed(specs[cls], seed_base + i - 1)],
+                               opts)[0]
         except RunFailed as exc:
             if isinstance(exc.cause, UserError):
                 raise exc.cause from None
@@ -403,7 +441,8 @@ def _stored(folder: Path) -> tuple[dict[str, Any], list[tuple[str, Path, str, Pa
         rows = [(str(t["cls"]), folder / t["run_dir"], str(t["status"]),
                  None if t.get("record") is None else folder / str(t["record"]))
                 for t in sorted(old["trials"], key=lambda t: int(t["index"]))]
-        meta = {k: old[k] for k in ("spec", "scale", "started_epoch_s", "planned", "combined_from") if k in old}
+        meta = {k: old[k] for k in ("spec", "scale", "started_epoch_s", "planned", "combined_from", "seeds",
+                                    "seed_base") if k in old}
         meta["planned"] = list(meta["planned"])
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"unreadable validation.json ({type(exc).__name__}: {exc})", file=os.fspath(p)) from None
@@ -432,6 +471,8 @@ def reanalyze(folders: Path | Sequence[Path], results: Path | None = None) -> Pa
         meta = {**stored[0][0], "started_epoch_s": min(m["started_epoch_s"] for m, _ in stored),
                 "planned": [c for m, _ in stored for c in m["planned"]],
                 "combined_from": [os.path.relpath(f, out) for f in folders]}
+        meta.pop("seed_base", None)         # each batch's own; the trials keep their seeds
+        meta["seeds"] = "+".join(sorted({str(m.get("seeds", SEEDS[0])) for m, _ in stored}))
     trials, data = [], {}
     for i, (cls, run_dir, status, record) in enumerate((r for _, rows in stored for r in rows), 1):
         if status != "failed" and (run_dir / layout.SUMMARY).is_file():

@@ -112,9 +112,9 @@ def _trials(doc: Mapping[str, Any]) -> list[str]:
              "Change: the change test alone (against the warm-up) and its onset. Own data: the devices' own "
              "change test's p-value and segment, in s from the measurement start (onsets and injected: in s "
              "from t0).", "",
-             "| # | class | mode | set | status | onset (s) | change | injected (s) | p50 / p99 vs pre | "
+             "| # | class | mode | seed | set | status | onset (s) | change | injected (s) | p50 / p99 vs pre | "
              "p50 / p99 vs quiet | distorted | own data | verdict | run |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in doc["trials"]:
         inj = ("-" if t["injected_start_us"] is None else
                f"{t['injected_start_us'] / 1e6:.1f}-{t['injected_end_us'] / 1e6:.1f}"
@@ -123,7 +123,8 @@ def _trials(doc: Mapping[str, Any]) -> list[str]:
         d = t.get("distortion")
         dist = ("-" if d is None or d["distorted"] is None else
                 ("no" if not d["distorted"] else "p99" if d["distorted_p99"] else "p50"))
-        lines.append(f"| {t['index']} | {t['cls']} | {t.get('mode') or '-'} | {t.get('set') or '-'} | "
+        seed = "-" if t.get("seed") is None else str(t["seed"])
+        lines.append(f"| {t['index']} | {t['cls']} | {t.get('mode') or '-'} | {seed} | {t.get('set') or '-'} | "
                      f"{t['status']} | {on} | {_change(t.get('change'))} | {inj} | "
                      f"{_ratio(d, 'vs_pre', 'p50')} / {_ratio(d, 'vs_pre', 'p99')} | "
                      f"{_ratio(d, 'vs_quiet', 'p50')} / {_ratio(d, 'vs_quiet', 'p99')} | {dist} | "
@@ -132,13 +133,25 @@ def _trials(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _seeds(doc: Mapping[str, Any]) -> str:
+    seeds = doc.get("seeds", "fixed")
+    if seeds == "fixed":
+        return " Every trial replays one trace (workload.seed)."
+    if seeds != "per-trial":
+        return (" The trials of batches with fixed seeds replay one trace (workload.seed; seed -), the others "
+                "a trace each (seed column).")
+    base = doc.get("seed_base")
+    return (" Each trial replays a trace of its own (seed column" + ("" if base is None else f"; first seed {base}")
+            + ").")
+
+
 def markdown(doc: Mapping[str, Any]) -> str:
     """validation.md: the tables of validation.json."""
     lines = [f"# Contention detector validation: {doc['spec']} (scale {doc['scale']})", "",
              f"{'complete' if doc['complete'] else 'INCOMPLETE'}; {len(doc['trials'])} trials; detector "
              f"alpha {doc['alpha']:g}" + (f", cd_min_effect {doc['min_effect']:g}" if "min_effect" in doc else "")
              + "; onset within one window: |detector onset - observed hog start| <= the window; 95 % Wilson "
-             "intervals.", ""]
+             "intervals." + _seeds(doc), ""]
     lines += _detector(doc)
     if "agreement" in doc:
         tg = doc["targets"]

@@ -65,14 +65,18 @@ class CdData:
     service_us: float | None = None
     """S the CD node echoed (median): its baseline is checked against it."""
 
-    def detect(self, alpha: float | None = None, min_effect: float | None = None, describe: bool = True) -> Any:
-        """The run's contention test, as its report made it (or at ``alpha``
-        and ``min_effect``; ``describe=False``: status and onset only,
-        wotbench.cd.detect_contention)."""
-        from wotbench.reporting import cd_detect
+    def tests(self, alpha: float | None = None, min_effect: float | None = None, describe: bool = True) -> Any:
+        """The run's contention tests (wotbench.reporting.CdTests: the paper's,
+        the change test and their verdict), as its report made them, or at
+        ``alpha`` and ``min_effect`` (``describe=False``: status and onset only)."""
+        from wotbench.reporting import cd_tests
 
         th = self.th if min_effect is None else dataclasses.replace(self.th, cd_min_effect=min_effect)
-        return cd_detect(self.t_us, self.rd, self.phases, th, alpha, self.service_us, describe)
+        return cd_tests(self.t_us, self.rd, self.phases, th, alpha, self.service_us, describe)
+
+    def detect(self, alpha: float | None = None, min_effect: float | None = None, describe: bool = True) -> Any:
+        """The run's verdict of the two tests (:meth:`tests`)."""
+        return self.tests(alpha, min_effect, describe).verdict
 
     def change(self, alpha: float | None = None, exceed: float | None = None, describe: bool = True) -> Any:
         """The change test alone (against the warm-up), at the run's thresholds
@@ -95,6 +99,8 @@ class TrialData:
     """The run's verdict (summary.json)."""
     injected: tuple[float | None, float | None, bool] = (None, None, False)
     """The hogs' [first start, last end] on t0 and whether it was observed (:func:`injected_interval`)."""
+    seed: int | None = None
+    """The trace's ``workload.seed`` (None: a record written before seeds were kept, or a replayed capture)."""
 
 
 def injected_interval(run_dir: Path) -> tuple[float | None, float | None, bool]:
@@ -124,8 +130,9 @@ def trial_data(run_dir: Path) -> TrialData:
         cd = CdData(t.intended, rd, run.phases, saved.validity, float(np.median(svc)) if svc.size else None)
     summary = run_dir / layout.SUMMARY
     verdict = json.loads(summary.read_text()).get("verdict") if summary.is_file() else None
+    seed = None if saved.workload is None or saved.workload.replay is not None else saved.workload.seed
     return TrialData(cd, truth.device_rs(run), run.phases.measure, spec_mode(saved),
-                     verdict if isinstance(verdict, str) else None, injected_interval(run_dir))
+                     verdict if isinstance(verdict, str) else None, injected_interval(run_dir), seed)
 
 
 # --- the record -----------------------------------------------------------------------------------
@@ -135,7 +142,7 @@ def write_record(path: Path, data: TrialData, about: dict[str, Any]) -> None:
     run id, ...) is kept beside it for a reader, never read back into the analysis."""
     cd = data.cd
     meta = {"format": RECORD_FORMAT, "about": about, "mode": data.mode, "measure": list(data.measure),
-            "verdict": data.verdict, "injected": list(data.injected),
+            "verdict": data.verdict, "injected": list(data.injected), "seed": data.seed,
             "cd": None if cd is None else {"phases": asdict(cd.phases), "thresholds": asdict(cd.th),
                                            "service_us": cd.service_us}}
     empty = np.zeros(0)
@@ -268,7 +275,7 @@ def _meta(m: np.ndarray) -> dict[str, Any]:
         raise _Bad(_META, "expected a JSON object")
     if type(meta.get("format")) is not int or meta["format"] != RECORD_FORMAT:
         raise _Bad("format", f"expected {RECORD_FORMAT} (a record of another version of wotbench)")
-    _keys(meta, {"format", "about", "mode", "measure", "verdict", "injected", "cd"}, "")
+    _keys(meta, {"format", "about", "mode", "measure", "verdict", "injected", "cd"}, "", frozenset({"seed"}))
     return meta
 
 
@@ -291,6 +298,9 @@ def _decode(zf: zipfile.ZipFile) -> TrialData:
     if not isinstance(inj, list) or len(inj) != 3 or not isinstance(inj[2], bool):
         raise _Bad("injected", "expected [start_us, end_us, observed]")
     injected = (_number(inj[0], "injected"), _number(inj[1], "injected"), inj[2])
+    seed = meta.get("seed")             # absent in records written before seeds were kept
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63):
+        raise _Bad("seed", "expected an integer >= 0 or null")
     cd = None
     if (c := meta.get("cd")) is not None:
         if not isinstance(c, dict):
@@ -298,7 +308,7 @@ def _decode(zf: zipfile.ZipFile) -> TrialData:
         _keys(c, {"phases", "thresholds", "service_us"}, "cd.")
         cd = CdData(a["cd_t_us"], a["cd_rd"], _phases(c.get("phases")), _thresholds(c.get("thresholds")),
                     _number(c.get("service_us"), "cd.service_us"))
-    return TrialData(cd, truth.DeviceRS(a["rs_t_us"], a["rs_us"]), measure, mode, verdict, injected)
+    return TrialData(cd, truth.DeviceRS(a["rs_t_us"], a["rs_us"]), measure, mode, verdict, injected, seed)
 
 
 def read_record(path: Path) -> TrialData:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 
 from wotbench.base import rundir as layout
 from wotbench.reporting.bench.synth import SynthSpec, synth_run
-from wotbench.spec import UserError, trial_specs
+from wotbench.spec import UserError, trial_specs, with_seed
 from wotbench.studies import validate_cd as vcd
 from wotbench.studies import vcd_scan
 
@@ -101,6 +102,23 @@ def test_the_shipped_spec_has_the_classes_and_scales():
     assert [c.name for c in vs.classes] == ["cpu2-20s"] and sorted(specs) == ["cpu2-20s", "quiet-busy"]
     vs, specs = trial_specs(SPEC, "ci", ["cpu2-20s-sleep"])
     assert sorted(specs) == ["cpu2-20s-sleep", "quiet-sleep"]
+    assert vs.seeds == "per-trial"          # the shipped spec: a trace each, so no one trace's stretch is in all
+
+
+def test_per_trial_seeds_change_the_trace_and_nothing_else(tmp_path):
+    _, specs = trial_specs(SPEC, "ci")
+    q = specs["quiet-busy"]
+    s7 = with_seed(q, 7)
+    assert q.spec.workload is not None and s7.spec.workload is not None
+    assert s7.spec.workload.seed == 7 and q.spec.workload.seed == 1
+    assert replace(s7.spec.workload, seed=1) == q.spec.workload and s7.spec.groups == q.spec.groups
+    assert s7.spec.interference == q.spec.interference and s7.spec.cd == q.spec.cd
+    # A spec without a workload section gets one holding the seed.
+    bare = _with(tmp_path, lambda d: (d.pop("workload"), d["validate_cd"].pop("seeds")))
+    vs, specs = trial_specs(bare, "ci")
+    assert vs.seeds == "fixed" and "workload" not in specs["quiet-busy"].doc
+    w = with_seed(specs["quiet-busy"], 5).spec.workload
+    assert w is not None and w.seed == 5
 
 
 def _with(tmp_path: Path, edit) -> Path:
@@ -121,6 +139,8 @@ def _with(tmp_path: Path, edit) -> Path:
     (lambda d: d["validate_cd"]["classes"][0].update(bogus=1), "validate_cd.classes[0].bogus"),
     (lambda d: d["validate_cd"]["classes"][1].update(mode="spin"), "validate_cd.classes[1].mode"),
     (lambda d: d["validate_cd"]["classes"][0].update(name="quiet-busy"), "validate_cd.classes[0].name"),
+    (lambda d: d["validate_cd"].update(seeds="sometimes"), "validate_cd.seeds"),
+    (lambda d: d["validate_cd"].update(seeds=3), "validate_cd.seeds"),
 ])
 def test_bad_section_names_file_line_and_field(tmp_path, edit, field):
     with pytest.raises(UserError) as ei:
@@ -133,13 +153,16 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     from wotbench.commands.main import main
 
     bad = _with(tmp_path, lambda d: d["validate_cd"].update(classes="cpu"))
+    fixed = _with(tmp_path, lambda d: d["validate_cd"].pop("seeds"))
     for args in ([str(bad)], [str(SPEC), "--classes", "nope"], ["--reanalyze", str(tmp_path)], [],
-                 [str(SPEC), "--trials", "-3"]):
+                 [str(SPEC), "--trials", "-3"], [str(fixed), "--seed-base", "3"],
+                 [str(SPEC), "--seed-base", str(2**63 - 2), "--results", str(tmp_path / "r")],
+                 [str(SPEC), "--seed-base", "-1"]):
         rc = main(["validate-cd", *args])                  # in-process: the exit status main returns
         out, err = capsys.readouterr()
         assert rc == 2, (args, err)
         assert out == "" and len(err.strip().splitlines()) >= 1
-        if "--trials" not in args:
+        if "--trials" not in args and "-1" not in args:      # argparse's own errors: usage + one line
             assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
 
 

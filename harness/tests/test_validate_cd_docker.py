@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from wotbench.base import rundir as layout
 from wotbench.studies import validate_cd as vcd
@@ -47,6 +48,11 @@ def test_validate_cd_one_trial_each(docker_client, tmp_path):
     assert inj["mode"] == quiet["mode"] == "busy" and inj["distortion"]["quiet_trials"] == 1
     assert not (out / quiet["run_dir"] / layout.INTERFERENCE).exists() or \
         json.loads((out / quiet["run_dir"] / layout.INTERFERENCE).read_text()) == []
+    # A trace each (seeds: per-trial): trial i replays the first seed + i - 1, as its run's spec says.
+    assert doc["seeds"] == "per-trial" and isinstance(doc["seed_base"], int)
+    for t in (inj, quiet):
+        assert t["seed"] == doc["seed_base"] + t["index"] - 1
+        assert yaml.safe_load((out / t["run_dir"] / layout.SPEC).read_text())["workload"]["seed"] == t["seed"]
     if inj["detected"]:
         assert inj["onset_error_us"] == inj["onset_us"] - inj["injected_start_us"]
     # Each trial's record holds what its run folder gives the analysis.
@@ -54,7 +60,7 @@ def test_validate_cd_one_trial_each(docker_client, tmp_path):
         rec, run = vcd_trial.read_record(out / t["record"]), vcd_trial.trial_data(out / t["run_dir"])
         assert rec.cd is not None and run.cd is not None and rec.cd.t_us.size > 0
         assert np.array_equal(rec.cd.rd, run.cd.rd, equal_nan=True) and np.array_equal(rec.rs.rs_us, run.rs.rs_us)
-        assert (rec.injected, rec.verdict, rec.mode) == (run.injected, run.verdict, run.mode)
+        assert (rec.injected, rec.verdict, rec.mode, rec.seed) == (run.injected, run.verdict, run.mode, run.seed)
     # Reanalysis runs nothing and recomputes the same table.
     before = {(t["index"], t["status"], t["onset_us"]) for t in doc["trials"]}
     vcd.reanalyze(out)

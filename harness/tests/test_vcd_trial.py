@@ -37,7 +37,7 @@ def _same(a: vcd_trial.TrialData, b: vcd_trial.TrialData) -> None:
     for x, y in ((a.cd.t_us, b.cd.t_us), (a.cd.rd, b.cd.rd), (a.rs.t_us, b.rs.t_us), (a.rs.rs_us, b.rs.rs_us)):
         assert x.size > 0 and np.array_equal(x, y, equal_nan=True)
     assert (a.cd.phases, a.cd.th, a.cd.service_us) == (b.cd.phases, b.cd.th, b.cd.service_us)
-    assert (a.measure, a.mode, a.verdict, a.injected) == (b.measure, b.mode, b.verdict, b.injected)
+    assert (a.measure, a.mode, a.verdict, a.injected, a.seed) == (b.measure, b.mode, b.verdict, b.injected, b.seed)
 
 
 def test_a_record_reads_back_what_the_run_folder_gives(tmp_path, runs):
@@ -48,6 +48,7 @@ def test_a_record_reads_back_what_the_run_folder_gives(tmp_path, runs):
     hog = vcd_trial.read_record(tmp_path / "hog.npz")
     assert hog.verdict == "valid" and hog.injected == (12e6, 32e6, True) and hog.mode == "busy"
     assert vcd_trial.read_record(tmp_path / "q.npz").injected == (None, None, False)
+    assert hog.seed == 1                    # the trace's workload.seed (the spec's)
     assert (tmp_path / "hog.npz").stat().st_size < 100_000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hog.npz", "q.npz"]     # nothing half-written beside
 
@@ -134,6 +135,10 @@ def _meta_edit(edit):
     (_meta_edit(lambda d: d.pop("verdict")), "verdict"),
     (_meta_edit(lambda d: d.update(format=True)), "format"),
     (_meta_edit(lambda d: d.update(extra=1)), "extra"),
+    (_meta_edit(lambda d: d.update(seed="1")), "seed"),
+    (_meta_edit(lambda d: d.update(seed=True)), "seed"),
+    (_meta_edit(lambda d: d.update(seed=-1)), "seed"),
+    (_meta_edit(lambda d: d.update(seed=2**63)), "seed"),
     (lambda m: {**m, "rs_t_us": m["rs_t_us"].reshape(-1, 1)}, "rs_t_us"),
     (lambda m: {**m, "bare": np.zeros(1)}, "(members)"),
 ])
@@ -228,3 +233,9 @@ def test_a_run_folder_that_can_no_longer_be_read_falls_back_to_its_record(tmp_pa
         vcd_trial.trial_data(damaged / "hog")
     vcd.reanalyze(a)
     assert [t["status"] for t in json.loads((a / "validation.json").read_text())["trials"]] == before
+
+
+def test_a_record_written_before_seeds_were_kept_reads_with_no_seed(tmp_path, good):
+    old = _npz(tmp_path / "old.npz", **_meta_edit(lambda d: d.pop("seed"))(_members(good)))
+    data = vcd_trial.read_record(old)
+    assert data.seed is None and data.cd is not None and vcd_trial.read_record(good).seed == 1
