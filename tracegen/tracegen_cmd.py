@@ -68,9 +68,9 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
     (its first test, at scale full) or the flags'."""
     # Imported here, not at the top: `wotbench --help` loads this module and needs no NumPy.
     from wotbench.base.units import parse_count
-    from wotbench.spec import load
+    from wotbench.spec import SEED_MAX, load
 
-    seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    seed = None if args.seed is None else parse_count(args.seed, "--seed", minimum=0, maximum=SEED_MAX)
     if args.spec is not None:
         given = [f for f in _WORKLOAD_FLAGS if getattr(args, f) is not None]
         if given:

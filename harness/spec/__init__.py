@@ -38,7 +38,14 @@ from wotbench.spec._validate import (
     with_seed,
 )
 from wotbench.spec._validity import Thresholds
-from wotbench.spec._workload import GroupWorkload, WorkloadSpec, parse_methods, parse_payload, resource_service_times
+from wotbench.spec._workload import (
+    SEED_MAX,
+    GroupWorkload,
+    WorkloadSpec,
+    parse_methods,
+    parse_payload,
+    resource_service_times,
+)
 from wotbench.spec._yaml import field_name, parse_key_path
 from wotbench.spec.distributions import DistributionSpec
 
@@ -50,5 +57,5 @@ __all__ = [
     "resource_service_times", "parse_key_path", "field_name", "UserError",
     "GatewayUnderTest", "SHIPPED", "NORTHS", "RunCapture",
     "QUIET", "SEEDS", "EpisodeClass", "ValidateSpec", "read_validate", "trial_specs", "is_quiet", "quiet_class",
-    "spec_mode", "with_seed",
+    "spec_mode", "with_seed", "SEED_MAX",
 ]

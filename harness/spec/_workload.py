@@ -35,6 +35,7 @@ RIT_SCOPES = ("device", "gateway")
 DEFAULT_RESOURCES = 64
 MAX_RESOURCES = 65536
 MAX_DEVICES = 2**31 - 2          # device ids 0..N-1 plus the CD node's id N
+SEED_MAX = 2**63 - 1             # workload.seed's limit (tracegen --seed, validate-cd's per-trial seeds)
 DEFAULT_CD_RIT_US = 1_000_000
 
 
@@ -192,7 +193,7 @@ class WorkloadSpec:
             raise UserError(f"group name {sorted(dup)[0]!r} is used twice", field="devices")
         if self.n_devices > MAX_DEVICES:
             raise UserError(f"too many devices ({self.n_devices})", field="devices")
-        if not _is_int(self.seed, 0, 2**63 - 1):
+        if not _is_int(self.seed, 0, SEED_MAX):
             raise UserError(f"seed must be an integer >= 0, got {self.seed!r}", field="workload.seed")
         self._check_length()
         if self.replay is not None:
@@ -428,7 +429,7 @@ def read_workload(v: Any, groups: tuple[GroupWorkload, ...], measured_us: int | 
             "replay" in wl or any(g.observe is not None for g in groups)):     # a replay's observe: the measure window
         kw["phase_us"] = phase_us
     if "seed" in wl:
-        kw["seed"] = read.integer(wl["seed"], src, at + ("seed",), 0, 2**63 - 1)
+        kw["seed"] = read.integer(wl["seed"], src, at + ("seed",), 0, SEED_MAX)
     kw.update(_length(wl, measured_us, src, at))
     if "rit_scope" in wl:
         kw["rit_scope"] = read.choice(wl["rit_scope"], src, at + ("rit_scope",), RIT_SCOPES)

@@ -51,9 +51,11 @@ import numpy as np
 from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
+from wotbench.cd import ContentionResult
 from wotbench.engine import dockerenv
 from wotbench.spec import (
     QUIET,
+    SEED_MAX,
     SEEDS,
     EpisodeClass,
     Thresholds,
@@ -76,7 +78,6 @@ __all__ = ["EpisodeClass", "ValidateSpec", "Trial", "ClassStats", "read_validate
 
 #: The trials' records (vcd_trial) in a results folder.
 RECORDS = "records"
-SEED_MAX = 2**63 - 1                # workload.seed's limit
 SEED_BASE_MAX = 2**31
 """A drawn first seed is below this (a batch's seeds stay far from workload.seed's limit)."""
 #: The detector's alpha values of the ROC sweep.
@@ -113,6 +114,22 @@ def onset_within(detected: bool, onset_us: float | None, start_us: float | None,
 
 
 @dataclass(frozen=True)
+class Alarm:
+    """One test's answer on a trial: its status and, with an alarm, when and in which window."""
+    status: str
+    onset_us: float | None
+    window_us: float | None
+
+    @classmethod
+    def of(cls, r: ContentionResult) -> Alarm:
+        return cls(r.status, r.onset_us, r.window_us)
+
+    def scored(self) -> tuple[bool, float | None, float | None]:
+        """As the scoring takes it (Test): (alarm, onset_us, window_us)."""
+        return self.status == "contention", self.onset_us, self.window_us
+
+
+@dataclass(frozen=True)
 class Trial:
     index: int
     cls: str
@@ -128,8 +145,8 @@ class Trial:
     mode: str = ""                  # the devices' mode (spec.yaml)
     record: str | None = None       # the trial's record (vcd_trial), relative to the results folder
     seed: int | None = None         # the trace's workload.seed (None: not kept, as in older records)
-    change: Mapping[str, Any] | None = None
-    """The change test alone: its status, onset_us and window_us (None: no CD data)."""
+    change: Alarm | None = None
+    """The change test alone (None: no CD data)."""
 
     @property
     def detected(self) -> bool:
@@ -163,8 +180,7 @@ def evaluate(index: int, cls: str, run_dir: Path, data: TrialData, base: Path, r
     tests = data.cd.tests()
     r, c = tests.verdict, tests.change
     return Trial(index, cls, where, r.status, r.reason, data.verdict, start, end, observed,
-                 r.onset_us, r.window_us, data.mode, rec, data.seed,
-                 {"status": c.status, "onset_us": c.onset_us, "window_us": c.window_us})
+                 r.onset_us, r.window_us, data.mode, rec, data.seed, Alarm.of(c))
 
 
 # --- statistics of the detector's own runs (pure) -----------------------------------------------
@@ -239,23 +255,20 @@ def run_verdict(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]
 
 def run_change(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
     """The change test alone at the run's own thresholds, as the trial holds it."""
-    c = t.change or {}
-    return c.get("status") == "contention", c.get("onset_us"), c.get("window_us")
+    return (False, None, None) if t.change is None else t.change.scored()
 
 
 def verdict_at(alpha: float | None, min_effect: float | None) -> Test:
     """The run's verdict at another cd_alpha and cd_min_effect."""
     def test(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
-        r = cd.detect(alpha, min_effect, False)
-        return r.status == "contention", r.onset_us, r.window_us
+        return Alarm.of(cd.detect(alpha, min_effect, False)).scored()
     return test
 
 
 def change_at(alpha: float | None, exceed: float | None) -> Test:
     """The change test alone at another cd_alpha and design exceedance."""
     def test(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
-        r = cd.change(alpha, exceed, False)
-        return r.status == "contention", r.onset_us, r.window_us
+        return Alarm.of(cd.change(alpha, exceed, False)).scored()
     return test
 
 

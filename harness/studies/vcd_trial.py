@@ -36,7 +36,7 @@ from wotbench.base import inputfile
 from wotbench.base import results as res
 from wotbench.base import rundir as layout
 from wotbench.base.errors import UserError
-from wotbench.spec import Thresholds, load_saved, spec_mode
+from wotbench.spec import SEED_MAX, Thresholds, load_saved, spec_mode
 from wotbench.studies import vcd_truth as truth
 
 if TYPE_CHECKING:
@@ -299,7 +299,7 @@ def _decode(zf: zipfile.ZipFile) -> TrialData:
         raise _Bad("injected", "expected [start_us, end_us, observed]")
     injected = (_number(inj[0], "injected"), _number(inj[1], "injected"), inj[2])
     seed = meta.get("seed")             # absent in records written before seeds were kept
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63):
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX):
         raise _Bad("seed", "expected an integer >= 0 or null")
     cd = None
     if (c := meta.get("cd")) is not None:
