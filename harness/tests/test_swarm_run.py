@@ -75,6 +75,26 @@ def _worker(lab: Lab) -> str:
     return lab.nodes[0].name
 
 
+#: The quickstart's gateway with short CoAP timers, for the tests that kill
+#: a device or a node: a CON request nobody answers gives up after 5.25 s of
+#: retransmissions instead of RFC 7252's 62-93 s, which the run would
+#: otherwise wait out before it ends (harness/execution/phases/_ge.py drain_us).
+QUICK_GIVE_UP = "  type: con\n  timeout: 5s\n  ack_timeout: 500ms\n  max_retransmit: 2\n"
+
+
+def _quick_give_up(tmp_path: Path, extra: tuple[str, str] | None = None) -> Path:
+    """The swarm quickstart with :data:`QUICK_GIVE_UP` (and one more ``(old, new)`` edit)."""
+    text = SPEC.read_text()
+    assert text.count("  type: con\n  timeout: 5s\n") == 1
+    text = text.replace("  type: con\n  timeout: 5s\n", QUICK_GIVE_UP)
+    if extra is not None:
+        assert text.count(extra[0]) == 1
+        text = text.replace(*extra)
+    spec = tmp_path / "quickstart-swarm.yaml"
+    spec.write_text(text)
+    return spec
+
+
 def test_a_node_or_label_the_swarm_lacks_exits_2_and_starts_nothing(lab, spec_file, make_spec, wotbench_cli,
                                                                    tmp_path):
     engines = _engines(lab)
@@ -170,8 +190,7 @@ def test_impairment_on_another_node_and_a_task_that_fails_there(lab, live_run, t
     node's engine): about a fifth of the CON requests retransmitted. Then a
     device killed there: the run invalid, naming it and its node."""
     engines, worker = _engines(lab), _worker(lab)
-    spec = tmp_path / "loss.yaml"
-    spec.write_text(SPEC.read_text().replace("    memory: 32m\n", "    memory: 32m\n    impairment: {loss: 20%}\n"))
+    spec = _quick_give_up(tmp_path, ("    memory: 32m\n", "    memory: 32m\n    impairment: {loss: 20%}\n"))
     live = live_run(spec, tmp_path / "res", "--scale", "ci")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"test starts at", 120)
@@ -193,7 +212,7 @@ def test_impairment_on_another_node_and_a_task_that_fails_there(lab, live_run, t
 def test_a_node_lost_mid_run_makes_the_run_invalid_naming_it(lab, live_run, tmp_path):
     """Last: it kills the worker (the lab's own teardown copes)."""
     engines, worker = _engines(lab), _worker(lab)
-    live = live_run(SPEC, tmp_path / "res", "--scale", "ci")
+    live = live_run(_quick_give_up(tmp_path), tmp_path / "res", "--scale", "ci")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"test starts at", 120)
     time.sleep(4)
