@@ -115,18 +115,29 @@ def onset_within(detected: bool, onset_us: float | None, start_us: float | None,
 
 @dataclass(frozen=True)
 class Alarm:
-    """One test's answer on a trial: its status and, with an alarm, when and in which window."""
+    """One test's answer on a trial: its status and, with an alarm, when and
+    in which window; and how fast it could see contention at all."""
     status: str
     onset_us: float | None
     window_us: float | None
+    delay_us: float | None = None
+    """The design's expected detection delay (CUSUM ``min_episode_us``: h /
+    KL(p1 || p0) samples in time; inf without power; None: not known)."""
 
     @classmethod
     def of(cls, r: ContentionResult) -> Alarm:
-        return cls(r.status, r.onset_us, r.window_us)
+        return cls(r.status, r.onset_us, r.window_us, None if r.cusum is None else r.cusum.min_episode_us)
 
-    def scored(self) -> tuple[bool, float | None, float | None]:
-        """As the scoring takes it (Test): (alarm, onset_us, window_us)."""
-        return self.status == "contention", self.onset_us, self.window_us
+    @property
+    def detected(self) -> bool:
+        return self.status == "contention"
+
+    @property
+    def powered(self) -> bool | None:
+        """The design sees an episode within one window of its start (None: not known)."""
+        if self.delay_us is None or self.window_us is None:
+            return None
+        return self.delay_us <= self.window_us
 
 
 @dataclass(frozen=True)
@@ -244,31 +255,31 @@ def distortions(trials: Sequence[Trial], data: Mapping[int, TrialData]) -> dict[
                              {t.index: data[t.index].measure[1] - data[t.index].measure[0] for t in done})
 
 
-#: A detector as the scoring sees it: a trial and its CD data -> (alarm, onset_us, window_us).
-Test = Callable[[Trial, CdData], tuple[bool, float | None, float | None]]
+#: A detector as the scoring sees it: a trial and its CD data -> its answer.
+Test = Callable[[Trial, CdData], Alarm]
 
 
-def run_verdict(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
+def run_verdict(t: Trial, cd: CdData) -> Alarm:
     """The run's verdict at its own thresholds, as the trial holds it."""
-    return t.detected, t.onset_us, t.window_us
+    return Alarm(t.status, t.onset_us, t.window_us)
 
 
-def run_change(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
+def run_change(t: Trial, cd: CdData) -> Alarm:
     """The change test alone at the run's own thresholds, as the trial holds it."""
-    return (False, None, None) if t.change is None else t.change.scored()
+    return Alarm("unknown", None, None) if t.change is None else t.change
 
 
 def verdict_at(alpha: float | None, min_effect: float | None) -> Test:
     """The run's verdict at another cd_alpha and cd_min_effect."""
-    def test(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
-        return Alarm.of(cd.detect(alpha, min_effect, False)).scored()
+    def test(t: Trial, cd: CdData) -> Alarm:
+        return Alarm.of(cd.detect(alpha, min_effect, False))
     return test
 
 
 def change_at(alpha: float | None, exceed: float | None) -> Test:
     """The change test alone at another cd_alpha and design exceedance."""
-    def test(t: Trial, cd: CdData) -> tuple[bool, float | None, float | None]:
-        return Alarm.of(cd.change(alpha, exceed, False)).scored()
+    def test(t: Trial, cd: CdData) -> Alarm:
+        return Alarm.of(cd.change(alpha, exceed, False))
     return test
 
 
@@ -280,11 +291,11 @@ def outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: Mappi
         d = data.get(t.index)
         if d is None or d.cd is None:
             continue
-        det, onset, window = test(t, d.cd)
+        a = test(t, d.cd)
         dd = dist.get(t.index)
         out.append(score.Outcome(t.index, t.cls, t.mode, is_quiet(t.cls), None if dd is None else dd.distorted,
-                                 det, onset_within(det, onset, t.injected_start_us, window),
-                                 None if dd is None else dd.distorted_p99))
+                                 a.detected, onset_within(a.detected, a.onset_us, t.injected_start_us, a.window_us),
+                                 None if dd is None else dd.distorted_p99, a.powered))
     return out
 
 
@@ -303,6 +314,22 @@ def scan_outcomes(trials: Sequence[Trial], data: Mapping[int, TrialData], dist: 
         out.append(score.Outcome(t.index, t.cls, t.mode, is_quiet(t.cls), None if dd is None else dd.distorted,
                                  s.changed, onset_within(s.changed, onset, t.injected_start_us, t.window_us or 5e6),
                                  None if dd is None else dd.distorted_p99))
+    return out
+
+
+def quiet_checks(trials: Sequence[Trial], data: Mapping[int, TrialData], scans: Mapping[int, vcd_scan.Scan],
+                 test: Test) -> list[score.QuietCheck]:
+    """Every quiet trial with CD data and a devices' scan as ``test`` judges
+    it, beside whether its devices' own data changed (vcd_scan), and when."""
+    out = []
+    for t in trials:
+        d, s = data.get(t.index), scans.get(t.index)
+        if not is_quiet(t.cls) or d is None or d.cd is None or s is None:
+            continue
+        a = test(t, d.cd)
+        start = None if s.start_us is None else s.start_us + d.measure[0]
+        out.append(score.QuietCheck(t.cls, t.mode, a.detected, s.changed,
+                                    onset_within(a.detected, a.onset_us, start, a.window_us)))
     return out
 
 
@@ -354,7 +381,9 @@ def _write(out: Path, meta: Mapping[str, Any], trials: Sequence[Trial], data: Ma
         "agreement": [a.to_dict() for a in score.agreements(outcomes(trials, data, dist))],
         "change": {"rule": CHANGE_RULE, "exceed": th.cd_change_exceed, "agreement": [
             a.to_dict() for a in score.agreements(outcomes(trials, data, dist, run_change))],
+            "quiet_devices": score.quiet_by_devices(quiet_checks(trials, data, scans, run_change)),
             "selection": None},
+        "quiet_devices": score.quiet_by_devices(quiet_checks(trials, data, scans, run_verdict)),
         "device_scan": {"rule": vcd_scan.RULE, "agreement": [
             a.to_dict() for a in score.agreements(scan_outcomes(trials, data, dist, scans))]},
         "trials": rows, "selection": None, "roc": None}

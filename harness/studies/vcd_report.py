@@ -74,15 +74,18 @@ def _selection(sel: Mapping[str, Any] | None, title: str = "## Thresholds chosen
              *([f"Truth: {sel['truth_rule']}.", ""] if sel.get("truth_rule") else []),
              f"**Chosen: {c['name']} {c['setting']:g}, cd_alpha {c['alpha']:g}** (training false alarms "
              f"{_rate(c['fa'])}, distorted training trials detected with onset within one window "
-             f"{_rate(c['hit'])}{'' if c['meets_fa'] else '; NO setting met the false-alarm bound'}).", "",
+             f"{_rate(c['hit'])}, power to decide {_rate(c.get('power'))}"
+             f"{'' if c['meets_fa'] else '; NO setting met the false-alarm bound'}).", "",
              "Held out, at the chosen thresholds:", ""]
     lines += _agreement(sel["heldout"])
     lines += ["", "Held out, at the runs' own thresholds (for comparison):", ""]
     lines += _agreement(sel["heldout_run_thresholds"])
     lines += ["", "<details><summary>every setting on the training trials</summary>", "",
-              f"| {c['name']} | cd_alpha | training false alarms | distorted detected, onset within 1 window |",
-              "|---|---|---|---|"]
-    lines += [f"| {g['setting']:g} | {g['alpha']:g} | {_rate(g['fa'])} | {_rate(g['hit'])} |" for g in sel["grid"]]
+              f"| {c['name']} | cd_alpha | training false alarms | distorted detected, onset within 1 window "
+              "| power to decide |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {g['setting']:g} | {g['alpha']:g} | {_rate(g['fa'])} | {_rate(g['hit'])} | {_rate(g.get('power'))} |"
+              for g in sel["grid"]]
     return lines + ["", "</details>"]
 
 
@@ -103,6 +106,25 @@ def _change(c: Mapping[str, Any] | None) -> str:
     if c is None:
         return "-"
     return str(c["status"]) + ("" if c["onset_us"] is None else f" {c['onset_us'] / 1e6:.1f}")
+
+
+def _quiet_devices(doc: Mapping[str, Any]) -> list[str]:
+    """The quiet trials' alarms split by what their devices' own data show (older results: nothing)."""
+    tests = [("run verdict", doc.get("quiet_devices")), ("change test", (doc.get("change") or {}).get("quiet_devices"))]
+    rows = [(name, q) for name, qs in tests if qs for q in qs]
+    if not rows:
+        return []
+    lines = ["", "### Quiet trials: alarms where the devices' own data changed, and where they did not", "",
+             "Nothing was injected into a quiet trial, but the host is not always quiet: the devices' own change "
+             "test (above) finds a change of their R - S tail in some. An alarm where it found none is a false "
+             "alarm proper; an alarm where it found one, with its onset within one window of the devices' "
+             "change, saw what the devices felt. Fisher: one-sided exact p-value of \"the test alarms more often "
+             "where the devices changed\".", "",
+             "| test | class | mode | N | alarms, devices steady | alarms, devices changed | of them onset within "
+             "1 window | Fisher p |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {name} | {q['cls']} | {q['mode']} | {q['n']} | {_rate(q['steady'])} | {_rate(q['changed'])} | "
+              f"{_rate(q['changed_in_time'])} | {q['fisher_p']:.3g} |" for name, q in rows]
+    return lines
 
 
 def _trials(doc: Mapping[str, Any]) -> list[str]:
@@ -176,6 +198,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
                   f"Whether an episode could be seen in a trial at all: {doc['device_scan']['rule']}. Its "
                   "parameters are fixed in advance (harness/studies/vcd_scan.py), so every trial scores it.", ""]
         lines += _agreement(doc["device_scan"]["agreement"])
+    lines += _quiet_devices(doc)
     lines += [""] + _trials(doc)
     return "\n".join(lines) + "\n"
 

@@ -121,10 +121,10 @@ def test_per_trial_seeds_change_the_trace_and_nothing_else(tmp_path):
     assert w is not None and w.seed == 5
 
 
-def _with(tmp_path: Path, edit) -> Path:
+def _with(tmp_path: Path, edit, name: str = "v.yaml") -> Path:
     doc = yaml.safe_load(SPEC.read_text())
     edit(doc)
-    p = tmp_path / "v.yaml"
+    p = tmp_path / name
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     return p
 
@@ -152,18 +152,25 @@ def test_bad_section_names_file_line_and_field(tmp_path, edit, field):
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     from wotbench.commands.main import main
 
-    bad = _with(tmp_path, lambda d: d["validate_cd"].update(classes="cpu"))
-    fixed = _with(tmp_path, lambda d: d["validate_cd"].pop("seeds"))
-    for args in ([str(bad)], [str(SPEC), "--classes", "nope"], ["--reanalyze", str(tmp_path)], [],
-                 [str(SPEC), "--trials", "-3"], [str(fixed), "--seed-base", "3"],
-                 [str(SPEC), "--seed-base", str(2**63 - 2), "--results", str(tmp_path / "r")],
-                 [str(SPEC), "--seed-base", "-1"]):
+    bad = _with(tmp_path, lambda d: d["validate_cd"].update(classes="cpu"), "bad.yaml")
+    fixed = _with(tmp_path, lambda d: d["validate_cd"].pop("seeds"), "fixed.yaml")
+    # Each case with what its one line must name: the refusal is the input's,
+    # never a later failure (the check tier hides Docker, so a case that got
+    # past validation would also end with exit 2, naming the engine).
+    for args, names in (([str(bad)], f"{bad}:"), ([str(SPEC), "--classes", "nope"], "--classes: unknown class"),
+                        (["--reanalyze", str(tmp_path)], "--reanalyze: no validation.json"),
+                        ([], "give the spec"), ([str(SPEC), "--trials", "-3"], "argument --trials"),
+                        ([str(fixed), "--seed-base", "3"], "needs validate_cd.seeds: per-trial"),
+                        ([str(SPEC), "--seed-base", str(2**63 - 2), "--results", str(tmp_path / "r")],
+                         "workload.seed's limit"),
+                        ([str(SPEC), "--seed-base", "-1"], "argument --seed-base")):
         rc = main(["validate-cd", *args])                  # in-process: the exit status main returns
         out, err = capsys.readouterr()
         assert rc == 2, (args, err)
-        assert out == "" and len(err.strip().splitlines()) >= 1
+        assert out == "" and names in err, (args, err)
         if "--trials" not in args and "-1" not in args:      # argparse's own errors: usage + one line
             assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    assert not (tmp_path / "r").exists()
 
 
 def _fake_trial(root: Path, name: str, contention_from_s: float | None, extra: float = 0.3) -> Path:

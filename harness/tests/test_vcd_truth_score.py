@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from wotbench.studies import vcd_score as score
 from wotbench.studies import vcd_truth as truth
@@ -84,9 +85,10 @@ def test_split_alternates_within_each_class_in_trial_order():
 
 
 def o(i: int, cls: str, *, quiet: bool = False, distorted: bool | None = True, detected: bool = False,
-      onset_ok: bool | None = None, mode: str = "busy", by_p99: bool | None = None) -> score.Outcome:
+      onset_ok: bool | None = None, mode: str = "busy", by_p99: bool | None = None,
+      powered: bool | None = None) -> score.Outcome:
     return score.Outcome(i, cls, mode, quiet, distorted, detected, detected if onset_ok is None else onset_ok,
-                         distorted if by_p99 is None else by_p99)
+                         distorted if by_p99 is None else by_p99, powered)
 
 
 def test_agreement_counts_detection_onset_undistorted_alarms_and_false_alarms():
@@ -125,9 +127,10 @@ def test_select_chooses_on_training_trials_only_and_states_when_no_setting_meets
     assert (best.min_effect, best.alpha, best.meets_fa) == (0.05, 0.01, True)
     assert best.hit == {"k": 2, "n": 2, "rate": 1.0, "ci": list(score.wilson(2, 2))}
     assert [(c.min_effect, c.fa["k"]) for c in rows] == [(0.02, 1), (0.05, 0), (0.1, 0)]
-    # A tie in detection goes to the smaller cd_min_effect, then the larger alpha.
-    tie = {(0.2, 0.01): grid[(0.05, 0.01)], (0.05, 0.001): grid[(0.05, 0.01)], (0.05, 0.01): grid[(0.05, 0.01)]}
-    assert score.select(tie, train)[0].alpha == 0.01 and score.select(tie, train)[0].min_effect == 0.05
+    # A tie in detection and false alarms goes to the smaller alpha (the
+    # stronger stated bound), then the smaller cd_min_effect.
+    tie = {(0.2, 0.001): grid[(0.05, 0.01)], (0.05, 0.01): grid[(0.05, 0.01)], (0.1, 0.001): grid[(0.05, 0.01)]}
+    assert (score.select(tie, train)[0].alpha, score.select(tie, train)[0].min_effect) == (0.001, 0.1)
     # Every setting alarms on training quiet trials: the fewest false alarms, flagged.
     loud = {(0.02, 0.1): [o(3, "q", quiet=True, detected=True), o(4, "q", quiet=True, detected=True)],
             (0.3, 0.1): [o(3, "q", quiet=True, detected=True), o(4, "q", quiet=True)]}
@@ -135,3 +138,44 @@ def test_select_chooses_on_training_trials_only_and_states_when_no_setting_meets
     assert (best.min_effect, best.meets_fa) == (0.3, False)
     with pytest.raises(ValueError):
         score.select({}, train)
+
+
+def test_select_skips_settings_without_power_and_puts_detection_before_false_alarms():
+    train = {1, 2, 3, 4}
+
+    def outs(hits: int, alarms: int, powered: bool = True) -> list[score.Outcome]:
+        return [o(1, "h", detected=hits >= 1, powered=powered), o(2, "h", detected=hits >= 2, powered=powered),
+                o(3, "q", quiet=True, detected=alarms >= 1, powered=powered),
+                o(4, "q", quiet=True, detected=alarms >= 2, powered=powered)]
+
+    # (0.02, 1e-4) detects both, quiet, but its design cannot see an episode
+    # within a window (it alarmed on strong episodes only): never chosen.
+    # (0.1, 0.01) is quiet but misses one of two: detection comes first.
+    grid = {(0.02, 1e-4): outs(2, 0, powered=False), (0.03, 0.01): outs(2, 1), (0.1, 0.01): outs(1, 0)}
+    best, rows = score.select(grid, train, "cd_change_exceed")
+    assert (best.setting, best.alpha, best.meets_fa) == (0.03, 0.01, False)
+    assert [c.power["k"] for c in rows] == [0, 4, 4]
+    # Powered on only some training trials is not powered.
+    partly = outs(2, 0)
+    partly[0] = o(1, "h", detected=True, powered=False)
+    assert score.select({(0.02, 1e-4): partly, (0.03, 0.01): outs(2, 1)}, train)[0].setting == 0.03
+    # None detects enough: the most detected, then the fewest false alarms.
+    weak = {(0.05, 0.01): outs(1, 1), (0.1, 0.01): outs(1, 0), (0.2, 0.01): outs(0, 0)}
+    assert score.select(weak, train)[0].setting == 0.1
+    # No setting powered (older records): every setting is a candidate.
+    assert score.select({(0.02, 1e-4): outs(2, 0, powered=False)}, train)[0].setting == 0.02
+
+
+def test_quiet_by_devices_splits_alarms_by_what_the_devices_own_data_show():
+    rows = [score.QuietCheck("quiet-sleep", "sleep", alarm, changed, in_time) for alarm, changed, in_time in
+            [(True, True, True), (True, True, False), (False, True, False), (False, True, False),
+             (True, False, False)] + [(False, False, False)] * 19] + [
+        score.QuietCheck("quiet-busy", "busy", True, False, False)]
+    busy, sleep = score.quiet_by_devices(rows)
+    assert (busy["cls"], busy["n"], busy["steady"]["k"], busy["changed"]["n"]) == ("quiet-busy", 1, 1, 0)
+    assert busy["fisher_p"] == pytest.approx(1.0)
+    assert (sleep["mode"], sleep["n"]) == ("sleep", 24)
+    assert (sleep["steady"]["k"], sleep["steady"]["n"]) == (1, 20)
+    assert (sleep["changed"]["k"], sleep["changed"]["n"], sleep["changed_in_time"]["k"]) == (2, 4, 1)
+    # P(>= 2 of the 3 alarms among the 4 changed trials of 24) = hypergeometric tail.
+    assert sleep["fisher_p"] == pytest.approx(float(stats.hypergeom.sf(1, 24, 3, 4)))
