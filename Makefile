@@ -85,12 +85,17 @@ fuzz-build: $(FUZZERS)
 
 # The whole suite: unit, C binaries on loopback (also under ASan/UBSan),
 # and Docker end-to-end. The check tier first, spread over the cores (as
-# `make check`: its tests share nothing), then every other test, one at a
-# time (the binaries' and Docker's tests measure time on a quiet host).
-test: setup build build-asan fuzz-build images images-swarm images-gateways
+# `make check`: its tests share nothing); then the native tier's tests that
+# neither measure time, pin a core nor wait on short timers, on 2 workers
+# (they use ephemeral ports and their own tmp_path; what they run is built
+# here first and WOTBENCH_PREBUILT=1 keeps their fixtures from running make:
+# harness/tests/building.py); then every other test one at a time:
+# the `serial` ones (pyproject) and Docker's, which measure time on a quiet host.
+test: setup build build-asan fuzz-build $(BIN)/devload $(BIN)/devrate images images-swarm images-gateways
 	$(Q)$(PY) -m pytest --tier check -n auto $(PYTEST_ARGS)
 	$(Q)$(PY) -m wotbench.tests.leftovers
-	$(Q)$(PY) -m pytest --exclude-tier check --durations=30 $(PYTEST_ARGS)
+	$(Q)WOTBENCH_PREBUILT=1 $(PY) -m pytest --tier native --exclude-tier check -m "not serial" -n 2 --durations=15 $(PYTEST_ARGS)
+	$(Q)$(PY) -m pytest --exclude-tier check -m "serial or docker or root" --durations=30 $(PYTEST_ARGS)
 
 # Test tiers, assigned by harness/tests/tiers.py from what each test uses.
 # check: the standard tools (ruff, import-linter, mypy: harness/tests/test_tools.py)

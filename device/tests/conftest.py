@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from aiocoap import Message
 
+from wotbench.tests.building import build
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin" / "wotbench-device"
 ASAN_BIN = ROOT / "build" / "asan" / "wotbench-device"
@@ -26,14 +28,8 @@ SERVICE_TIME_OPTION = 65000
 
 
 def _make(targets: Sequence[Path]) -> None:
-    """Builds the device's own targets (incremental); falls back to
-    binaries that already exist when make cannot run (e.g. another part's
-    build.mk is mid-edit), and fails otherwise."""
-    rel = [str(t.relative_to(ROOT)) for t in targets]
-    proc = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", *rel],
-                          capture_output=True, text=True)
-    if proc.returncode != 0 and not all(t.exists() for t in targets):
-        pytest.fail(f"make {' '.join(rel)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    """Builds the device's own targets incrementally (wotbench.tests.building)."""
+    build(ROOT, targets)
 
 
 @pytest.fixture(scope="session")

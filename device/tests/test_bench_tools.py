@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

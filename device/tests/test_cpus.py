@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 AVAILABLE = os.sched_getaffinity(0)
 #: A CPU number the list syntax allows but this process may not use.
 ABSENT = max(c for c in range(1024) if c not in AVAILABLE)

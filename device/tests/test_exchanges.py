@@ -19,6 +19,9 @@ from wotbench.base.formats import (
     DEVICE_STATS_HISTOGRAMS,
 )
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 ROWS = [("/fast", 0, None), ("/work", 100_000, None), ("/long", 1_000_000, None),
         ("/slow", 2_100_000, None)]
 

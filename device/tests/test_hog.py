@@ -13,16 +13,18 @@ from typing import Any
 
 import pytest
 
+from wotbench.tests.building import build
+
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 ROOT = Path(__file__).resolve().parents[2]
 BINS = {"release": ROOT / "build" / "bin" / "wotbench-hog", "asan": ROOT / "build" / "asan" / "wotbench-hog"}
 
 
 @pytest.fixture(scope="module")
 def hog_bins() -> dict[str, Path]:
-    rel = [str(p.relative_to(ROOT)) for p in BINS.values()]
-    proc = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", *rel], capture_output=True, text=True)
-    if proc.returncode != 0 and not all(p.exists() for p in BINS.values()):
-        pytest.fail(f"make {' '.join(rel)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    build(ROOT, list(BINS.values()))
     return BINS
 
 

@@ -12,6 +12,9 @@ import time
 
 import pytest
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 S_US = 20_000
 
 

@@ -31,6 +31,9 @@ from wotbench.base.formats import (
     RESOURCE_OPTIONAL_COLUMNS,
 )
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 OBSERVE, MAX_AGE = 6, 14
 PAYLOAD = re.compile(rb"^t=(\d+);e=(\d+);n=(\d+)\.*$")
 HEADER = ",".join((*RESOURCE_COLUMNS, *RESOURCE_OPTIONAL_COLUMNS, *RESOURCE_OBSERVE_COLUMNS))

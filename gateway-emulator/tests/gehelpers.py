@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pytest
+
+from wotbench.tests.building import build
 
 ROOT = Path(__file__).resolve().parents[2]
 GE = ROOT / "build" / "bin" / "wotbench-ge"
@@ -27,13 +28,8 @@ SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
 
 
 def make(targets: Sequence[Path]) -> None:
-    """Builds targets incrementally; when make itself cannot run (another
-    part's build.mk mid-edit) binaries that already exist are used."""
-    rel = [str(t.relative_to(ROOT)) for t in targets]
-    proc = subprocess.run(["make", "-C", str(ROOT), "--no-print-directory", *rel],
-                          capture_output=True, text=True)
-    if proc.returncode != 0 and not all(t.exists() for t in targets):
-        pytest.fail(f"make {' '.join(rel)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    """Builds targets incrementally (wotbench.tests.building)."""
+    build(ROOT, targets)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -27,6 +27,9 @@ from lossrelay import LossScript, Relay
 
 from wotbench.base.formats import GE_RTO_COLUMNS, GE_RTO_EVENTS, GE_RTO_KINDS
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 N = 15            # requests
 GAP_US = 100_000  # between them
 ACK_MS = 300      # --ack-timeout-ms

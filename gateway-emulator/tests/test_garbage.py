@@ -11,7 +11,11 @@ import struct
 import threading
 from collections.abc import Callable
 
+import pytest
 from gehelpers import run_ge, write_trace
+
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
 
 
 def parse(req: bytes) -> tuple[int, int, bytes]:

@@ -16,6 +16,9 @@ from gehelpers import SAN_ENV, free_port, run_ge, write_trace
 
 from wotbench.base.formats import GE_OUTPUT_COLUMNS
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 SERVICE = {"/s0": 0, "/s300": 300, "/s1000": 1000}
 
 

@@ -24,6 +24,9 @@ import pandas as pd
 import pytest
 from gehelpers import ROOT, SAN_ENV, GeRun, free_port, run_ge, write_trace
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 GE_DIR = ROOT / "gateway-emulator"
 STALL_S = 1.0  # past the GE's --timeout-ms below
 TIMEOUT_MS = "300"

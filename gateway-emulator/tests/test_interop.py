@@ -10,7 +10,11 @@ import subprocess
 import sys
 import time
 
+import pytest
 from gehelpers import free_port, run_ge, write_trace
+
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
 
 AIOCOAP_SERVER = r'''
 import asyncio, json, sys

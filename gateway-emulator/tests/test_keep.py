@@ -20,7 +20,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from gehelpers import write_trace
+
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
 
 CHUNK = 64 << 10
 PATH = "/" + "k" * 200          # ~240-byte lines: a 19 MB trace in 80,000 lines

@@ -12,6 +12,9 @@ import pandas as pd
 import pytest
 from gehelpers import run_ge
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 LIFETIME_US = 247_000_000
 
 

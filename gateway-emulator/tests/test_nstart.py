@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 import pytest
 from gehelpers import SAN_ENV, free_port, run_ge, write_trace
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 SERVICE_US = 50_000  # the device's service time
 GAP_US = 10_000      # between intended sends
 

@@ -34,6 +34,9 @@ from conftest import Device
 from gehelpers import SAN_ENV, run_ge, write_trace
 from lossrelay import UdpRelay
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 SEQ0 = (1 << 24) - 20  # every observation wraps after 20 notifications
 OBSERVE, MAX_AGE = 6, 14
 CON, NON = 0, 1

@@ -34,6 +34,9 @@ from typing import Any
 import pytest
 from gehelpers import SAN_ENV, free_port, run_ge, write_trace
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 LIBCOAP = shutil.which("coap-server-notls")
 AIOCOAP = Path(sys.executable).with_name("aiocoap-proxy")
 needs_libcoap = pytest.mark.skipif(LIBCOAP is None,

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from gehelpers import SAN_ENV, run_ge, write_trace
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 NO_SYS_NICE = ["setpriv", "--inh-caps", "-sys_nice", "--bounding-set", "-sys_nice"]
 
 

@@ -8,6 +8,9 @@ import resource
 import pytest
 from gehelpers import SAN_ENV, run_ge, write_trace
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 
 def child_cpu_s() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -20,6 +20,9 @@ from gehelpers import SAN_ENV, free_port, run_ge
 
 from wotbench.base.formats import GE_OUTPUT_COLUMNS
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 CHUNK = 4096
 INT = re.compile(r"^\d+$")
 

@@ -18,6 +18,9 @@ from wotbench.host.gecap import CalibrationSetup, GeCapacity, cached, capacity_f
 from wotbench.reporting import peak_rps
 from wotbench.spec import loads
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[2]
 GE_BIN = CalibrationSetup(0, 0).ge_bin
 SPEC = """\

@@ -14,6 +14,9 @@ import pytest
 from wotbench.host import loopback
 from wotbench.host import prime as _prime
 
+#: Times, pins or waits on short timers: never beside another test (pyproject's serial).
+pytestmark = pytest.mark.serial
+
 DEVICE = Path(__file__).resolve().parents[2] / "build" / "bin" / "wotbench-device"
 
 

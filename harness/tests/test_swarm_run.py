@@ -80,16 +80,19 @@ def _worker(lab: Lab) -> str:
 #: retransmissions instead of RFC 7252's 62-93 s, which the run would
 #: otherwise wait out before it ends (harness/execution/phases/_ge.py drain_us).
 QUICK_GIVE_UP = "  type: con\n  timeout: 5s\n  ack_timeout: 500ms\n  max_retransmit: 2\n"
+#: The quickstart's device limits, and then 20 % loss on their network.
+LOSS = ("    memory: 32m\n", "    memory: 32m\n    impairment: {loss: 20%}\n")
 
 
-def _quick_give_up(tmp_path: Path, extra: tuple[str, str] | None = None) -> Path:
-    """The swarm quickstart with :data:`QUICK_GIVE_UP` (and one more ``(old, new)`` edit)."""
+def _quick_give_up(tmp_path: Path, loss: bool = False) -> Path:
+    """The swarm quickstart with :data:`QUICK_GIVE_UP` (``loss``: and 20 %
+    loss on the devices' network)."""
     text = SPEC.read_text()
     assert text.count("  type: con\n  timeout: 5s\n") == 1
     text = text.replace("  type: con\n  timeout: 5s\n", QUICK_GIVE_UP)
-    if extra is not None:
-        assert text.count(extra[0]) == 1
-        text = text.replace(*extra)
+    if loss:
+        assert text.count(LOSS[0]) == 1
+        text = text.replace(*LOSS)
     spec = tmp_path / "quickstart-swarm.yaml"
     spec.write_text(text)
     return spec
@@ -190,7 +193,7 @@ def test_impairment_on_another_node_and_a_task_that_fails_there(lab, live_run, t
     node's engine): about a fifth of the CON requests retransmitted. Then a
     device killed there: the run invalid, naming it and its node."""
     engines, worker = _engines(lab), _worker(lab)
-    spec = _quick_give_up(tmp_path, ("    memory: 32m\n", "    memory: 32m\n    impairment: {loss: 20%}\n"))
+    spec = _quick_give_up(tmp_path, loss=True)
     live = live_run(spec, tmp_path / "res", "--scale", "ci")
     run_id = live.wait_for(r"^run (\S+)", 60).group(1)
     live.wait_for(r"test starts at", 120)

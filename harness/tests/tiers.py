@@ -18,10 +18,13 @@ deep: ``docker`` if it makes the engine's client itself (``dockerenv.client``),
 ``root`` if it both asks who it runs as and names a root-only program
 (``hostguard.available``).
 
-One marker is set by hand: ``slow`` (pyproject), on a test whose point is
-a big input or a memory bound (seconds of CPU that no smaller input can
-replace). It keeps the test out of ``check``, which must stay under a
-minute, and in ``native`` and the whole suite.
+Two markers are set by hand (pyproject). ``slow``, on a test whose point
+is a big input or a memory bound (seconds of CPU that no smaller input can
+replace), keeps the test out of ``check``, which must stay under a
+minute, and in ``native`` and the whole suite. ``serial``, on a native
+test that measures time, pins a core or waits on short timers, keeps it
+off the 2 workers on which ``make test`` runs the rest of the native tier
+(``-m "not serial"``); it runs alone, with the Docker tests.
 
 ``--tier check`` keeps the tests with none of the markers (as ``-m "not
 docker and not native and not root and not slow"``), ``--tier native`` adds
