@@ -74,15 +74,15 @@ def _selection(sel: Mapping[str, Any] | None, title: str = "## Thresholds chosen
              *([f"Truth: {sel['truth_rule']}.", ""] if sel.get("truth_rule") else []),
              f"**Chosen: {c['name']} {c['setting']:g}, cd_alpha {c['alpha']:g}** (training false alarms "
              f"{_rate(c['fa'])}, distorted training trials detected with onset within one window "
-             f"{_rate(c['hit'])}, power to decide {_rate(c.get('power'))}"
-             f"{'' if c['meets_fa'] else '; NO setting met the false-alarm bound'}).", "",
+             f"{_rate(c['hit'])}, sees an episode within one window on {_rate(c.get('power'))}"
+             f"{'' if c['meets_fa'] else '; it does NOT meet the false-alarm bound'}).", "",
              "Held out, at the chosen thresholds:", ""]
     lines += _agreement(sel["heldout"])
     lines += ["", "Held out, at the runs' own thresholds (for comparison):", ""]
     lines += _agreement(sel["heldout_run_thresholds"])
     lines += ["", "<details><summary>every setting on the training trials</summary>", "",
               f"| {c['name']} | cd_alpha | training false alarms | distorted detected, onset within 1 window "
-              "| power to decide |",
+              "| sees an episode within one window |",
               "|---|---|---|---|---|"]
     lines += [f"| {g['setting']:g} | {g['alpha']:g} | {_rate(g['fa'])} | {_rate(g['hit'])} | {_rate(g.get('power'))} |"
               for g in sel["grid"]]
